@@ -1,0 +1,39 @@
+# Two commands for a newcomer: `make demo` and `make test`. Everything else is for developers.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck docs bench clean venv
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m listener demo
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy --strict state_machine reconciler
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict state_machine reconciler
+
+docs: $(STAMP)
+	$(BIN)/python -m tools.gendocs
+
+bench: $(STAMP)
+	$(BIN)/python bench/reconcile_step.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache out

@@ -1,0 +1,180 @@
+"""What the reconciler observes: one immutable snapshot of the cluster and of demand.
+
+A snapshot is built by a provider (``providers.kubernetes.translate.build_snapshot``) from
+the watch-fed cache, or from the simulated world's objects through the same translation.
+The reconciler never reads anything else, so every decision is a pure function of
+``(pair records, snapshot, config, now)``.
+
+Counting rules (DESIGN §4) are applied in :mod:`reconciler.capacity`; the translator only
+records facts (phase, node, deletion, conditions, whether the node is usable for the pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from state_machine.states import Role
+
+
+class PodPhase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceholderPod:
+    """One placeholder pod as observed (labels identify its pair and role)."""
+
+    name: str
+    namespace: str
+    uid: str
+    pair_id: str
+    role: Role
+    phase: PodPhase
+    #: ``spec.nodeName``: set once the scheduler bound the pod.
+    node_name: str | None = None
+    #: ``metadata.deletionTimestamp`` is set (terminating).
+    deleting: bool = False
+    #: ``DisruptionTarget`` condition is True (preemption / eviction under way).
+    disruption_target: bool = False
+    #: The pod's node is cordoned, not Ready, marked ``karpenter.sh/disrupted`` or carries a
+    #: NoSchedule/NoExecute taint the pod does not tolerate.
+    node_blocked: bool = False
+    #: Message of ``PodScheduled=False`` (e.g. "0/3 nodes are available: ..."), for reasons.
+    unschedulable_message: str | None = None
+    #: Listener instance that created the pod (label), for adoption and orphan sweeps.
+    instance: str = ""
+    #: Lease expiry from the TTL annotation (epoch seconds); None when absent/unparsable.
+    expires_at: float | None = None
+    created_at: float = 0.0
+
+    @property
+    def running(self) -> bool:
+        """Bound and Running: the scheduler placed it and the kubelet started it."""
+        return self.phase is PodPhase.RUNNING and self.node_name is not None
+
+    @property
+    def ended(self) -> bool:
+        """The container stopped by itself (lifetime reached, crash): it holds nothing."""
+        return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+    @property
+    def lost(self) -> bool:
+        """No longer usable and never will be again: terminating, disrupted or ended."""
+        return self.deleting or self.disruption_target or self.ended
+
+    @property
+    def counts(self) -> bool:
+        """Backs capacity now (DESIGN §4): Running, bound, not lost, on a usable node."""
+        return self.running and not self.lost and not self.node_blocked
+
+
+@dataclass(frozen=True, slots=True)
+class PairPods:
+    """The observed pods of one pair (either may be missing)."""
+
+    runner: PlaceholderPod | None = None
+    workflow: PlaceholderPod | None = None
+
+    def get(self, role: Role) -> PlaceholderPod | None:
+        return self.runner if role is Role.RUNNER else self.workflow
+
+    def present(self) -> tuple[PlaceholderPod, ...]:
+        return tuple(p for p in (self.runner, self.workflow) if p is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerPod:
+    """A real ARC runner pod of this scale set."""
+
+    name: str
+    node_name: str | None
+    phase: PodPhase
+    deleting: bool = False
+
+    @property
+    def holds_slot(self) -> bool:
+        """Bound to a node, alive and not terminating: it holds runner-side resources."""
+        return (
+            self.node_name is not None
+            and not self.deleting
+            and self.phase in (PodPhase.PENDING, PodPhase.RUNNING)
+        )
+
+    @property
+    def alive(self) -> bool:
+        """Exists and has not finished: counts against maxRunners headroom."""
+        return not self.deleting and self.phase in (PodPhase.PENDING, PodPhase.RUNNING)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowPod:
+    """A real workflow pod (label ``runner-pod=<runner pod name>``), not step pods."""
+
+    name: str
+    runner_pod: str
+    node_name: str | None
+    phase: PodPhase
+    deleting: bool = False
+
+    @property
+    def holds_slot(self) -> bool:
+        return (
+            self.node_name is not None
+            and not self.deleting
+            and self.phase in (PodPhase.PENDING, PodPhase.RUNNING)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """Queued jobs for this scale set's labels (HUD), or why it is unknown.
+
+    ``queued_jobs is None`` means the source failed; decide then falls back to the
+    configured floor (fail-safe: never 0 pairs, never unlimited).
+    """
+
+    queued_jobs: int | None = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FitEstimate:
+    """Upper bound on how many *new* pairs could schedule now (DESIGN §6).
+
+    From Karpenter NodePool ``spec.limits - status.resources`` and free allocatable on
+    matching nodes. Bounds attempts only; it is never reported as capacity.
+    """
+
+    new_pairs: int
+    detail: str = ""
+
+
+_EMPTY: Mapping[str, PairPods] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Everything one reconcile step may look at."""
+
+    taken_at: float
+    #: Live ``maxRunners`` (AutoscalingRunnerSet / listener config). 0 is a hard cap.
+    max_runners: int
+    min_runners: int = 0
+    #: Placeholder pods of this scale set, grouped by pair id (from labels).
+    placeholders: Mapping[str, PairPods] = field(default_factory=lambda: _EMPTY)
+    runner_pods: tuple[RunnerPod, ...] = ()
+    workflow_pods: tuple[WorkflowPod, ...] = ()
+    #: Registered runners without a job (EphemeralRunners Running with no jobId).
+    idle_runners: int = 0
+    demand: Demand = field(default_factory=Demand)
+    fit: FitEstimate | None = None
+    #: Recent capacity failures seen in Karpenter (e.g. "InsufficientCapacity g5.xlarge/us-east-1a"),
+    #: used only to explain TIMED_OUT reasons.
+    capacity_signals: tuple[str, ...] = ()
