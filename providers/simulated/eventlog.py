@@ -1,0 +1,43 @@
+"""The simulated world's JSON-lines event log (DESIGN §7 output contract).
+
+Every line is one JSON object with ``t`` (virtual seconds since the run started, rounded to
+milliseconds), ``type``, ``strategy`` and the ids it concerns. Keys keep insertion order and
+floats are rounded, so the same seed gives a byte-identical log. Outcomes must be
+recomputable from this log alone (see ``providers.simulated.checker``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+
+class EventLog:
+    def __init__(self, strategy: str, clock: Callable[[], float], start: float) -> None:
+        self.strategy = strategy
+        self._clock = clock
+        self._start = start
+        self._lines: list[str] = []
+        self.counts: dict[str, int] = {}
+
+    def emit(self, type: str, **fields: Any) -> None:
+        record: dict[str, Any] = {
+            "t": round(self._clock() - self._start, 3),
+            "type": type,
+            "strategy": self.strategy,
+        }
+        record.update(fields)
+        self._lines.append(json.dumps(record, separators=(",", ":")))
+        self.counts[type] = self.counts.get(type, 0) + 1
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def lines(self) -> Iterator[str]:
+        return iter(self._lines)
+
+    def write(self, out: IO[str]) -> None:
+        for line in self._lines:
+            out.write(line)
+            out.write("\n")
