@@ -1,0 +1,76 @@
+"""The capacity ledger (DESIGN §4): what we may tell GitHub, from what the scheduler confirmed.
+
+Count halves, not pods:
+
+    runner side   = real runner pods bound to a node and alive + counted runner placeholders
+    workflow side = real workflow pods bound and alive          + counted workflow placeholders
+    capacity      = min(runner side, workflow side, live maxRunners)   (0 when maxRunners is 0)
+
+A runner Running on a cheap node is not a usable slot while no workflow half backs it, and a
+placeholder counts only while Running, bound, not terminating, not a DisruptionTarget and on
+a usable node (``PlaceholderPod.counts``). A Pending runner is not counted: the READY pair it
+is about to take still is, so nothing is counted twice. In steady state the result equals
+running jobs + READY pairs; READY pairs stay the unit the reconciler manages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reconciler.snapshot import ClusterSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityLedger:
+    capacity: int
+    runner_side: int
+    workflow_side: int
+    max_runners: int
+    ready_pairs: int
+    real_runners_bound: int
+    real_workflows_bound: int
+    runner_placeholders: int
+    workflow_placeholders: int
+    #: Bound runners whose workflow pod exists but is not bound: claimed jobs waiting for a node.
+    starved_runners: int
+    #: Registered runners without a job: GitHub may hand them jobs without any capacity check.
+    idle_runners: int
+
+    @property
+    def headroom(self) -> int:
+        """Slots we advertise beyond the jobs already holding resources."""
+        return max(0, self.capacity - self.real_runners_bound)
+
+
+def compute_ledger(snapshot: ClusterSnapshot, ready_pairs: int) -> CapacityLedger:
+    runner_placeholders = workflow_placeholders = 0
+    for pods in snapshot.placeholders.values():
+        if pods.runner is not None and pods.runner.counts:
+            runner_placeholders += 1
+        if pods.workflow is not None and pods.workflow.counts:
+            workflow_placeholders += 1
+
+    bound_runners = {p.name for p in snapshot.runner_pods if p.holds_slot}
+    real_workflows_bound = sum(1 for w in snapshot.workflow_pods if w.holds_slot)
+    starved = sum(
+        1
+        for w in snapshot.workflow_pods
+        if w.runner_pod in bound_runners and w.node_name is None and not w.deleting
+    )
+
+    runner_side = len(bound_runners) + runner_placeholders
+    workflow_side = real_workflows_bound + workflow_placeholders
+    max_runners = max(0, snapshot.max_runners)
+    return CapacityLedger(
+        capacity=min(runner_side, workflow_side, max_runners),
+        runner_side=runner_side,
+        workflow_side=workflow_side,
+        max_runners=max_runners,
+        ready_pairs=ready_pairs,
+        real_runners_bound=len(bound_runners),
+        real_workflows_bound=real_workflows_bound,
+        runner_placeholders=runner_placeholders,
+        workflow_placeholders=workflow_placeholders,
+        starved_runners=starved,
+        idle_runners=snapshot.idle_runners,
+    )

@@ -1,0 +1,172 @@
+"""When reconcile steps run: watch-triggered with debounce, plus a jittered periodic fallback.
+
+:class:`Schedule` is the pure part (no I/O, no sleeping): it is told about triggers and
+steps and answers when the next step is due. The simulator drives it in virtual time; the
+tests drive it with freezegun; :class:`ReconcileLoop` drives it with asyncio in production.
+
+Rules:
+- A step is due ``interval`` (+/- ``jitter`` x interval, drawn per step so many listeners
+  drift apart instead of running in lockstep) after the previous one: the periodic fallback
+  (ARC's ``recalculateInterval``).
+- A trigger (a watch event) makes a step due ``debounce`` seconds after the latest trigger,
+  but never later than ``max_delay`` after the first trigger since the last step, so a
+  steady stream of events cannot starve the loop.
+- Before the first step, a step is due at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from reconciler.clock import Clock
+from reconciler.reconciler import Reconciler, StepResult
+from reconciler.snapshot import ClusterSnapshot
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Schedule:
+    interval: float
+    jitter: float = 0.0
+    debounce: float = 1.0
+    max_delay: float = 5.0
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    next_periodic: float | None = None
+    first_trigger: float | None = None
+    last_trigger: float | None = None
+
+    def trigger(self, now: float) -> None:
+        if self.first_trigger is None:
+            self.first_trigger = now
+        self.last_trigger = now
+
+    def due_at(self) -> float:
+        if self.next_periodic is None:
+            return float("-inf")
+        due = self.next_periodic
+        if self.first_trigger is not None and self.last_trigger is not None:
+            debounced = min(self.last_trigger + self.debounce, self.first_trigger + self.max_delay)
+            due = min(due, debounced)
+        return due
+
+    def is_due(self, now: float) -> bool:
+        return now >= self.due_at()
+
+    def ran(self, now: float) -> None:
+        spread = self.rng.uniform(-self.jitter, self.jitter) if self.jitter else 0.0
+        self.next_periodic = now + self.interval * (1.0 + spread)
+        self.first_trigger = self.last_trigger = None
+
+
+class LatestCapacity:
+    """A thread-safe capacity sink: the latest value wins; listeners hear every change."""
+
+    def __init__(self, initial: int = 0) -> None:
+        self._value = initial
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[int, int], None]] = []
+
+    @property
+    def value(self) -> int:
+        return self._value
+
+    def subscribe(self, listener: Callable[[int, int], None]) -> None:
+        """``listener(old, new)`` is called on every change, from the setter's thread."""
+        self._listeners.append(listener)
+
+    def set_max_runners(self, capacity: int) -> None:
+        with self._lock:
+            old, self._value = self._value, max(0, capacity)
+        if old != capacity:
+            for listener in self._listeners:
+                listener(old, self._value)
+
+
+#: How long to wait before asking again for a snapshot while the caches are not synced.
+NOT_SYNCED_RETRY = 1.0
+
+SnapshotSource = Callable[[], ClusterSnapshot | None]
+
+
+class ReconcileLoop:
+    """Runs reconcile steps when the schedule says so, until stopped.
+
+    ``snapshot_source`` returns None while the caches are not synced: no decision is taken
+    before every required kind has been listed once (Karpenter's "synced" guard). A step that
+    raises is logged and retried at the next due time; it never kills the loop.
+    """
+
+    def __init__(
+        self,
+        reconciler: Reconciler,
+        snapshot_source: SnapshotSource,
+        schedule: Schedule,
+        clock: Clock,
+        *,
+        on_step: Callable[[StepResult, float], None] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.reconciler = reconciler
+        self.snapshot_source = snapshot_source
+        self.schedule = schedule
+        self.clock = clock
+        self.on_step = on_step
+        self.on_error = on_error
+        self._wake: asyncio.Event | None = None
+        self._aio: asyncio.AbstractEventLoop | None = None
+
+    def trigger(self) -> None:
+        """Note an observation change; safe to call from any thread (watch callbacks)."""
+        self.schedule.trigger(self.clock.now())
+        if self._aio is not None and self._wake is not None:
+            self._aio.call_soon_threadsafe(self._wake.set)
+
+    def run_once(self) -> StepResult | None:
+        """One step now, if the caches are synced. Blocking (subscribers do I/O)."""
+        snapshot = self.snapshot_source()
+        if snapshot is None:
+            return None
+        started = self.clock.now()
+        try:
+            result = self.reconciler.step(snapshot)
+        finally:
+            self.schedule.ran(self.clock.now())
+        if self.on_step is not None:
+            self.on_step(result, self.clock.now() - started)
+        return result
+
+    async def run(self, stop: asyncio.Event) -> None:
+        self._aio = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        while not stop.is_set():
+            delay = self.schedule.due_at() - self.clock.now()
+            if delay > 0:
+                await self._sleep(stop, delay)
+                continue
+            try:
+                result = await asyncio.to_thread(self.run_once)
+                if result is None:  # caches not synced yet: look again shortly
+                    await self._sleep(stop, NOT_SYNCED_RETRY)
+            except Exception as exc:
+                log.exception("reconcile step failed; retrying at the next due time")
+                if self.on_error is not None:
+                    self.on_error(exc)
+                self.schedule.ran(self.clock.now())
+
+    async def _sleep(self, stop: asyncio.Event, delay: float) -> None:
+        wake = self._wake
+        if wake is None:
+            raise RuntimeError("ReconcileLoop._sleep called outside run()")
+        wake.clear()
+        waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())}
+        try:
+            await asyncio.wait(waiters, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()

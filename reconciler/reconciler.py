@@ -1,0 +1,137 @@
+"""One reconcile step: sync, then decide, then commit, then publish.
+
+:func:`reconcile` is the pure core (records + snapshot + config + now in, a plan out).
+:class:`Reconciler` owns the store and runs one step:
+
+1. Plan: ``sync`` (passive moves proven by the snapshot), applied to a scratch view, then
+   ``decide`` (active moves and maintenance commands) on that view.
+2. Commit the whole plan to the store (validated against the table first: an invalid plan
+   raises and changes nothing).
+3. Publish the committed events and the commands to every subscriber, in order. A failing
+   subscriber is logged and does not stop the others; its effect (or its absence) is
+   observed in a later snapshot.
+4. Publish the capacity of the ledger to the sink (latest value wins). The ledger is computed
+   from the snapshot alone, so even a step that fails in planning still publishes a capacity
+   that the scheduler confirmed, then re-raises.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from reconciler.capacity import CapacityLedger, compute_ledger
+from reconciler.clock import Clock
+from reconciler.decide import DecideInput, decide
+from reconciler.ports import CapacitySink, Command, Subscriber
+from reconciler.settings import ReconcilerConfig
+from reconciler.snapshot import ClusterSnapshot
+from reconciler.sync import sync
+from state_machine.events import TransitionEvent
+from state_machine.record import PairRecord
+from state_machine.states import PairState
+from state_machine.store import Change, PairStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    changes: tuple[Change, ...]
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    events: tuple[TransitionEvent, ...]
+    commands: tuple[Command, ...]
+    ledger: CapacityLedger
+    subscriber_errors: int = 0
+
+
+def reconcile(
+    records: Mapping[str, PairRecord],
+    snapshot: ClusterSnapshot,
+    config: ReconcilerConfig,
+    *,
+    now: float,
+    instance: str,
+    first_step: bool,
+    ids: Iterator[str],
+) -> Plan:
+    """The pure step: what should change, given what we hold and what we observe."""
+    synced = sync(records.values(), snapshot)
+    view = dict(records)
+    for move in synced:
+        view[move.pair_id] = view[move.pair_id].moved(move.target, now, move.reason)
+    decision = decide(
+        DecideInput(view, snapshot, config, now, instance, first_step),
+        ids,
+    )
+    return Plan((*synced, *decision.changes), tuple(decision.commands))
+
+
+class Reconciler:
+    def __init__(
+        self,
+        config: ReconcilerConfig,
+        *,
+        clock: Clock,
+        subscribers: Sequence[Subscriber] = (),
+        sink: CapacitySink | None = None,
+        instance: str = "i0",
+        store: PairStore | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.subscribers = list(subscribers)
+        self.sink = sink
+        self.instance = instance
+        self.store = store or PairStore(config.scale_set)
+        self.steps = 0
+        self._seq = itertools.count(1)
+
+    def _ids(self) -> Iterator[str]:
+        while True:
+            yield f"{self.instance}-{next(self._seq)}"
+
+    def step(self, snapshot: ClusterSnapshot) -> StepResult:
+        now = self.clock.now()
+        try:
+            plan = reconcile(
+                self.store.view(),
+                snapshot,
+                self.config,
+                now=now,
+                instance=self.instance,
+                first_step=self.steps == 0,
+                ids=self._ids(),
+            )
+            events = tuple(self.store.commit(plan.changes, now))
+        except Exception:
+            self._publish_capacity(compute_ledger(snapshot, self.store.count([PairState.READY])))
+            raise
+        self.steps += 1
+        errors = self._notify(events, plan.commands)
+        ledger = compute_ledger(snapshot, self.store.count([PairState.READY]))
+        self._publish_capacity(ledger)
+        return StepResult(events, plan.commands, ledger, errors)
+
+    def _notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> int:
+        if not events and not commands:
+            return 0
+        errors = 0
+        for subscriber in self.subscribers:
+            try:
+                subscriber.notify(events, commands)
+            except Exception:
+                errors += 1
+                log.exception("subscriber %s failed; its effects are re-observed next step",
+                              type(subscriber).__name__)
+        return errors
+
+    def _publish_capacity(self, ledger: CapacityLedger) -> None:
+        if self.sink is not None:
+            self.sink.set_max_runners(ledger.capacity)

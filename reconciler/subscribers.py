@@ -1,0 +1,102 @@
+"""Subscribers: the only place where transition events turn into side effects.
+
+- :class:`PlaceholderSubscriber` creates both pods of a pair when it is requested, deletes
+  what is left of a pair when it times out or is deleted, and executes lease renewals and
+  orphan deletions, all through a :class:`~reconciler.ports.PlaceholderWriter`.
+- :class:`LoggingSubscriber` writes the one log line per transition.
+- :class:`RecordingSubscriber` keeps everything it was told, for tests and the simulator.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from reconciler.clock import Clock
+from reconciler.ports import Command, DeleteOrphan, PairSpec, PlaceholderWriter, PodRef, RenewLease
+from reconciler.settings import ReconcilerConfig
+from state_machine.events import TransitionEvent
+from state_machine.states import PairState
+from state_machine.table import HAS_PODS
+
+
+class PlaceholderSubscriber:
+    def __init__(
+        self,
+        writer: PlaceholderWriter,
+        *,
+        namespace: str,
+        clock: Clock,
+        config: ReconcilerConfig,
+    ) -> None:
+        self.writer = writer
+        self.namespace = namespace
+        self.clock = clock
+        self.config = config
+
+    def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
+        for event in events:
+            if event.source is PairState.QUEUED and event.target is PairState.REQUESTED:
+                self.writer.create_pair(self._spec(event))
+            elif _releases_pods(event):
+                # The writer skips pods that are already gone, so a pair whose pods vanished
+                # on their own costs no API call here.
+                self.writer.delete_pods(
+                    [
+                        PodRef(self.namespace, event.runner_pod),
+                        PodRef(self.namespace, event.workflow_pod),
+                    ]
+                )
+        for command in commands:
+            if isinstance(command, RenewLease):
+                self.writer.renew_lease(command.pods, command.expires_at)
+            elif isinstance(command, DeleteOrphan):
+                self.writer.delete_pods([command.pod])
+
+    def _spec(self, event: TransitionEvent) -> PairSpec:
+        return PairSpec(
+            pair_id=event.pair_id,
+            scale_set=event.scale_set,
+            runner_pod=event.runner_pod,
+            workflow_pod=event.workflow_pod,
+            expires_at=self.clock.now() + self.config.placeholder_ttl,
+        )
+
+
+def _releases_pods(event: TransitionEvent) -> bool:
+    """TIMED_OUT and DELETED free whatever pods the pair still has (none if never requested)."""
+    return (
+        event.target in (PairState.TIMED_OUT, PairState.DELETED)
+        and event.source is not None
+        and event.source in HAS_PODS
+    )
+
+
+class LoggingSubscriber:
+    """One line per transition, same shape every time (``TransitionEvent.log_line``)."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self.logger = logger or logging.getLogger("reconciler.transitions")
+
+    def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
+        for event in events:
+            self.logger.info("transition %s", event.log_line())
+        for command in commands:
+            if isinstance(command, DeleteOrphan):
+                self.logger.info("orphan pod=%s/%s reason=%r", command.pod.namespace,
+                                 command.pod.name, command.reason)
+            else:
+                self.logger.debug("renew lease pair=%s pods=%d", command.pair_id, len(command.pods))
+
+
+class RecordingSubscriber:
+    def __init__(self) -> None:
+        self.events: list[TransitionEvent] = []
+        self.commands: list[Command] = []
+
+    def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
+        self.events.extend(events)
+        self.commands.extend(commands)
+
+    def transitions(self) -> list[tuple[str, PairState | None, PairState]]:
+        return [(e.pair_id, e.source, e.target) for e in self.events]

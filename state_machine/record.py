@@ -1,0 +1,77 @@
+"""The pair record: one placeholder pair as the store keeps it (immutable; replaced per change)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping
+
+from state_machine.states import PairState
+
+#: Recent transitions kept per record (status history is bounded, unlike Ray's).
+HISTORY_LIMIT = 12
+#: Scale set names are cut so pod names stay within the 63-character DNS label limit.
+SCALE_SET_NAME_LIMIT = 40
+
+
+def pod_names(scale_set: str, pair_id: str) -> tuple[str, str]:
+    """Names of the runner and workflow placeholder pods of a pair."""
+    base = f"{scale_set[:SCALE_SET_NAME_LIMIT].rstrip('-.')}-ph-{pair_id}"
+    return f"{base}-r", f"{base}-w"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    state: PairState
+    at: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PairRecord:
+    pair_id: str
+    scale_set: str
+    state: PairState
+    version: int
+    runner_pod: str
+    workflow_pod: str
+    reason: str
+    #: When the pair last entered its current state.
+    since: float
+    #: First time the pair entered each state it has been in (timeouts measure from these,
+    #: so a PARTIAL <-> REQUESTED flap cannot postpone TIMED_OUT forever).
+    first_entered: Mapping[PairState, float] = field(default_factory=lambda: MappingProxyType({}))
+    history: tuple[HistoryEntry, ...] = ()
+
+    @classmethod
+    def new(cls, pair_id: str, scale_set: str, at: float, reason: str) -> PairRecord:
+        runner_pod, workflow_pod = pod_names(scale_set, pair_id)
+        return cls(
+            pair_id=pair_id,
+            scale_set=scale_set,
+            state=PairState.QUEUED,
+            version=1,
+            runner_pod=runner_pod,
+            workflow_pod=workflow_pod,
+            reason=reason,
+            since=at,
+            first_entered=MappingProxyType({PairState.QUEUED: at}),
+            history=(HistoryEntry(PairState.QUEUED, at, reason),),
+        )
+
+    def moved(self, target: PairState, at: float, reason: str) -> PairRecord:
+        """A copy in ``target`` (validation is the machine's job, not the record's)."""
+        first = dict(self.first_entered)
+        first.setdefault(target, at)
+        return replace(
+            self,
+            state=target,
+            version=self.version + 1,
+            reason=reason,
+            since=at,
+            first_entered=MappingProxyType(first),
+            history=(*self.history, HistoryEntry(target, at, reason))[-HISTORY_LIMIT:],
+        )
+
+    def entered(self, state: PairState) -> float | None:
+        return self.first_entered.get(state)

@@ -1,0 +1,166 @@
+"""The versioned pair store.
+
+The reconciler hands the store a batch of decisions (:class:`NewPair`, :class:`Move`) per
+step. :meth:`PairStore.commit` validates the whole batch against the table first and only
+then applies it, so an invalid decision raises :class:`InvalidTransition` and changes
+nothing. Every applied change yields one :class:`TransitionEvent`. DELETED records leave the
+store at the end of the commit (their events carry everything subscribers need), so the
+store never grows with history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from state_machine.events import Kind, TransitionEvent
+from state_machine.machine import InvalidTransition, PairMachine
+from state_machine.record import PairRecord
+from state_machine.states import PairState
+from state_machine.table import INITIAL, TERMINAL
+
+
+@dataclass(frozen=True, slots=True)
+class NewPair:
+    """Create a pair in the initial state (QUEUED)."""
+
+    pair_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Move an existing pair to ``target``."""
+
+    pair_id: str
+    target: PairState
+    kind: Kind
+    reason: str
+
+
+Change = NewPair | Move
+
+
+class DuplicatePair(Exception):
+    def __init__(self, pair_id: str) -> None:
+        super().__init__(f"pair {pair_id} already exists")
+
+
+class UnknownPair(Exception):
+    def __init__(self, pair_id: str) -> None:
+        super().__init__(f"pair {pair_id} is not in the store")
+
+
+class PairStore:
+    def __init__(self, scale_set: str, machine: PairMachine | None = None) -> None:
+        self.scale_set = scale_set
+        self._machine = machine or PairMachine()
+        self._records: dict[str, PairRecord] = {}
+        self._by_state: dict[PairState, dict[str, PairRecord]] = {s: {} for s in PairState}
+
+    # --- reading -----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, pair_id: object) -> bool:
+        return pair_id in self._records
+
+    def get(self, pair_id: str) -> PairRecord:
+        try:
+            return self._records[pair_id]
+        except KeyError:
+            raise UnknownPair(pair_id) from None
+
+    def view(self) -> Mapping[str, PairRecord]:
+        """Read-only live view by pair id (no copy)."""
+        return MappingProxyType(self._records)
+
+    def records(self) -> Iterator[PairRecord]:
+        return iter(tuple(self._records.values()))
+
+    def in_states(self, states: Iterable[PairState]) -> list[PairRecord]:
+        return [r for s in states for r in self._by_state[s].values()]
+
+    def count(self, states: Iterable[PairState]) -> int:
+        return sum(len(self._by_state[s]) for s in states)
+
+    def counts(self) -> dict[PairState, int]:
+        return {s: len(self._by_state[s]) for s in PairState}
+
+    # --- writing -----------------------------------------------------------------------
+
+    def commit(self, changes: Sequence[Change], at: float) -> list[TransitionEvent]:
+        """Validate the whole batch, then apply it; returns the events in batch order."""
+        self._validate(changes)
+        events = [self._apply(change, at) for change in changes]
+        for event in events:
+            if event.target in TERMINAL:
+                self._drop(event.pair_id)
+        return events
+
+    def _validate(self, changes: Sequence[Change]) -> None:
+        """Replay the batch on a scratch view of states; raise before anything changes."""
+        view: dict[str, PairState | None] = {}
+        for change in changes:
+            current = view.get(change.pair_id, self._state_of(change.pair_id))
+            if isinstance(change, NewPair):
+                if current is not None:
+                    raise DuplicatePair(change.pair_id)
+                view[change.pair_id] = INITIAL
+                continue
+            if current is None:
+                raise UnknownPair(change.pair_id)
+            self._machine.check(change.pair_id, current, change.target)
+            view[change.pair_id] = change.target
+
+    def _state_of(self, pair_id: str) -> PairState | None:
+        record = self._records.get(pair_id)
+        return record.state if record else None
+
+    def _apply(self, change: Change, at: float) -> TransitionEvent:
+        if isinstance(change, NewPair):
+            record = PairRecord.new(change.pair_id, self.scale_set, at, change.reason)
+            self._put(record)
+            return _event(record, None, Kind.ACTIVE)
+        before = self._records[change.pair_id]
+        after = before.moved(change.target, at, change.reason)
+        del self._by_state[before.state][before.pair_id]
+        self._put(after)
+        return _event(after, before.state, change.kind)
+
+    def _put(self, record: PairRecord) -> None:
+        self._records[record.pair_id] = record
+        self._by_state[record.state][record.pair_id] = record
+
+    def _drop(self, pair_id: str) -> None:
+        record = self._records.pop(pair_id, None)
+        if record is not None:
+            self._by_state[record.state].pop(pair_id, None)
+
+
+def _event(record: PairRecord, source: PairState | None, kind: Kind) -> TransitionEvent:
+    return TransitionEvent(
+        pair_id=record.pair_id,
+        scale_set=record.scale_set,
+        source=source,
+        target=record.state,
+        kind=kind,
+        reason=record.reason,
+        at=record.since,
+        version=record.version,
+        runner_pod=record.runner_pod,
+        workflow_pod=record.workflow_pod,
+    )
+
+
+__all__ = [
+    "Change",
+    "DuplicatePair",
+    "InvalidTransition",
+    "Move",
+    "NewPair",
+    "PairStore",
+    "UnknownPair",
+]
