@@ -23,7 +23,7 @@ Decisions accumulate in a :class:`Decision`; nothing is applied here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass, field
 
 from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
@@ -111,7 +111,8 @@ def _timeout_reason(timeout: float, pods: PairPods, snapshot: ClusterSnapshot) -
     for pod in pods.present():
         if not pod.running and pod.unschedulable_message:
             parts.append(f"{pod.role.value} pod unschedulable: {pod.unschedulable_message}")
-    missing = [role for role, pod in (("runner", pods.runner), ("workflow", pods.workflow)) if not pod]
+    halves = (("runner", pods.runner), ("workflow", pods.workflow))
+    missing = [role for role, pod in halves if pod is None]
     if missing:
         parts.append(f"never observed: {', '.join(missing)} pod")
     if snapshot.capacity_signals:
@@ -132,82 +133,6 @@ def retire_blocked(inp: DecideInput, decision: Decision) -> None:
 # 4 -------------------------------------------------------------------------------------
 
 
-def desired_pairs(snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
-    """clamp(proactiveCapacity + queued jobs, 0, maxRunners - live real runners)."""
-    queued = snapshot.demand.queued_jobs
-    if queued is None:  # HUD failed: fail open to the configured floor, never 0 or unlimited
-        queued = config.hud_fallback_queued_jobs
-    live_runners = sum(1 for p in snapshot.runner_pods if p.alive)
-    headroom = max(0, snapshot.max_runners - live_runners)
-    return max(0, min(config.proactive_capacity + max(0, queued), headroom))
-
-
-def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
-    want = desired_pairs(inp.snapshot, inp.config)
-    live = decision.in_states(*LIVE)
-    if len(live) < want:
-        for _ in range(want - len(live)):
-            decision.add(next(ids), f"desired {want} pairs, have {len(live)}")
-        return
-    excess = len(live) - want
-    if excess <= 0:
-        return
-    for group in ((S.QUEUED,), (S.REQUESTED, S.PARTIAL), (S.READY,)):
-        candidates = sorted(
-            (inp.pairs[pid] for pid in decision.in_states(*group) if pid in inp.pairs),
-            key=lambda r: (r.since, r.pair_id),
-            reverse=True,
-        )
-        for record in candidates[:excess]:
-            decision.move(record, S.DELETED, f"scale down to {want} pairs")
-        excess -= min(excess, len(candidates))
-        if excess == 0:
-            return
-
-
-# 5 -------------------------------------------------------------------------------------
-
-
-def launch(inp: DecideInput, decision: Decision) -> None:
-    in_flight = len(decision.in_states(*IN_FLIGHT))
-    slots = min(
-        inp.config.max_requests_per_step,
-        inp.config.max_pairs_in_flight - in_flight,
-    )
-    if inp.snapshot.fit is not None:
-        slots = min(slots, inp.snapshot.fit.new_pairs)
-    if slots <= 0:
-        return
-    queued = decision.in_states(S.QUEUED)  # insertion order: existing (oldest) first, then new
-    for pair_id in queued[:slots]:
-        decision.changes.append(Move(pair_id, S.REQUESTED, Kind.ACTIVE, "launch slot free"))
-        decision.states[pair_id] = S.REQUESTED
-
-
-# 6 -------------------------------------------------------------------------------------
-
-
-def renew_leases(inp: DecideInput, decision: Decision) -> None:
-    renew_before = inp.config.lease_renew_before
-    expires_at = inp.now + inp.config.placeholder_ttl
-    for pair_id, state in decision.states.items():
-        if state not in (S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED):
-            continue
-        pods = inp.snapshot.placeholders.get(pair_id)
-        if pods is None:
-            continue
-        due = tuple(
-            PodRef(p.namespace, p.name, p.uid)
-            for p in pods.present()
-            if not p.lost and p.expires_at is not None and p.expires_at - inp.now < renew_before
-        )
-        if due:
-            decision.commands.append(RenewLease(pair_id, due, expires_at))
-
-
-# 7 -------------------------------------------------------------------------------------
-
-
 def sweep(inp: DecideInput, decision: Decision) -> None:
     for pair_id, pods in inp.snapshot.placeholders.items():
         if pair_id in inp.pairs:
@@ -216,11 +141,7 @@ def sweep(inp: DecideInput, decision: Decision) -> None:
                 _delete(decision, pods, "retry delete of a timed-out pair")
             continue
         if inp.first_step and _adoptable(pods):
-            decision.add(pair_id, f"adopted from instance {pods.present()[0].instance or '?'}")
-            # Straight to REQUESTED: the pods exist, so the create is a no-op (AlreadyExists)
-            # and the next sync moves the pair to READY from observation.
-            decision.changes.append(Move(pair_id, S.REQUESTED, Kind.ACTIVE, "adopted"))
-            decision.states[pair_id] = S.REQUESTED
+            _adopt(decision, pair_id, pods)
             continue
         reason = _orphan_reason(pods, inp)
         if reason:
@@ -228,7 +149,20 @@ def sweep(inp: DecideInput, decision: Decision) -> None:
 
 
 def _adoptable(pods: PairPods) -> bool:
-    return all(p is not None and not p.lost for p in (pods.runner, pods.workflow))
+    """Only pairs that already back a slot: adopting pending ones would bypass the burst cap."""
+    return classify(pods.runner) is Half.RUNNING and classify(pods.workflow) is Half.RUNNING
+
+
+def _adopt(decision: Decision, pair_id: str, pods: PairPods) -> None:
+    """Take over a READY pair of an earlier instance through the table's own edges.
+
+    QUEUED -> REQUESTED -> READY in one batch; the subscriber's create on REQUESTED meets
+    AlreadyExists, which writers treat as success.
+    """
+    decision.add(pair_id, f"adopted from instance {pods.present()[0].instance or '?'}")
+    decision.changes.append(Move(pair_id, S.REQUESTED, Kind.ACTIVE, "adopted"))
+    decision.changes.append(Move(pair_id, S.READY, Kind.PASSIVE, "adopted: both pods Running"))
+    decision.states[pair_id] = S.READY
 
 
 def _orphan_reason(pods: PairPods, inp: DecideInput) -> str | None:
@@ -257,3 +191,88 @@ def _records_in(inp: DecideInput, *states: PairState) -> Iterator[PairRecord]:
     for record in inp.pairs.values():
         if record.state in states:
             yield record
+
+
+# 5 -------------------------------------------------------------------------------------
+
+
+def desired_pairs(snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
+    """clamp(proactiveCapacity + queued jobs, 0, maxRunners - live real runners)."""
+    queued = snapshot.demand.queued_jobs
+    if queued is None:  # HUD failed: fail open to the configured floor, never 0 or unlimited
+        queued = config.hud_fallback_queued_jobs
+    live_runners = sum(1 for p in snapshot.runner_pods if p.alive)
+    headroom = max(0, snapshot.max_runners - live_runners)
+    return max(0, min(config.proactive_capacity + max(0, queued), headroom))
+
+
+def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
+    want = desired_pairs(inp.snapshot, inp.config)
+    live = decision.in_states(*LIVE)
+    if len(live) < want:
+        taken = inp.snapshot.placeholders.keys() | decision.states.keys()
+        for _ in range(want - len(live)):
+            decision.add(_fresh_id(ids, taken), f"desired {want} pairs, have {len(live)}")
+        return
+    excess = len(live) - want
+    if excess <= 0:
+        return
+    for group in ((S.QUEUED,), (S.REQUESTED, S.PARTIAL), (S.READY,)):
+        candidates = sorted(
+            (inp.pairs[pid] for pid in decision.in_states(*group) if pid in inp.pairs),
+            key=lambda r: (r.since, r.pair_id),
+            reverse=True,
+        )
+        for record in candidates[:excess]:
+            decision.move(record, S.DELETED, f"scale down to {want} pairs")
+        excess -= min(excess, len(candidates))
+        if excess == 0:
+            return
+
+
+def _fresh_id(ids: Iterator[str], taken: Set[str]) -> str:
+    """The next id no pair and no observed pod uses (an earlier instance may share a prefix)."""
+    for pair_id in ids:
+        if pair_id not in taken:
+            return pair_id
+    raise RuntimeError("pair id source exhausted")
+
+
+# 6 -------------------------------------------------------------------------------------
+
+
+def launch(inp: DecideInput, decision: Decision) -> None:
+    in_flight = len(decision.in_states(*IN_FLIGHT))
+    slots = min(
+        inp.config.max_requests_per_step,
+        inp.config.max_pairs_in_flight - in_flight,
+    )
+    if inp.snapshot.fit is not None:
+        slots = min(slots, inp.snapshot.fit.new_pairs)
+    if slots <= 0:
+        return
+    queued = decision.in_states(S.QUEUED)  # insertion order: existing (oldest) first, then new
+    for pair_id in queued[:slots]:
+        decision.changes.append(Move(pair_id, S.REQUESTED, Kind.ACTIVE, "launch slot free"))
+        decision.states[pair_id] = S.REQUESTED
+
+
+# 7 -------------------------------------------------------------------------------------
+
+
+def renew_leases(inp: DecideInput, decision: Decision) -> None:
+    renew_before = inp.config.lease_renew_before
+    expires_at = inp.now + inp.config.placeholder_ttl
+    for pair_id, state in decision.states.items():
+        if state not in (S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED):
+            continue
+        pods = inp.snapshot.placeholders.get(pair_id)
+        if pods is None:
+            continue
+        due = tuple(
+            PodRef(p.namespace, p.name, p.uid)
+            for p in pods.present()
+            if not p.lost and p.expires_at is not None and p.expires_at - inp.now < renew_before
+        )
+        if due:
+            decision.commands.append(RenewLease(pair_id, due, expires_at))

@@ -128,8 +128,10 @@ class Reconciler:
                 subscriber.notify(events, commands)
             except Exception:
                 errors += 1
-                log.exception("subscriber %s failed; its effects are re-observed next step",
-                              type(subscriber).__name__)
+                log.exception(
+                    "subscriber %s failed; its effects are re-observed next step",
+                    type(subscriber).__name__,
+                )
         return errors
 
     def _publish_capacity(self, ledger: CapacityLedger) -> None:

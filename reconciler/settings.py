@@ -171,7 +171,8 @@ def parse_capacity_aware(data: Mapping[str, Any] | None, *, where: str) -> Capac
     try:
         return CapacityAwareSettings.model_validate(dict(data or {}))
     except ValidationError as exc:
-        raise SettingsError(format_validation_error(exc, where=where, root="capacityAware")) from None
+        message = format_validation_error(exc, where=where, root="capacityAware")
+        raise SettingsError(message) from None
 
 
 def format_validation_error(exc: ValidationError, *, where: str, root: str) -> str:

@@ -175,6 +175,6 @@ class ClusterSnapshot:
     idle_runners: int = 0
     demand: Demand = field(default_factory=Demand)
     fit: FitEstimate | None = None
-    #: Recent capacity failures seen in Karpenter (e.g. "InsufficientCapacity g5.xlarge/us-east-1a"),
-    #: used only to explain TIMED_OUT reasons.
+    #: Recent capacity failures seen in Karpenter (e.g. "InsufficientCapacity g5.xlarge
+    #: us-east-1a"), used only to explain TIMED_OUT reasons.
     capacity_signals: tuple[str, ...] = ()

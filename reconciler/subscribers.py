@@ -83,8 +83,12 @@ class LoggingSubscriber:
             self.logger.info("transition %s", event.log_line())
         for command in commands:
             if isinstance(command, DeleteOrphan):
-                self.logger.info("orphan pod=%s/%s reason=%r", command.pod.namespace,
-                                 command.pod.name, command.reason)
+                self.logger.info(
+                    "orphan pod=%s/%s reason=%r",
+                    command.pod.namespace,
+                    command.pod.name,
+                    command.reason,
+                )
             else:
                 self.logger.debug("renew lease pair=%s pods=%d", command.pair_id, len(command.pods))
 

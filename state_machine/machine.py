@@ -20,7 +20,9 @@ class InvalidTransition(Exception):
     def __init__(self, pair_id: str, source: PairState | None, target: PairState) -> None:
         self.pair_id, self.source, self.target = pair_id, source, target
         shown = source.value if source else "(new)"
-        super().__init__(f"pair {pair_id}: {shown} -> {target.value} is not in the transition table")
+        super().__init__(
+            f"pair {pair_id}: {shown} -> {target.value} is not in the transition table"
+        )
 
 
 def trigger_name(target: PairState) -> str:
@@ -42,7 +44,11 @@ class PairMachine:
             model=self._cursor,
             states=[s.value for s in PairState],
             transitions=[
-                {"trigger": trigger_name(e.target), "source": e.source.value, "dest": e.target.value}
+                {
+                    "trigger": trigger_name(e.target),
+                    "source": e.source.value,
+                    "dest": e.target.value,
+                }
                 for e in EDGES
             ],
             initial=INITIAL.value,

@@ -33,7 +33,7 @@ class Edge:
 INITIAL = Q
 
 EDGES: tuple[Edge, ...] = (
-    # A launch slot is free (burst cap, per-step cap, fit estimate); the subscriber creates both pods.
+    # A launch slot is free (burst cap, per-step cap, fit estimate); both pods get created.
     Edge(Q, R, ACTIVE, "a launch slot is free; both pods are created"),
     # Demand fell before the pair was ever requested: nothing exists in the cluster yet.
     Edge(Q, D, ACTIVE, "no longer wanted before it was requested"),
@@ -111,3 +111,8 @@ IN_FLIGHT = _states_where(s for s in ALL_STATES if RD in TARGETS[s] and s is not
 LIVE = _states_where(s for s in ALL_STATES if s is RD or RD in reachable_from(s))
 #: Pods were requested (may exist in the cluster) and must be cleaned up on the way out.
 HAS_PODS = _states_where(s for s in ALL_STATES if s is not Q and s not in TERMINAL)
+
+#: Every (source, target) an event may carry, the creation edge ``(None, QUEUED)`` included.
+TABLE_PAIRS_FOR_TESTS: frozenset[tuple[PairState | None, PairState]] = frozenset(
+    {(None, INITIAL), *((e.source, e.target) for e in EDGES)}
+)

@@ -1,0 +1,99 @@
+"""Sync, table-driven: (state, runner half, workflow half) -> passive move or none."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.snapshot import PairPods, PodPhase
+from reconciler.sync import Half, classify, sync
+from state_machine.events import Kind
+from state_machine.record import PairRecord
+from state_machine.states import PairState, Role
+
+from .builders import ph, snapshot
+
+S = PairState
+H = Half
+
+
+def half(pair_id: str, role: Role, h: Half):  # type: ignore[no-untyped-def]
+    return {
+        H.MISSING: None,
+        H.PENDING: ph(pair_id, role, phase=PodPhase.PENDING),
+        H.RUNNING: ph(pair_id, role),
+        H.STALLED: ph(pair_id, role, blocked=True),
+        H.LOST: ph(pair_id, role, disrupted=True),
+    }[h]
+
+
+def record_in(state: PairState) -> PairRecord:
+    record = PairRecord.new("p-1", "arc-runners", 0.0, "test")
+    return record if state is S.QUEUED else record.moved(state, 1.0, "setup")
+
+
+CASES = [
+    # state,      runner,    workflow,  expected target (None = stays)
+    (S.QUEUED,    H.RUNNING, H.RUNNING, None),  # QUEUED is decide's business only
+    (S.REQUESTED, H.MISSING, H.MISSING, None),  # creates not in the cache yet
+    (S.REQUESTED, H.PENDING, H.PENDING, None),
+    (S.REQUESTED, H.RUNNING, H.PENDING, S.PARTIAL),
+    (S.REQUESTED, H.PENDING, H.RUNNING, S.PARTIAL),
+    (S.REQUESTED, H.RUNNING, H.MISSING, S.PARTIAL),
+    (S.REQUESTED, H.RUNNING, H.RUNNING, S.READY),
+    (S.REQUESTED, H.STALLED, H.RUNNING, S.PARTIAL),
+    (S.REQUESTED, H.LOST,    H.PENDING, S.PREEMPTED),
+    (S.PARTIAL,   H.RUNNING, H.PENDING, None),
+    (S.PARTIAL,   H.RUNNING, H.MISSING, None),
+    (S.PARTIAL,   H.RUNNING, H.RUNNING, S.READY),
+    (S.PARTIAL,   H.STALLED, H.PENDING, S.REQUESTED),
+    (S.PARTIAL,   H.MISSING, H.PENDING, S.PREEMPTED),
+    (S.PARTIAL,   H.RUNNING, H.LOST,    S.PREEMPTED),
+    (S.READY,     H.RUNNING, H.RUNNING, None),
+    (S.READY,     H.STALLED, H.RUNNING, None),  # decide retires it (retire_blocked)
+    (S.READY,     H.LOST,    H.RUNNING, S.PREEMPTED),
+    (S.READY,     H.RUNNING, H.LOST,    S.PREEMPTED),
+    (S.READY,     H.MISSING, H.RUNNING, S.PREEMPTED),
+    (S.PREEMPTED, H.MISSING, H.RUNNING, None),  # the survivor is protected
+    (S.PREEMPTED, H.LOST,    H.RUNNING, None),
+    (S.PREEMPTED, H.MISSING, H.MISSING, S.DELETED),
+    (S.PREEMPTED, H.MISSING, H.LOST,    S.DELETED),
+    (S.TIMED_OUT, H.PENDING, H.MISSING, None),  # delete not confirmed yet
+    (S.TIMED_OUT, H.MISSING, H.MISSING, S.DELETED),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("state", "runner_half", "workflow_half", "expected"), CASES, ids=str)
+def test_sync_moves(
+    state: PairState, runner_half: Half, workflow_half: Half, expected: PairState | None
+) -> None:
+    pods = PairPods(
+        half("p-1", Role.RUNNER, runner_half), half("p-1", Role.WORKFLOW, workflow_half)
+    )
+    moves = sync([record_in(state)], snapshot(placeholders={"p-1": pods}))
+    assert [m.target for m in moves] == ([expected] if expected else [])
+    assert all(m.kind is Kind.PASSIVE and m.reason for m in moves)
+
+
+def test_every_state_with_pods_has_a_sync_case() -> None:
+    covered = {case[0] for case in CASES}
+    assert covered >= {S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED, S.TIMED_OUT}
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        (ph("p", Role.RUNNER, phase=PodPhase.SUCCEEDED), H.LOST),
+        (ph("p", Role.RUNNER, deleting=True), H.LOST),
+        (ph("p", Role.RUNNER, phase=PodPhase.PENDING), H.PENDING),
+        (ph("p", Role.RUNNER, blocked=True), H.STALLED),
+        (None, H.MISSING),
+    ],
+)
+def test_classify(pod, expected) -> None:  # type: ignore[no-untyped-def]
+    assert classify(pod) is expected
+
+
+def test_preemption_reason_names_the_half_and_the_cause() -> None:
+    pods = PairPods(ph("p-1", Role.RUNNER, disrupted=True), ph("p-1", Role.WORKFLOW))
+    [move] = sync([record_in(S.READY)], snapshot(placeholders={"p-1": pods}))
+    assert move.reason == "runner placeholder preempted or evicted"

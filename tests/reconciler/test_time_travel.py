@@ -1,0 +1,148 @@
+"""Boundaries one second either side, with freezegun moving the one clock (SystemClock)."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from freezegun import freeze_time
+
+from reconciler.clock import SystemClock
+from reconciler.loop import Schedule
+from reconciler.ports import DeleteOrphan, RenewLease
+from reconciler.reconciler import Reconciler
+from reconciler.settings import ReconcilerConfig
+from reconciler.snapshot import PairPods
+from reconciler.subscribers import RecordingSubscriber
+from state_machine.states import PairState, Role
+
+from .builders import SCALE_SET, pending_pair, ph, runner, running_pair, snapshot
+
+START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+S = PairState
+
+
+def reconciler(**kw: object) -> tuple[Reconciler, RecordingSubscriber]:
+    recorder = RecordingSubscriber()
+    config = ReconcilerConfig(scale_set=SCALE_SET, **kw)  # type: ignore[arg-type]
+    return Reconciler(config, clock=SystemClock(), subscribers=[recorder]), recorder
+
+
+def test_ready_timeout_boundary() -> None:
+    with freeze_time(START) as frozen:
+        rec, recorder = reconciler(proactive_capacity=2, placeholder_ready_timeout=300)
+        rec.step(snapshot())  # i0-1 and i0-2 requested at START
+        pending = {"i0-1": pending_pair("i0-1"), "i0-2": pending_pair("i0-2")}
+        frozen.move_to(START + timedelta(seconds=299))
+        rec.step(snapshot(placeholders=pending))
+        assert rec.store.counts()[S.TIMED_OUT] == 0
+        frozen.move_to(START + timedelta(seconds=301))
+        rec.step(snapshot(placeholders=pending))
+        assert rec.store.counts()[S.TIMED_OUT] == 2
+        timed_out = [
+            (e.pair_id, e.source, e.target) for e in recorder.events if e.target is S.TIMED_OUT
+        ]
+        assert timed_out == [("i0-1", S.REQUESTED, S.TIMED_OUT), ("i0-2", S.REQUESTED, S.TIMED_OUT)]
+
+
+def test_partial_flapping_does_not_postpone_the_timeout() -> None:
+    with freeze_time(START) as frozen:
+        rec, _ = reconciler(proactive_capacity=1, placeholder_ready_timeout=300)
+        rec.step(snapshot())
+        half = PairPods(ph("i0-1", Role.RUNNER), pending_pair("i0-1").workflow)
+        stalled = PairPods(ph("i0-1", Role.RUNNER, blocked=True), pending_pair("i0-1").workflow)
+        for second in range(0, 300, 50):
+            frozen.move_to(START + timedelta(seconds=second))
+            rec.step(snapshot(placeholders={"i0-1": half if second % 100 else stalled}))
+        frozen.move_to(START + timedelta(seconds=301))
+        rec.step(snapshot(placeholders={"i0-1": half}))
+        assert "i0-1" in rec.store and rec.store.get("i0-1").state is S.TIMED_OUT
+
+
+def test_survivor_window_boundary() -> None:
+    with freeze_time(START) as frozen:
+        rec, _ = reconciler(proactive_capacity=1, survivor_window=600)
+        rec.step(snapshot())
+        rec.step(snapshot(placeholders={"i0-1": running_pair("i0-1")}))
+        survivor = {"i0-1": PairPods(None, ph("i0-1", Role.WORKFLOW))}
+        busy = (runner("r1"),)
+        rec.step(snapshot(placeholders=survivor, runners=busy))  # PREEMPTED at START
+        assert rec.store.get("i0-1").state is S.PREEMPTED
+        frozen.move_to(START + timedelta(seconds=599))
+        rec.step(snapshot(placeholders=survivor, runners=busy))
+        assert rec.store.get("i0-1").state is S.PREEMPTED
+        frozen.move_to(START + timedelta(seconds=601))
+        result = rec.step(snapshot(placeholders=survivor, runners=busy))
+        assert "i0-1" not in rec.store
+        assert any(e.pair_id == "i0-1" and e.target is S.DELETED for e in result.events)
+
+
+def test_lease_renewal_boundary() -> None:
+    with freeze_time(START) as frozen:
+        now = START.timestamp()
+        rec, recorder = reconciler(proactive_capacity=1, placeholder_ttl=1000)
+        rec.step(snapshot())
+        ready = {"i0-1": running_pair("i0-1", expires_at=now + 1000)}
+        rec.step(snapshot(placeholders=ready))
+        frozen.move_to(START + timedelta(seconds=499))  # 501 s left: more than half
+        rec.step(snapshot(placeholders=ready))
+        assert not [c for c in recorder.commands if isinstance(c, RenewLease)]
+        frozen.move_to(START + timedelta(seconds=501))  # 499 s left: renew
+        rec.step(snapshot(placeholders=ready))
+        [renewal] = [c for c in recorder.commands if isinstance(c, RenewLease)]
+        assert renewal.expires_at == now + 501 + 1000
+
+
+def test_lease_expiry_boundary_for_orphans() -> None:
+    with freeze_time(START) as frozen:
+        now = START.timestamp()
+        rec, recorder = reconciler(proactive_capacity=0)
+        rec.step(snapshot())  # first step done; adoption window closed
+        ours_unknown = {"i0-77": running_pair("i0-77", expires_at=now + 100, instance="i0")}
+        frozen.move_to(START + timedelta(seconds=99))
+        rec.step(snapshot(placeholders=ours_unknown))
+        assert not [c for c in recorder.commands if isinstance(c, DeleteOrphan)]
+        frozen.move_to(START + timedelta(seconds=101))
+        rec.step(snapshot(placeholders=ours_unknown))
+        orphans = [c for c in recorder.commands if isinstance(c, DeleteOrphan)]
+        assert {c.reason for c in orphans} == {"lease expired"}
+        assert len(orphans) == 2
+
+
+def test_periodic_fallback_boundary() -> None:
+    with freeze_time(START) as frozen:
+        clock = SystemClock()
+        schedule = Schedule(interval=30, jitter=0.0, debounce=1.0, rng=random.Random(1))
+        assert schedule.is_due(clock.now())  # never ran: due at once
+        schedule.ran(clock.now())
+        frozen.move_to(START + timedelta(seconds=29))
+        assert not schedule.is_due(clock.now())
+        frozen.move_to(START + timedelta(seconds=31))
+        assert schedule.is_due(clock.now())
+
+
+def test_watch_trigger_is_debounced_but_never_starved() -> None:
+    with freeze_time(START) as frozen:
+        clock = SystemClock()
+        schedule = Schedule(interval=30, debounce=1.0, max_delay=5.0)
+        schedule.ran(clock.now())
+        t0 = clock.now()
+        for second in range(0, 5):  # an event every second keeps pushing the debounce out
+            frozen.move_to(START + timedelta(seconds=second))
+            schedule.trigger(clock.now())
+            assert not schedule.is_due(clock.now())
+        frozen.move_to(START + timedelta(seconds=4.9))
+        assert not schedule.is_due(clock.now())
+        frozen.move_to(START + timedelta(seconds=5.1))  # max_delay after the first trigger
+        assert schedule.is_due(clock.now())
+        assert schedule.due_at() == t0 + 5.0
+
+
+def test_jitter_spreads_periodic_steps_within_bounds() -> None:
+    schedule = Schedule(interval=100, jitter=0.1, rng=random.Random(7))
+    dues = []
+    for _ in range(200):
+        schedule.ran(0.0)
+        dues.append(schedule.due_at())
+    assert min(dues) >= 90 and max(dues) <= 110
+    assert len({round(d, 3) for d in dues}) > 100  # listeners drift apart, not lockstep
