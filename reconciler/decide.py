@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
 from reconciler.settings import ReconcilerConfig
-from reconciler.snapshot import ClusterSnapshot, PairPods, PlaceholderPod
-from reconciler.sync import Half, classify
+from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
+from reconciler.sync import classify
 from state_machine.events import Kind
 from state_machine.record import PairRecord
 from state_machine.states import PairState
@@ -261,18 +261,24 @@ def launch(inp: DecideInput, decision: Decision) -> None:
 
 
 def renew_leases(inp: DecideInput, decision: Decision) -> None:
-    renew_before = inp.config.lease_renew_before
+    renew_if_before = inp.now + inp.config.lease_renew_before
     expires_at = inp.now + inp.config.placeholder_ttl
+    observed = inp.snapshot.placeholders
     for pair_id, state in decision.states.items():
-        if state not in (S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED):
+        if state not in _KEEPS_PODS or pair_id not in observed:
             continue
-        pods = inp.snapshot.placeholders.get(pair_id)
-        if pods is None:
-            continue
+        pods = observed[pair_id]
         due = tuple(
-            PodRef(p.namespace, p.name, p.uid)
-            for p in pods.present()
-            if not p.lost and p.expires_at is not None and p.expires_at - inp.now < renew_before
+            _ref(pod)
+            for pod in (pods.runner, pods.workflow)
+            if pod is not None
+            and pod.expires_at is not None
+            and pod.expires_at < renew_if_before
+            and pod.half is not Half.LOST
         )
         if due:
             decision.commands.append(RenewLease(pair_id, due, expires_at))
+
+
+#: States whose pods we keep (and so keep leasing); TIMED_OUT pods are on their way out.
+_KEEPS_PODS = frozenset((S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED))

@@ -13,10 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from types import MappingProxyType
 
 from state_machine.states import Role
+
+
+class Half(Enum):
+    """How one half of a pair is observed; computed once per pod (hot path of sync)."""
+
+    MISSING = "missing"
+    #: Exists, not Running yet (waiting for a node, or starting).
+    PENDING = "pending"
+    #: Running, bound, on a usable node: backs capacity.
+    RUNNING = "running"
+    #: Running but its node stopped accepting it (cordoned, disrupted, untolerated taint).
+    STALLED = "stalled"
+    #: Terminating, a DisruptionTarget, or ended by itself: never usable again.
+    LOST = "lost"
 
 
 class PodPhase(StrEnum):
@@ -25,6 +39,9 @@ class PodPhase(StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     UNKNOWN = "Unknown"
+
+
+_ENDED = frozenset((PodPhase.SUCCEEDED, PodPhase.FAILED))
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +70,17 @@ class PlaceholderPod:
     #: Lease expiry from the TTL annotation (epoch seconds); None when absent/unparsable.
     expires_at: float | None = None
     created_at: float = 0.0
+    #: Derived from the fields above in ``__post_init__``; never passed in.
+    half: Half = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.lost:
+            half = Half.LOST
+        elif self.running:
+            half = Half.STALLED if self.node_blocked else Half.RUNNING
+        else:
+            half = Half.PENDING
+        object.__setattr__(self, "half", half)
 
     @property
     def running(self) -> bool:
@@ -62,7 +90,7 @@ class PlaceholderPod:
     @property
     def ended(self) -> bool:
         """The container stopped by itself (lifetime reached, crash): it holds nothing."""
-        return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+        return self.phase in _ENDED
 
     @property
     def lost(self) -> bool:
@@ -72,7 +100,7 @@ class PlaceholderPod:
     @property
     def counts(self) -> bool:
         """Backs capacity now (DESIGN §4): Running, bound, not lost, on a usable node."""
-        return self.running and not self.lost and not self.node_blocked
+        return self.half is Half.RUNNING
 
 
 @dataclass(frozen=True, slots=True)

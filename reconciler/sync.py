@@ -21,35 +21,19 @@ REQUESTED), so out-of-order observations resolve without intermediate steps.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import Enum
 
-from reconciler.snapshot import ClusterSnapshot, PairPods, PlaceholderPod
+from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
 from state_machine.events import Kind
 from state_machine.record import PairRecord
 from state_machine.states import PairState
 from state_machine.store import Move
-
-
-class Half(Enum):
-    MISSING = "missing"
-    PENDING = "pending"
-    RUNNING = "running"
-    STALLED = "stalled"
-    LOST = "lost"
-
 
 _EMPTY = PairPods()
 _GONE = (Half.MISSING, Half.LOST)
 
 
 def classify(pod: PlaceholderPod | None) -> Half:
-    if pod is None:
-        return Half.MISSING
-    if pod.lost:
-        return Half.LOST
-    if pod.running:
-        return Half.STALLED if pod.node_blocked else Half.RUNNING
-    return Half.PENDING
+    return Half.MISSING if pod is None else pod.half
 
 
 def sync(pairs: Iterable[PairRecord], snapshot: ClusterSnapshot) -> list[Move]:

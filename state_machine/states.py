@@ -22,3 +22,46 @@ class Role(StrEnum):
 
     RUNNER = "runner"
     WORKFLOW = "workflow"
+
+
+#: What each state means, for the generated docs (docs/state-machine.md).
+DESCRIPTIONS: dict[PairState, str] = {
+    PairState.QUEUED: (
+        "Decide wants this pair but has not asked the cluster for it yet: the burst cap "
+        "(pairs in flight), the per-step cap or the fit estimate held it back. Nothing exists "
+        "in Kubernetes. Leaves for REQUESTED when a launch slot frees up, or DELETED if demand "
+        "falls first."
+    ),
+    PairState.REQUESTED: (
+        "Both placeholder pods were created (the subscriber did it on entry) and neither is "
+        "Running yet: usually waiting for Karpenter to bring a node. A pod that never shows up "
+        "or never schedules is caught by placeholderReadyTimeout (-> TIMED_OUT)."
+    ),
+    PairState.PARTIAL: (
+        "One half is Running, the other is not. This is the dangerous case the ledger guards "
+        "against: a runner slot without a workflow slot is not capacity. Goes READY when the "
+        "other half runs, back to REQUESTED if the running half's node stops accepting it."
+    ),
+    PairState.READY: (
+        "Both halves are Running on usable nodes: the pair backs one slot of "
+        "X-ScaleSetMaxCapacity. Real runner and workflow pods preempt it through the "
+        "priority ladder (-> PREEMPTED). A pair on a node that got cordoned or disrupted is "
+        "retired and replaced."
+    ),
+    PairState.PREEMPTED: (
+        "A half was preempted by a real pod, evicted, deleted or ended. The other half (the "
+        "survivor) is protected: when a runner pod takes the runner half, its workflow pod will "
+        "come for the workflow half a little later. The survivor's life is bounded by "
+        "survivorWindow; when it is gone too the pair is DELETED."
+    ),
+    PairState.TIMED_OUT: (
+        "The pair was not READY within placeholderReadyTimeout of its first request: the cloud "
+        "has no capacity (ICE), a NodePool limit or quota is hit, or taints keep it away. The "
+        "reason carries the scheduler's message and Karpenter's InsufficientCapacity signals. "
+        "Its pods are deleted; the pair is DELETED once both are confirmed gone."
+    ),
+    PairState.DELETED: (
+        "Terminal. The record leaves the store as soon as its event is published; whatever pods "
+        "remain are deleted by the subscriber (UID-preconditioned)."
+    ),
+}

@@ -1,0 +1,122 @@
+"""Benchmark: one reconcile step at 10, 100, 1 000 and 10 000 pairs.
+
+Prints wall time per step (median of repeats) in steady state (every pair READY, nothing
+changes) and with 5% churn (5% of the pairs preempted and replaced each step), plus peak
+traced memory of the store + snapshot. Target (issue 2): <= 5 ms per step at 1 000 pairs,
+linear growth.
+
+Run: ``.venv/bin/python bench/reconcile_step.py``
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from reconciler.clock import ManualClock
+from reconciler.reconciler import Reconciler
+from reconciler.settings import ReconcilerConfig
+from reconciler.snapshot import (
+    ClusterSnapshot,
+    Demand,
+    PairPods,
+    PlaceholderPod,
+    PodPhase,
+)
+from state_machine.record import pod_names
+from state_machine.states import PairState, Role
+
+SCALE_SET = "bench"
+
+
+def pod(pair_id: str, role: Role, expires_at: float) -> PlaceholderPod:
+    runner, workflow = pod_names(SCALE_SET, pair_id)
+    return PlaceholderPod(
+        name=runner if role is Role.RUNNER else workflow,
+        namespace="ns",
+        uid=f"{pair_id}{role}",
+        pair_id=pair_id,
+        role=role,
+        phase=PodPhase.RUNNING,
+        node_name="n",
+        instance="i0",
+        expires_at=expires_at,
+    )
+
+
+def ready_world(n: int) -> tuple[Reconciler, dict[str, PairPods], ManualClock]:
+    clock = ManualClock(1_000_000.0)
+    config = ReconcilerConfig(
+        scale_set=SCALE_SET, proactive_capacity=n, max_pairs_in_flight=n, max_requests_per_step=n
+    )
+    rec = Reconciler(config, clock=clock)
+    rec.step(ClusterSnapshot(taken_at=clock.now(), max_runners=n))
+    far = clock.now() + 10 * 86_400
+    pods = {
+        r.pair_id: PairPods(pod(r.pair_id, Role.RUNNER, far), pod(r.pair_id, Role.WORKFLOW, far))
+        for r in rec.store.records()
+    }
+    rec.step(ClusterSnapshot(taken_at=clock.now(), max_runners=n, placeholders=pods))
+    assert rec.store.counts()[PairState.READY] == n
+    return rec, pods, clock
+
+
+def time_steps(n: int, churn: float, repeats: int) -> float:
+    rec, pods, clock = ready_world(n)
+    samples = []
+    for _ in range(repeats):
+        clock.advance(1.0)
+        if churn:
+            lost = list(pods)[: max(1, int(n * churn))]
+            for pair_id in lost:
+                del pods[pair_id]
+        snap = ClusterSnapshot(
+            taken_at=clock.now(), max_runners=n, placeholders=dict(pods), demand=Demand(0)
+        )
+        started = time.perf_counter()
+        rec.step(snap)
+        samples.append(time.perf_counter() - started)
+        if churn:  # new pairs come up READY for the next round
+            far = clock.now() + 10 * 86_400
+            for record in rec.store.records():
+                if record.pair_id not in pods and record.state is PairState.REQUESTED:
+                    pods[record.pair_id] = PairPods(
+                        pod(record.pair_id, Role.RUNNER, far),
+                        pod(record.pair_id, Role.WORKFLOW, far),
+                    )
+            for pair_id in [p for p in pods if p not in rec.store]:
+                del pods[pair_id]
+    return statistics.median(samples)
+
+
+def peak_memory(n: int) -> float:
+    gc.collect()
+    tracemalloc.start()
+    rec, pods, clock = ready_world(n)
+    clock.advance(1)
+    rec.step(ClusterSnapshot(taken_at=clock.now(), max_runners=n, placeholders=pods))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 1e6
+
+
+def main() -> None:
+    print(f"{'pairs':>7} {'steady ms':>10} {'us/pair':>8} {'5% churn ms':>12} {'peak MB':>8}")
+    for n in (10, 100, 1_000, 10_000):
+        repeats = 30 if n <= 1_000 else 7
+        steady = time_steps(n, 0.0, repeats)
+        churn = time_steps(n, 0.05, repeats)
+        print(
+            f"{n:>7} {steady * 1e3:>10.3f} {steady / n * 1e6:>8.2f} "
+            f"{churn * 1e3:>12.3f} {peak_memory(n):>8.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""The capacityAware block: camelCase keys, durations, and one clear error per bad value."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.settings import SettingsError, parse_capacity_aware
+
+
+def test_defaults_are_safe_and_disabled() -> None:
+    settings = parse_capacity_aware(None, where="values.yaml")
+    assert settings.enabled is False
+    assert settings.proactive_capacity >= 0
+    assert settings.placeholder_ttl > settings.recalculate_interval
+
+
+def test_helm_camel_case_keys_and_duration_strings() -> None:
+    settings = parse_capacity_aware(
+        {
+            "enabled": True,
+            "proactiveCapacity": 4,
+            "recalculateInterval": "45s",
+            "placeholderReadyTimeout": "10m",
+            "workflowResources": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
+            "priorityClasses": {"workflow": "my-workflow"},
+            "hud": {"url": "https://hud.example/api", "timeout": "2s"},
+        },
+        where="values.yaml",
+    )
+    assert settings.recalculate_interval == 45.0
+    assert settings.placeholder_ready_timeout == 600.0
+    assert settings.priority_classes.workflow == "my-workflow"
+    assert settings.priority_classes.runner == "arc-runner"
+    config = settings.reconciler_config("arc-runners")
+    assert (config.proactive_capacity, config.placeholder_ready_timeout) == (4, 600.0)
+
+
+def test_snake_case_is_accepted_too() -> None:
+    assert parse_capacity_aware({"proactive_capacity": 2}, where="x").proactive_capacity == 2
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"proactiveCapacity": -1}, "proactiveCapacity: got -1; Input should be greater than or"),
+        ({"recalculateInterval": "soon"}, "recalculateInterval: got 'soon'; a duration is"),
+        ({"proactivCapacity": 2}, "capacityAware.proactivCapacity: got 2; unknown key"),
+        ({"maxPairsInFlight": 2, "maxRequestsPerStep": 5}, "maxRequestsPerStep must be <="),
+        ({"placeholderTtl": 30, "recalculateInterval": 60}, "placeholderTtl"),
+        ({"workflowResources": {}}, "workflowResources needs at least one resource"),
+        ({"enabled": "maybe"}, "capacityAware.enabled: got 'maybe'"),
+    ],
+)
+def test_bad_values_name_the_field_the_value_and_what_is_allowed(
+    values: dict[str, object], expected: str
+) -> None:
+    with pytest.raises(SettingsError) as err:
+        parse_capacity_aware(values, where="/etc/capacity-aware/config.yaml")
+    message = str(err.value)
+    assert message.startswith("/etc/capacity-aware/config.yaml: capacityAware.")
+    assert expected in message
