@@ -185,6 +185,9 @@ def format_validation_error(exc: ValidationError, *, where: str, root: str) -> s
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown key (check spelling; keys are camelCase)"
+        if not err["loc"]:  # a rule across fields: the message names them itself
+            lines.append(f"{where}: {path}: {message}")
+            continue
         lines.append(f"{where}: {path}: got {shown}; {message}")
     return "\n".join(lines)
 

@@ -57,5 +57,6 @@ def test_bad_values_name_the_field_the_value_and_what_is_allowed(
     with pytest.raises(SettingsError) as err:
         parse_capacity_aware(values, where="/etc/capacity-aware/config.yaml")
     message = str(err.value)
-    assert message.startswith("/etc/capacity-aware/config.yaml: capacityAware.")
+    assert message.startswith("/etc/capacity-aware/config.yaml: capacityAware")
+    assert "\n" not in message  # one problem, one line
     assert expected in message
