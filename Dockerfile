@@ -1,0 +1,48 @@
+# arc-capacity-listener: drop-in replacement image for ARC's listener (`ghalistener`).
+#
+#   docker build -t arc-capacity-listener:dev .
+#
+# Two stages: the builder turns this repository into a wheel and installs it with its
+# dependencies into /opt/venv; the final image is the same pinned Python base plus that venv,
+# nothing else (no compilers, no build tools, no pip cache, no tests). It runs as a numeric
+# non-root user and writes nothing to its root filesystem, so `readOnlyRootFilesystem: true`
+# works. No HEALTHCHECK: Kubernetes probes /healthz and /readyz on the metrics port.
+
+# python:3.11.14-slim-bookworm, pinned by the digest of its multi-arch index.
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY state_machine/ state_machine/
+COPY reconciler/ reconciler/
+COPY providers/ providers/
+COPY listener/ listener/
+# Build the wheel, then install it (and its dependencies, bytecode compiled now so nothing is
+# written at run time) into a venv that the final stage copies whole. pip itself is removed
+# from the venv: the running image never installs anything.
+RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+ && python -m venv /opt/venv \
+ && /opt/venv/bin/pip install /wheels/*.whl \
+ && /opt/venv/bin/pip uninstall --yes pip \
+ && printf '%s\n' '#!/bin/sh' \
+      '# ARC starts the listener as /ghalistener (controller env LISTENER_ENTRYPOINT).' \
+      'exec /opt/venv/bin/arc-capacity-listener run "$@"' > /opt/venv/bin/ghalistener \
+ && chmod 0555 /opt/venv/bin/ghalistener
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="arc-capacity-listener" \
+      org.opencontainers.image.description="Capacity-aware listener for ARC runner scale sets" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+COPY --from=builder /opt/venv /opt/venv
+COPY --from=builder /opt/venv/bin/ghalistener /ghalistener
+# 65532 = the conventional "nonroot" uid/gid (distroless); no home, no shell login needed.
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["arc-capacity-listener", "run"]

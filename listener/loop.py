@@ -1,0 +1,377 @@
+"""The listener loop (PROTOCOL §4) with a capacity that changes at run time (DESIGN §6).
+
+**Start** (the session is already open):
+1. Refuse a nil session id or a session without statistics.
+2. Record the session's statistics; scale once from ``totalAssignedJobs``; record the result.
+
+**Loop** (``last_message_id`` starts at 0 and is only ever set from a received message):
+1. Long-poll GetMessage with ``last_message_id`` and the current capacity
+   (``X-ScaleSetMaxCapacity``), raced against a capacity cut (below).
+2. No message (202, or an empty 200): scale from the last known ``totalAssignedJobs``; nothing
+   is recorded. A cut poll is not a 202: the poll is simply re-issued.
+3. A message: ``last_message_id = messageId``, then, shielded from cancellation so a SIGTERM
+   does not abort a message half-way: record statistics; **ack (DELETE) first**; acquire all
+   JobAvailable ids in one call; each JobStarted (record, then scaler); each JobCompleted
+   (record, then scaler); scale from ``totalAssignedJobs`` and record the result.
+Any error ends :meth:`Listener.run` (ARC's process then exits 1 and is recreated).
+
+**Capacity cut.** :class:`CapacityGate` is the reconciler's ``CapacitySink``. It clamps the
+requested value to ``[0, live maxRunners]``. When the value drops below the header of the poll in
+flight (and ``cut_on_drop``; likewise a rise with ``cut_on_rise``), it waits ``debounce`` seconds
+from the first change (changes in that window are coalesced; a change that is undone in the window
+does nothing) and then cuts: the in-flight GET is cancelled and re-issued with the new header.
+This is safe because the service redelivers any message that was not acked, and because an answer
+that arrived before the cancellation took effect is kept, not dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Protocol
+
+from providers.actions.models import (
+    DecodedMessage,
+    JobAvailable,
+    JobCompleted,
+    JobStarted,
+    Session,
+    Statistics,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_RUNNERS_LIMIT = 2_147_483_647
+
+
+class ListenerError(Exception):
+    """The listener cannot go on (bad session, protocol violation)."""
+
+
+# --- ports ---------------------------------------------------------------------------------
+
+
+class ListenerMetrics(Protocol):
+    """Hooks of ARC's listener metrics (PROTOCOL §8) plus capacity cuts."""
+
+    def record_statistics(self, stats: Statistics) -> None: ...
+
+    def record_job_started(self, msg: JobStarted) -> None: ...
+
+    def record_job_completed(self, msg: JobCompleted) -> None: ...
+
+    def record_desired_runners(self, n: int) -> None: ...
+
+    def record_poll_cut(self, direction: str) -> None:
+        """``direction`` is ``"drop"`` or ``"rise"``."""
+        ...
+
+
+class NoopListenerMetrics:
+    def record_statistics(self, stats: Statistics) -> None:
+        pass
+
+    def record_job_started(self, msg: JobStarted) -> None:
+        pass
+
+    def record_job_completed(self, msg: JobCompleted) -> None:
+        pass
+
+    def record_desired_runners(self, n: int) -> None:
+        pass
+
+    def record_poll_cut(self, direction: str) -> None:
+        pass
+
+
+class MessageSource(Protocol):
+    """What the loop needs from a message session (:class:`providers.actions.MessageSession`)."""
+
+    @property
+    def session(self) -> Session: ...
+
+    async def get_message(
+        self, last_message_id: int, max_capacity: int
+    ) -> DecodedMessage | None: ...
+
+    async def delete_message(self, message_id: int) -> None: ...
+
+    async def acquire_jobs(self, request_ids: list[int]) -> list[int]: ...
+
+
+class JobScaler(Protocol):
+    """ARC's scaler (:class:`listener.scaler.Scaler`); blocking, run in a worker thread."""
+
+    def handle_job_started(self, msg: JobStarted) -> None: ...
+
+    def handle_job_completed(self, msg: JobCompleted) -> None: ...
+
+    def handle_desired_runner_count(self, count: int) -> int: ...
+
+
+# --- capacity --------------------------------------------------------------------------------
+
+
+class CapacityGate:
+    """The advertised capacity: set from any thread, read by the loop on every poll.
+
+    Implements ``reconciler.ports.CapacitySink``. ``value`` is what the next poll will send;
+    ``advertised`` is the header of the latest poll sent. Before the loop binds, changes are
+    just stored.
+    """
+
+    def __init__(
+        self,
+        max_runners: int,
+        *,
+        initial: int | None = None,
+        cut_on_drop: bool = True,
+        cut_on_rise: bool = False,
+        debounce: float = 0.25,
+    ) -> None:
+        if debounce < 0:
+            raise ValueError(f"debounce must be >= 0 seconds, got {debounce}")
+        self.cut_on_drop = cut_on_drop
+        self.cut_on_rise = cut_on_rise
+        self.debounce = debounce
+        self._lock = threading.Lock()
+        self._live_max = _clamp(max_runners, 0, MAX_RUNNERS_LIMIT)
+        self._requested = self._live_max if initial is None else initial
+        self._advertised: int | None = None
+        # Touched only on the event loop's thread:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cut = asyncio.Event()
+        self._cut_direction = ""
+        self._in_flight: int | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def value(self) -> int:
+        with self._lock:
+            return _clamp(self._requested, 0, self._live_max)
+
+    @property
+    def advertised(self) -> int | None:
+        return self._advertised
+
+    @property
+    def live_max_runners(self) -> int:
+        return self._live_max
+
+    def set_max_runners(self, capacity: int) -> None:
+        """The reconciler's capacity (latest wins); thread-safe."""
+        with self._lock:
+            self._requested = capacity
+        self._notify()
+
+    def set_live_max_runners(self, max_runners: int) -> None:
+        """Follow a live ``maxRunners`` change (0 is a hard cap: a drain); thread-safe."""
+        with self._lock:
+            self._live_max = _clamp(max_runners, 0, MAX_RUNNERS_LIMIT)
+        self._notify()
+
+    # --- loop side ---
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def unbind(self) -> None:
+        self.end_poll()
+        self._loop = None
+
+    def begin_poll(self) -> int:
+        """A poll is about to be sent: returns its header value and arms the cut."""
+        self._cancel_timer()
+        self._cut.clear()
+        value = self.value
+        self._in_flight = self._advertised = value
+        return value
+
+    def end_poll(self) -> None:
+        self._cancel_timer()
+        self._in_flight = None
+
+    async def wait_cut(self) -> str:
+        """Resolves with ``"drop"`` or ``"rise"`` when the poll in flight must be cut."""
+        await self._cut.wait()
+        return self._cut_direction
+
+    def _notify(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._on_change)
+        except RuntimeError:  # the loop closed meanwhile: nothing is in flight any more
+            pass
+
+    def _direction(self) -> str:
+        if self._in_flight is None:
+            return ""
+        value = self.value
+        if value < self._in_flight and self.cut_on_drop:
+            return "drop"
+        if value > self._in_flight and self.cut_on_rise:
+            return "rise"
+        return ""
+
+    def _on_change(self) -> None:
+        if self._timer is None and self._loop is not None and self._direction():
+            self._timer = self._loop.call_later(self.debounce, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        direction = self._direction()
+        if direction:
+            self._cut_direction = direction
+            self._cut.set()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(value, high))
+
+
+# --- the loop ---------------------------------------------------------------------------------
+
+
+class Listener:
+    """One run of the listener over an open session (see the module docstring)."""
+
+    def __init__(
+        self,
+        source: MessageSource,
+        scaler: JobScaler,
+        gate: CapacityGate,
+        metrics: ListenerMetrics | None = None,
+    ) -> None:
+        self.source = source
+        self.scaler = scaler
+        self.gate = gate
+        self.metrics = metrics or NoopListenerMetrics()
+        self.last_message_id = 0
+        self.latest: Statistics | None = None
+        self.cuts = 0
+
+    async def run(self) -> None:
+        """Runs until an error or cancellation (both end the run, as in ARC)."""
+        session = self.source.session
+        if session.is_nil:
+            raise ListenerError("the message session has a nil session id")
+        if session.statistics is None:
+            raise ListenerError("the message session carries no statistics")
+        self.gate.bind(asyncio.get_running_loop())
+        try:
+            self.latest = session.statistics
+            self.metrics.record_statistics(self.latest)
+            desired = await self._scale(self.latest.total_assigned_jobs)
+            self.metrics.record_desired_runners(desired)
+            while True:
+                message = await self._next_message()
+                if message is None:
+                    await self._scale(self.latest.total_assigned_jobs)
+                    continue
+                self.last_message_id = message.message_id
+                await self._handle_shielded(message)
+        finally:
+            self.gate.unbind()
+
+    async def _next_message(self) -> DecodedMessage | None:
+        """One GetMessage, re-issued after every capacity cut until it answers."""
+        while True:
+            capacity = self.gate.begin_poll()
+            poll = asyncio.ensure_future(self.source.get_message(self.last_message_id, capacity))
+            cut = asyncio.ensure_future(self.gate.wait_cut())
+            try:
+                await asyncio.wait({poll, cut}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                poll.cancel()
+                cut.cancel()
+                raise
+            finally:
+                self.gate.end_poll()
+            if poll.done():  # an answer wins over a simultaneous cut
+                cut.cancel()
+                return poll.result()
+            direction = cut.result()
+            poll.cancel()
+            try:
+                answer = await poll
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # we are being cancelled ourselves
+                self.cuts += 1
+                self.metrics.record_poll_cut(direction)
+                log.info(
+                    "capacity %s %d -> %d: cut the long poll short and re-poll",
+                    direction, capacity, self.gate.value,
+                )
+                continue
+            return answer  # it finished before the cancellation landed: keep it
+
+    async def _handle_shielded(self, message: DecodedMessage) -> None:
+        task = asyncio.ensure_future(self._handle(message))
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                log.info("stopping after message %d is handled", message.message_id)
+                await asyncio.wait({task})
+            raise
+
+    async def _handle(self, message: DecodedMessage) -> None:
+        stats = message.statistics
+        self.latest = stats
+        self.metrics.record_statistics(stats)
+        await self.source.delete_message(message.message_id)
+        available = message.of_type(JobAvailable)
+        if available:
+            ids = [job.runner_request_id for job in available]
+            acquired = await self.source.acquire_jobs(ids)
+            log.info("acquired %d of %d available jobs: %s", len(acquired), len(ids), acquired)
+        for started in message.of_type(JobStarted):
+            self.metrics.record_job_started(started)
+            await asyncio.to_thread(self.scaler.handle_job_started, started)
+        for completed in message.of_type(JobCompleted):
+            self.metrics.record_job_completed(completed)
+            self.scaler.handle_job_completed(completed)
+        desired = await self._scale(stats.total_assigned_jobs)
+        self.metrics.record_desired_runners(desired)
+
+    async def _scale(self, assigned_jobs: int) -> int:
+        return await asyncio.to_thread(self.scaler.handle_desired_runner_count, assigned_jobs)
+
+
+class ClosableSession(MessageSource, Protocol):
+    async def open(self) -> Session: ...
+
+    async def close(self) -> None: ...
+
+
+async def serve(session: ClosableSession, listener: Listener) -> None:
+    """Open the session, run the listener, always delete the session on the way out."""
+    await session.open()
+    try:
+        await listener.run()
+    finally:
+        # A cancelled task may still await here; the delete is bounded by the HTTP timeouts.
+        await session.close()
+
+
+__all__ = [
+    "CapacityGate",
+    "ClosableSession",
+    "JobScaler",
+    "Listener",
+    "ListenerError",
+    "ListenerMetrics",
+    "MessageSource",
+    "NoopListenerMetrics",
+    "serve",
+]

@@ -1,0 +1,120 @@
+"""The ``configure_url`` of a scale set: its scope, whether it is GitHub-hosted, and its API URLs.
+
+Rules of PROTOCOL §1.1-1.3:
+1. Leading/trailing ``/`` are trimmed from the whole string, then it is parsed as a URL.
+2. The path (slashes trimmed) has 1 segment (organization), or 2 segments: ``enterprises/<e>``
+   (enterprise, case-insensitive) or ``<owner>/<repo>`` (repository). Anything else is invalid.
+3. Hosted when the host is ``github.com``, ``www.github.com``, ``github.localhost`` or ends with
+   ``.ghe.com`` (data residency), unless ``GITHUB_ACTIONS_FORCE_GHES`` is present in the
+   environment. Otherwise GHES.
+4. REST API base: hosted ``{scheme}://api.{host}`` (``www.github.com`` -> ``api.github.com``),
+   GHES ``{scheme}://{host}/api/v3``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+FORCE_GHES_ENV = "GITHUB_ACTIONS_FORCE_GHES"
+_HOSTED_HOSTS = frozenset({"github.com", "www.github.com", "github.localhost"})
+
+
+class ConfigUrlError(ValueError):
+    """``configure_url`` is not a GitHub enterprise, organization or repository URL."""
+
+
+class Scope(enum.Enum):
+    ENTERPRISE = "enterprise"
+    ORGANIZATION = "organization"
+    REPOSITORY = "repository"
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubConfig:
+    """A parsed ``configure_url`` (the trimmed string is what runner-registration receives)."""
+
+    configure_url: str
+    scheme: str
+    #: ``host[:port]`` as written in the URL.
+    host: str
+    scope: Scope
+    enterprise: str = ""
+    organization: str = ""
+    repository: str = ""
+    is_hosted: bool = True
+
+    @property
+    def api_base(self) -> str:
+        if self.is_hosted:
+            host = self.host
+            if host.lower().startswith("www.github.com"):
+                host = host[len("www.") :]
+            return f"{self.scheme}://api.{host}"
+        return f"{self.scheme}://{self.host}/api/v3"
+
+    @property
+    def registration_token_path(self) -> str:
+        if self.scope is Scope.ENTERPRISE:
+            return f"/enterprises/{self.enterprise}/actions/runners/registration-token"
+        if self.scope is Scope.REPOSITORY:
+            repo = f"{self.organization}/{self.repository}"
+            return f"/repos/{repo}/actions/runners/registration-token"
+        return f"/orgs/{self.organization}/actions/runners/registration-token"
+
+    @property
+    def registration_token_url(self) -> str:
+        return self.api_base + self.registration_token_path
+
+    @property
+    def runner_registration_url(self) -> str:
+        return self.api_base + "/actions/runner-registration"
+
+    def installation_token_url(self, installation_id: int) -> str:
+        return f"{self.api_base}/app/installations/{installation_id}/access_tokens"
+
+
+def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHubConfig:
+    """Parse a ``configure_url``; raises :class:`ConfigUrlError` naming what is wrong."""
+    environ = os.environ if env is None else env
+    trimmed = url.strip().strip("/")
+    parts = urlsplit(trimmed)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigUrlError(
+            f"configure_url {trimmed[:100]!r} is not an http(s) URL with a host, "
+            "e.g. https://github.com/my-org"
+        )
+    segments = parts.path.strip("/").split("/") if parts.path.strip("/") else []
+    scope: Scope
+    enterprise = organization = repository = ""
+    if len(segments) == 1 and segments[0]:
+        scope, organization = Scope.ORGANIZATION, segments[0]
+    elif len(segments) == 2 and all(segments) and segments[0].lower() == "enterprises":
+        scope, enterprise = Scope.ENTERPRISE, segments[1]
+    elif len(segments) == 2 and all(segments):
+        scope, organization, repository = Scope.REPOSITORY, segments[0], segments[1]
+    else:
+        raise ConfigUrlError(
+            f"configure_url {trimmed[:100]!r} should point to an enterprise, org, or repository "
+            "(https://<host>/enterprises/<e>, https://<host>/<org> or https://<host>/<owner>/<repo>)"
+        )
+    hostname = (parts.hostname or "").lower()
+    hosted = (hostname in _HOSTED_HOSTS or hostname.endswith(".ghe.com")) and (
+        FORCE_GHES_ENV not in environ
+    )
+    return GitHubConfig(
+        configure_url=trimmed,
+        scheme=parts.scheme,
+        host=parts.netloc.rpartition("@")[2],  # never carry userinfo into API URLs
+        scope=scope,
+        enterprise=enterprise,
+        organization=organization,
+        repository=repository,
+        is_hosted=hosted,
+    )
+
+
+__all__ = ["FORCE_GHES_ENV", "ConfigUrlError", "GitHubConfig", "Scope", "parse_config_url"]

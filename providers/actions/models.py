@@ -1,0 +1,433 @@
+"""pydantic models of every wire object of the scale-set protocol (PROTOCOL §1-3), and the decoder.
+
+Field names are the service's camelCase JSON keys (``RunnerSetting`` keeps its capital R).
+Models are strict like Go's ``encoding/json``: a string where an int is expected is an error,
+not a coercion. Missing fields take Go's zero values, because the Go client accepts them.
+
+Timestamps are RFC 3339 strings with up to 9 fractional digits (the service sends 7);
+unset times are Go's zero time ``0001-01-01T00:00:00Z`` (:data:`ZERO_TIME`), kept as a value
+rather than ``None`` so that code ported from Go can compare against it (see :func:`is_zero_time`).
+
+:func:`decode_message` turns a GetMessage 200 body into a :class:`DecodedMessage`: it strips a
+UTF-8 BOM, checks the outer ``messageType``, decodes the ``body`` JSON *string* a second time and
+dispatches each element on its ``messageType``; unknown types are skipped (logged at debug).
+Tokens are :class:`pydantic.SecretStr` so a ``repr`` of a session never shows them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Annotated, Any, Final, TypeVar
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+)
+from pydantic.alias_generators import to_camel
+
+from providers.actions.errors import MessageDecodeError
+
+log = logging.getLogger(__name__)
+
+#: Go's zero ``time.Time`` as the service serializes it.
+ZERO_TIME: Final = datetime(1, 1, 1, tzinfo=UTC)
+NIL_SESSION_ID: Final = "00000000-0000-0000-0000-000000000000"
+#: The only outer ``messageType`` the listener accepts.
+JOB_MESSAGES_TYPE: Final = "RunnerScaleSetJobMessages"
+#: The service packs at most this many job messages into one outer message.
+MAX_JOB_MESSAGES_PER_MESSAGE: Final = 50
+
+_BOM = b"\xef\xbb\xbf"
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))$"
+)
+
+
+def parse_rfc3339(value: Any) -> Any:
+    """Parse an RFC 3339 timestamp with up to 9 fractional digits (truncated to microseconds).
+
+    Non-strings are handed on unchanged so pydantic reports them as a type error.
+    """
+    if not isinstance(value, str):
+        return value
+    match = _RFC3339.match(value)
+    if match is None:
+        raise ValueError(f"not an RFC 3339 timestamp: {value[:40]!r}")
+    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+    micros = int((match.group(7) or "0")[:6].ljust(6, "0"))
+    if match.group(8):
+        tz: timezone = UTC
+    else:
+        sign = 1 if match.group(9) == "+" else -1
+        offset = timedelta(hours=int(match.group(10)), minutes=int(match.group(11)))
+        tz = timezone(sign * offset)
+    return datetime(year, month, day, hour, minute, second, micros, tzinfo=tz)
+
+
+def is_zero_time(value: datetime) -> bool:
+    """True for Go's zero time (an unset timestamp on the wire)."""
+    return value == ZERO_TIME
+
+
+def format_rfc3339(value: datetime) -> str:
+    """Format like Go's ``time.RFC3339Nano`` for UTC values (trailing zeros dropped)."""
+    value = value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if value.year < 1000:  # strftime does not zero-pad the year on every platform
+        text = f"{value.year:04d}" + text[text.index("-") :]
+    if value.microsecond:
+        text += "." + f"{value.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+WireTime = Annotated[datetime, BeforeValidator(parse_rfc3339)]
+
+
+def _uuid_string(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise ValueError(f"not a UUID: {value[:40]!r}") from None
+
+
+UuidString = Annotated[str, BeforeValidator(_uuid_string)]
+
+
+class WireModel(BaseModel):
+    """Base of all wire models: camelCase aliases, strict types, unknown keys ignored."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        strict=True,
+        frozen=True,
+        extra="ignore",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready dict with the service's key names (secrets revealed: wire use only)."""
+        return self.model_dump(mode="json", by_alias=True, context={"reveal": True})
+
+
+def _secret_out(value: SecretStr, info: Any) -> str:
+    context = info.context or {}
+    return value.get_secret_value() if context.get("reveal") else str(value)
+
+
+# --- Statistics and scale set (§3.3, §3.4) ------------------------------------------------
+
+
+class Statistics(WireModel):
+    """``RunnerScaleSetStatistic``. Scaling uses ``total_assigned_jobs`` only."""
+
+    total_available_jobs: int = 0
+    total_acquired_jobs: int = 0
+    total_assigned_jobs: int = 0
+    total_running_jobs: int = 0
+    total_registered_runners: int = 0
+    total_busy_runners: int = 0
+    total_idle_runners: int = 0
+
+
+class Label(WireModel):
+    type: str = "System"
+    name: str = ""
+
+
+class RunnerSetting(WireModel):
+    disable_update: bool = False
+
+
+class RunnerScaleSet(WireModel):
+    id: int = 0
+    name: str = ""
+    runner_group_id: int = 0
+    runner_group_name: str = ""
+    labels: list[Label] = Field(default_factory=list)
+    runner_setting: RunnerSetting | None = Field(default=None, alias="RunnerSetting")
+    created_on: WireTime | None = None
+    runner_jit_config_url: str = ""
+    statistics: Statistics | None = None
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        """The labels jobs target (the scale set name when it was created without labels)."""
+        names = tuple(label.name for label in self.labels if label.name)
+        return names or ((self.name,) if self.name else ())
+
+
+# --- Sessions (§2.1, §3.5) ----------------------------------------------------------------
+
+
+class CreateSessionRequest(WireModel):
+    """Body of create-session: the zero UUID is serialized, as the Go client does."""
+
+    session_id: str = NIL_SESSION_ID
+    owner_name: str
+
+
+class Session(WireModel):
+    session_id: UuidString = NIL_SESSION_ID
+    owner_name: str = ""
+    runner_scale_set: RunnerScaleSet | None = None
+    message_queue_url: str = ""
+    message_queue_access_token: SecretStr = SecretStr("")
+    statistics: Statistics | None = None
+
+    @field_serializer("message_queue_access_token")
+    def _reveal(self, value: SecretStr, info: Any) -> str:
+        return _secret_out(value, info)
+
+    @property
+    def is_nil(self) -> bool:
+        return self.session_id == NIL_SESSION_ID
+
+
+# --- Auth chain (§1.3-1.5) ---------------------------------------------------------------
+
+
+class TokenResponse(WireModel):
+    """Registration token and App installation token responses (only ``token`` is used)."""
+
+    model_config = ConfigDict(alias_generator=None)
+
+    token: SecretStr
+    expires_at: str = ""
+
+    @field_serializer("token")
+    def _reveal(self, value: SecretStr, info: Any) -> str:
+        return _secret_out(value, info)
+
+
+class RunnerRegistrationRequest(WireModel):
+    model_config = ConfigDict(alias_generator=None)
+
+    url: str
+    runner_event: str = "register"
+
+
+class AdminConnection(WireModel):
+    """Response of ``actions/runner-registration``: the Actions service URL and admin token."""
+
+    url: str = ""
+    token: SecretStr = SecretStr("")
+
+    @field_serializer("token")
+    def _reveal(self, value: SecretStr, info: Any) -> str:
+        return _secret_out(value, info)
+
+
+class ErrorBody(WireModel):
+    """Actions-service error document ``{"typeName", "message"}`` (§2.6)."""
+
+    model_config = ConfigDict(strict=False)
+
+    type_name: str = ""
+    message: str = ""
+
+
+class AcquireJobsResponse(WireModel):
+    count: int = 0
+    value: list[int] = Field(default_factory=list)
+
+
+# --- Messages (§3.1, §3.2) ---------------------------------------------------------------
+
+
+class RunnerScaleSetMessage(WireModel):
+    """The outer message of a GetMessage 200: ``body`` is a JSON *string*."""
+
+    message_id: int
+    message_type: str = ""
+    body: str = ""
+    statistics: Statistics | None = None
+
+
+class JobMessage(WireModel):
+    """Fields common to every job message."""
+
+    message_type: str
+    runner_request_id: int = 0
+    repository_name: str = ""
+    owner_name: str = ""
+    job_id: str = ""
+    job_workflow_ref: str = ""
+    job_display_name: str = ""
+    workflow_run_id: int = 0
+    event_name: str = ""
+    request_labels: list[str] = Field(default_factory=list)
+    queue_time: WireTime = ZERO_TIME
+    scale_set_assign_time: WireTime = ZERO_TIME
+    runner_assign_time: WireTime = ZERO_TIME
+    finish_time: WireTime = ZERO_TIME
+
+
+class JobAvailable(JobMessage):
+    acquire_job_url: str = ""
+
+
+class JobAssigned(JobMessage):
+    pass
+
+
+class JobStarted(JobMessage):
+    runner_id: int = 0
+    runner_name: str = ""
+
+
+class JobCompleted(JobMessage):
+    result: str = ""
+    runner_id: int = 0
+    runner_name: str = ""
+
+
+_J = TypeVar("_J", bound=JobMessage)
+
+JOB_MESSAGE_TYPES: Final[dict[str, type[JobMessage]]] = {
+    "JobAvailable": JobAvailable,
+    "JobAssigned": JobAssigned,
+    "JobStarted": JobStarted,
+    "JobCompleted": JobCompleted,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedMessage:
+    """One outer message with its job messages decoded, in order, unknown types dropped."""
+
+    message: RunnerScaleSetMessage
+    statistics: Statistics
+    jobs: tuple[JobMessage, ...]
+    skipped_types: tuple[str, ...] = ()
+
+    @property
+    def message_id(self) -> int:
+        return self.message.message_id
+
+    def of_type(self, kind: type[_J]) -> list[_J]:
+        return [job for job in self.jobs if type(job) is kind]
+
+
+def strip_bom(raw: bytes) -> bytes:
+    return raw[len(_BOM) :] if raw.startswith(_BOM) else raw
+
+
+def decode_json(raw: bytes, *, what: str) -> Any:
+    """JSON-decode a response body after stripping a UTF-8 BOM; errors name ``what``."""
+    try:
+        return json.loads(strip_bom(raw).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MessageDecodeError(f"{what}: body is not valid JSON ({exc})") from None
+
+
+def decode_message(raw: bytes) -> DecodedMessage:
+    """Decode a GetMessage 200 body (the caller treats an empty body as "no message")."""
+    data = decode_json(raw, what="get message")
+    try:
+        message = RunnerScaleSetMessage.model_validate(data)
+    except ValidationError as exc:
+        raise MessageDecodeError(f"get message: {_first_error(exc)}") from None
+    if message.message_type != JOB_MESSAGES_TYPE:
+        raise MessageDecodeError(
+            f"message {message.message_id}: unexpected messageType "
+            f"{message.message_type[:60]!r}; expected {JOB_MESSAGES_TYPE!r}"
+        )
+    if message.statistics is None:
+        raise MessageDecodeError(f"message {message.message_id}: statistics missing")
+    return DecodedMessage(message, message.statistics, *decode_job_messages(message))
+
+
+def decode_job_messages(
+    message: RunnerScaleSetMessage,
+) -> tuple[tuple[JobMessage, ...], tuple[str, ...]]:
+    """Decode the ``body`` string: a JSON array of job messages (empty/``null`` = none)."""
+    if not message.body.strip():
+        return (), ()
+    try:
+        elements = json.loads(message.body)
+    except json.JSONDecodeError as exc:
+        raise MessageDecodeError(
+            f"message {message.message_id}: body is not a JSON array ({exc})"
+        ) from None
+    if elements is None:
+        return (), ()
+    if not isinstance(elements, list):
+        raise MessageDecodeError(
+            f"message {message.message_id}: body is a JSON {type(elements).__name__}, "
+            "expected an array of job messages"
+        )
+    jobs: list[JobMessage] = []
+    skipped: list[str] = []
+    for index, element in enumerate(elements):
+        where = f"message {message.message_id}: job message {index}"
+        if not isinstance(element, dict):
+            raise MessageDecodeError(f"{where}: expected an object, got {type(element).__name__}")
+        kind = element.get("messageType")
+        model = JOB_MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
+        if model is None:
+            log.debug("%s: skipping unknown messageType %r", where, str(kind)[:60])
+            skipped.append(str(kind))
+            continue
+        try:
+            jobs.append(model.model_validate(element))
+        except ValidationError as exc:
+            raise MessageDecodeError(f"{where} ({kind}): {_first_error(exc)}") from None
+    return tuple(jobs), tuple(skipped)
+
+
+def _first_error(exc: ValidationError) -> str:
+    """One line naming the field and the problem, without echoing the input value."""
+    errors = exc.errors(include_url=False, include_input=False)
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"]) or "<document>"
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+__all__ = [
+    "JOB_MESSAGES_TYPE",
+    "JOB_MESSAGE_TYPES",
+    "MAX_JOB_MESSAGES_PER_MESSAGE",
+    "NIL_SESSION_ID",
+    "ZERO_TIME",
+    "AcquireJobsResponse",
+    "AdminConnection",
+    "CreateSessionRequest",
+    "DecodedMessage",
+    "ErrorBody",
+    "JobAssigned",
+    "JobAvailable",
+    "JobCompleted",
+    "JobMessage",
+    "JobStarted",
+    "Label",
+    "MessageDecodeError",
+    "RunnerRegistrationRequest",
+    "RunnerScaleSet",
+    "RunnerScaleSetMessage",
+    "RunnerSetting",
+    "Session",
+    "Statistics",
+    "TokenResponse",
+    "WireModel",
+    "decode_job_messages",
+    "decode_json",
+    "decode_message",
+    "format_rfc3339",
+    "is_zero_time",
+    "parse_rfc3339",
+    "strip_bom",
+]

@@ -1,0 +1,167 @@
+"""One message session of a scale set: create, refresh on 401, delete on exit.
+
+Rules:
+1. Create with ``ownerName`` = host name (the listener pod name; a random UUID if unknown).
+2. 409 on create (another session holds the scale set: a second listener, or a stale session
+   of a crashed pod) is retried with backoff for a bounded number of attempts, then fails with
+   :class:`SessionConflictError`. scaleset v0.4.0 does not retry (the pod restarts instead);
+   ARC <= 0.13 retried 10 x 30 s. We keep the bound and back off from 5 s to 30 s.
+3. A 401 on get/delete message or acquire jobs means the queue token expired: refresh the
+   session (PATCH, new token) and retry that call once; a second failure is returned.
+4. :meth:`MessageSession.close` deletes the session; failures are logged, never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from providers.actions.client import ActionsClient
+from providers.actions.errors import ActionsHttpError, QueueTokenExpiredError, SessionConflictError
+from providers.actions.models import DecodedMessage, Session
+from providers.actions.retry import Sleep
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictPolicy:
+    """How long to wait for a held session to go away (bounded: attempts x capped backoff)."""
+
+    attempts: int = 10
+    first_delay: float = 5.0
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        return min(self.first_delay * (2**attempt), self.max_delay)
+
+
+def default_owner_name() -> str:
+    try:
+        name = socket.gethostname()
+    except OSError:
+        name = ""
+    return name or str(uuid.uuid4())
+
+
+def is_session_conflict(error: ActionsHttpError) -> bool:
+    return error.status == 409 or "SessionConflict" in error.type_name
+
+
+class MessageSession:
+    """The session plus the queue calls that need it (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: ActionsClient,
+        *,
+        owner_name: str | None = None,
+        conflict: ConflictPolicy | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.client = client
+        self.owner_name = owner_name or default_owner_name()
+        self._conflict = conflict or ConflictPolicy()
+        self._sleep = sleep
+        self._session: Session | None = None
+        self.refreshes = 0
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("no session: call MessageSession.open() first")
+        return self._session
+
+    @property
+    def is_open(self) -> bool:
+        return self._session is not None
+
+    async def open(self) -> Session:
+        waited = 0.0
+        policy = self._conflict
+        for attempt in range(policy.attempts):
+            try:
+                self._session = await self.client.create_session(self.owner_name)
+            except ActionsHttpError as exc:
+                if not is_session_conflict(exc):
+                    raise
+                if attempt + 1 >= policy.attempts:
+                    raise SessionConflictError(
+                        self.client.scale_set_id, policy.attempts, waited, exc
+                    ) from None
+                delay = policy.delay(attempt)
+                log.warning(
+                    "create session: scale set %d already has an active session; "
+                    "retrying in %.0f s (attempt %d/%d)",
+                    self.client.scale_set_id,
+                    delay,
+                    attempt + 1,
+                    policy.attempts,
+                )
+                await self._sleep(delay)
+                waited += delay
+                continue
+            log.info(
+                "message session %s created for scale set %d (owner %s)",
+                self._session.session_id,
+                self.client.scale_set_id,
+                self.owner_name,
+            )
+            return self._session
+        raise RuntimeError("unreachable: ConflictPolicy.attempts must be >= 1")
+
+    async def refresh(self) -> Session:
+        self._session = await self.client.refresh_session(self.session.session_id)
+        self.refreshes += 1
+        log.info("message session %s refreshed (new queue token)", self._session.session_id)
+        return self._session
+
+    async def get_message(self, last_message_id: int, max_capacity: int) -> DecodedMessage | None:
+        return await self._with_refresh(
+            lambda s: self.client.get_message(
+                s.message_queue_url,
+                s.message_queue_access_token,
+                last_message_id=last_message_id,
+                max_capacity=max_capacity,
+            )
+        )
+
+    async def delete_message(self, message_id: int) -> None:
+        await self._with_refresh(
+            lambda s: self.client.delete_message(
+                s.message_queue_url, s.message_queue_access_token, message_id
+            )
+        )
+
+    async def acquire_jobs(self, request_ids: Sequence[int]) -> list[int]:
+        return await self._with_refresh(
+            lambda s: self.client.acquire_jobs(s.message_queue_access_token, request_ids)
+        )
+
+    async def close(self) -> None:
+        """Delete the session (best effort: a failure is logged, the process exits anyway)."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            await self.client.delete_session(session.session_id)
+            log.info("message session %s deleted", session.session_id)
+        except Exception as exc:
+            log.error("could not delete message session %s: %s", session.session_id, exc)
+
+    async def _with_refresh(self, call: Callable[[Session], Awaitable[_T]]) -> _T:
+        try:
+            return await call(self.session)
+        except QueueTokenExpiredError:
+            log.info("queue token expired (401); refreshing the session and retrying once")
+        return await call(await self.refresh())
+
+
+__all__ = ["ConflictPolicy", "MessageSession", "default_owner_name", "is_session_conflict"]

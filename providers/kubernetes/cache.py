@@ -1,0 +1,632 @@
+"""A watch-fed cache of the objects the reconciler reads (client-go informer style).
+
+One thread per :class:`WatchTarget` (kind + namespace + selectors) runs list-then-watch with
+the real ``kubernetes`` client:
+
+1. LIST (paged, ``limit=500``) -> replace that target's partition, remember the list's
+   ``resourceVersion``, mark the target synced.
+2. WATCH from that version (``allowWatchBookmarks``, ``timeoutSeconds``), applying ADDED /
+   MODIFIED / DELETED and moving the version forward on every event and BOOKMARK.
+3. A watch that ends (server timeout) or breaks (connection dropped) is resumed from the
+   last version: no relist, nothing lost. ``410 Gone`` (version compacted away) relists.
+4. Errors back off ``0.5 s * 2^n`` capped at 30 s, with jitter (50-100 % of the step).
+5. An *optional* target whose first LIST answers 404 (CRD not installed) or 403 (no RBAC)
+   is marked absent (it counts as synced, its kind lists empty) and retried every
+   ``absent_retry`` seconds, so installing Karpenter later is picked up.
+
+The cache is an :class:`~providers.kubernetes.translate.ObjectSource` (``list(kind,
+namespace)``) and offers ``get``; :meth:`KubeCache.wait_synced` is the "no decision before
+the first list of every required kind" guard; ``on_change(kind)`` is called (outside any
+lock, from the informer thread) after every applied change: the reconcile loop's trigger.
+
+Stored objects are API JSON dicts, replaced wholesale on change (never mutated), so a list
+handed out stays consistent. Pods are slimmed on the way in (see :func:`slim_pod`), and
+``managedFields`` are dropped from everything, as a client-go transform would.
+
+Bounded: one thread per target, paged lists (at most ``MAX_PAGES``), watch and request
+timeouts on every call, ``max_objects`` per target, bounded backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from providers.kubernetes import labels as L
+from providers.kubernetes.translate import ScaleSetTarget
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+MAX_PAGES = 1000
+PAGE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+
+RESOURCES: dict[str, Resource] = {
+    r.kind: r
+    for r in (
+        Resource("Pod", "", "v1", "pods", True),
+        Resource("Node", "", "v1", "nodes", False),
+        Resource("Event", "", "v1", "events", True),
+        Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+        Resource("AutoscalingRunnerSet", L.ARC_GROUP, L.ARC_VERSION, "autoscalingrunnersets", True),
+        Resource("EphemeralRunnerSet", L.ARC_GROUP, L.ARC_VERSION, "ephemeralrunnersets", True),
+        Resource("EphemeralRunner", L.ARC_GROUP, L.ARC_VERSION, "ephemeralrunners", True),
+        Resource("NodePool", L.KARPENTER_GROUP, L.KARPENTER_VERSION, "nodepools", False),
+        Resource("NodeClaim", L.KARPENTER_GROUP, L.KARPENTER_VERSION, "nodeclaims", False),
+    )
+}
+
+
+class CacheError(RuntimeError):
+    """The cache was asked for something it cannot do (unknown kind, bad target)."""
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """One list+watch stream: a kind, optionally in one namespace, optionally selected."""
+
+    kind: str
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    #: Tolerated when the API answers 404/403 on the first list (CRD absent, no RBAC).
+    optional: bool = False
+
+    @property
+    def key(self) -> str:
+        parts = [self.kind, self.namespace or "*"]
+        if self.label_selector:
+            parts.append(f"l:{self.label_selector}")
+        if self.field_selector:
+            parts.append(f"f:{self.field_selector}")
+        return "/".join(parts)
+
+
+def default_targets(target: ScaleSetTarget) -> list[WatchTarget]:
+    """What the reconciler of one scale set needs to see (DESIGN §2), label-selected.
+
+    Runner pods and workflow pods are selected by ARC's labels (``actions-ephemeral-runner``,
+    ``runner-pod``) so unrelated pods of the namespace are never held in memory.
+    AutoscalingRunnerSet (live maxRunners) and Karpenter kinds are optional.
+    """
+    ns, ph_ns = target.runner_namespace, target.placeholder_namespace
+    return [
+        WatchTarget("Pod", ph_ns, f"{L.LABEL_SCALE_SET}={target.ers_name}"),
+        WatchTarget("Pod", ns, f"{L.LABEL_EPHEMERAL_RUNNER}=True"),
+        WatchTarget("Pod", ns, L.LABEL_WORKFLOW_RUNNER_POD),
+        WatchTarget("Node"),
+        WatchTarget("EphemeralRunnerSet", ns, field_selector=f"metadata.name={target.ers_name}"),
+        WatchTarget("EphemeralRunner", ns),
+        WatchTarget("PriorityClass"),
+        WatchTarget("AutoscalingRunnerSet", ns, optional=True),
+        WatchTarget("NodePool", optional=True),
+        WatchTarget("NodeClaim", optional=True),
+    ]
+
+
+# --- transforms ---------------------------------------------------------------------------
+
+_POD_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "labels",
+    "ownerReferences",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+_POD_SPEC = (
+    "nodeName",
+    "tolerations",
+    "priorityClassName",
+    "priority",
+    "overhead",
+    "resources",
+    "schedulerName",
+    "nodeSelector",
+)
+_CONTAINER = ("name", "resources", "restartPolicy")
+_CONDITION = ("type", "status", "reason", "message")
+_KEPT_ANNOTATION_PREFIXES = (L.PREFIX, L.ANNOTATION_DO_NOT_DISRUPT)
+
+
+def slim_pod(pod: Mapping[str, Any]) -> Obj:
+    """Keep what translation, fit estimates and writes read; drop the rest (images, env...).
+
+    Annotations are kept only for our prefix and ``karpenter.sh/do-not-disrupt`` (others,
+    e.g. ``kubectl.kubernetes.io/last-applied-configuration``, can be large).
+    """
+    meta = pod.get("metadata") or {}
+    out_meta = {k: meta[k] for k in _POD_META if k in meta}
+    annotations = {
+        k: v
+        for k, v in (meta.get("annotations") or {}).items()
+        if k.startswith(_KEPT_ANNOTATION_PREFIXES)
+    }
+    if annotations:
+        out_meta["annotations"] = annotations
+    spec = pod.get("spec") or {}
+    out_spec = {k: spec[k] for k in _POD_SPEC if k in spec}
+    for field in ("containers", "initContainers"):
+        if field in spec:
+            out_spec[field] = [{k: c[k] for k in _CONTAINER if k in c} for c in spec[field] or ()]
+    status = pod.get("status") or {}
+    out_status: Obj = {k: status[k] for k in ("phase", "nominatedNodeName") if k in status}
+    if status.get("conditions"):
+        out_status["conditions"] = [
+            {k: c[k] for k in _CONDITION if k in c} for c in status["conditions"]
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": out_meta,
+        "spec": out_spec,
+        "status": out_status,
+    }
+
+
+def drop_managed_fields(obj: Mapping[str, Any], kind: str, api_version: str) -> Obj:
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    meta.pop("managedFields", None)
+    out["metadata"] = meta
+    out.setdefault("kind", kind)
+    out.setdefault("apiVersion", api_version)
+    return out
+
+
+def transform(kind: str, obj: Mapping[str, Any]) -> Obj:
+    if kind == "Pod":
+        return slim_pod(obj)
+    res = RESOURCES[kind]
+    api_version = f"{res.group}/{res.version}" if res.group else res.version
+    return drop_managed_fields(obj, kind, api_version)
+
+
+# --- API calls ----------------------------------------------------------------------------
+
+
+def list_call(api: client.ApiClient, target: WatchTarget) -> Callable[..., Any]:
+    """The real client's list function for a target, with its positional args bound.
+
+    The returned plain function has no return annotation or docstring, so
+    ``kubernetes.watch.Watch`` leaves event objects as dicts (no model deserialization)
+    while still turning ERROR events into ``ApiException`` (which ``deserialize=False``
+    would not do in kubernetes 37).
+    """
+    res = RESOURCES.get(target.kind)
+    if res is None:
+        raise CacheError(f"unknown kind {target.kind!r}; known: {', '.join(RESOURCES)}")
+    ns = target.namespace if res.namespaced else None
+    core = client.CoreV1Api(api)
+    func: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    if target.kind == "Pod":
+        func, args = (
+            (core.list_namespaced_pod, (ns,)) if ns else (core.list_pod_for_all_namespaces, ())
+        )
+    elif target.kind == "Event":
+        func, args = (
+            (core.list_namespaced_event, (ns,)) if ns else (core.list_event_for_all_namespaces, ())
+        )
+    elif target.kind == "Node":
+        func = core.list_node
+    elif target.kind == "PriorityClass":
+        func = client.SchedulingV1Api(api).list_priority_class
+    else:
+        custom = client.CustomObjectsApi(api)
+        if ns:
+            func, args = (
+                custom.list_namespaced_custom_object,
+                (res.group, res.version, ns, res.plural),
+            )
+        else:
+            func, args = custom.list_cluster_custom_object, (res.group, res.version, res.plural)
+
+    def call(**kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return call
+
+
+# --- the store ----------------------------------------------------------------------------
+
+
+class _Partition:
+    __slots__ = ("absent", "objects", "resource_version", "synced", "target")
+
+    def __init__(self, target: WatchTarget) -> None:
+        self.target = target
+        self.objects: dict[tuple[str, str], Obj] = {}
+        self.synced = False
+        self.absent = False
+        #: Last resourceVersion this target has seen (list, event or bookmark).
+        self.resource_version = ""
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace") or "", meta.get("name") or ""
+
+
+class KubeCache:
+    """Watch-fed, thread-safe object cache; an ObjectSource for ``build_snapshot``."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        targets: Sequence[WatchTarget],
+        *,
+        on_change: Callable[[str], None] | None = None,
+        watch_timeout: int = 300,
+        connect_timeout: float = 5.0,
+        request_timeout: float = 60.0,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        absent_retry: float = 60.0,
+        max_objects: int = 100_000,
+        rng: random.Random | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        keys = [t.key for t in targets]
+        if len(set(keys)) != len(keys):
+            raise CacheError(
+                f"duplicate watch targets: {sorted(k for k in keys if keys.count(k) > 1)}"
+            )
+        for t in targets:
+            if t.kind not in RESOURCES:
+                raise CacheError(f"unknown kind {t.kind!r}; known: {', '.join(RESOURCES)}")
+        self.api_client = api_client
+        self.on_change = on_change
+        self.watch_timeout = watch_timeout
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.absent_retry = absent_retry
+        self.max_objects = max_objects
+        self._rng = rng or random.Random()
+        self._monotonic = monotonic
+        # Re-entrant: wait_until's predicate may call list()/get() while holding it.
+        self._lock = threading.RLock()
+        self._synced_cond = threading.Condition(self._lock)
+        self._partitions = {t.key: _Partition(t) for t in targets}
+        self._by_kind: dict[str, list[_Partition]] = {}
+        for p in self._partitions.values():
+            self._by_kind.setdefault(p.target.kind, []).append(p)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._watches: dict[str, watch.Watch] = {}
+        #: API calls and recoveries, by name ("list", "watch", "relist_410", "reconnect"...).
+        self.stats: Counter[str] = Counter()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> KubeCache:
+        for key, partition in self._partitions.items():
+            thread = threading.Thread(
+                target=self._run, args=(partition,), name=f"informer {key}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        with self._lock:
+            watches = list(self._watches.values())
+        for w in watches:
+            w.stop()
+        for thread in self._threads:
+            thread.join(timeout=timeout)
+
+    def __enter__(self) -> KubeCache:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- reading (ObjectSource) -----------------------------------------------------------
+
+    def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
+        with self._lock:
+            partitions = self._by_kind.get(kind, ())
+            if len(partitions) == 1:
+                objs: Iterable[Obj] = partitions[0].objects.values()
+                if namespace:
+                    objs = [o for o in objs if o["metadata"].get("namespace") == namespace]
+                return list(objs)
+            merged: dict[tuple[str, str], Obj] = {}
+            for p in partitions:
+                if namespace and p.target.namespace not in (None, namespace):
+                    continue
+                merged.update(p.objects)
+            objs = merged.values()
+            if namespace:
+                return [o for o in objs if o["metadata"].get("namespace") == namespace]
+            return list(objs)
+
+    def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
+        key = (namespace or "", name)
+        with self._lock:
+            for p in self._by_kind.get(kind, ()):
+                obj = p.objects.get(key)
+                if obj is not None:
+                    return obj
+        return None
+
+    def count(self, kind: str) -> int:
+        return len(self.list(kind))
+
+    # --- sync state -----------------------------------------------------------------------
+
+    def synced(self) -> dict[str, bool]:
+        """Per target key: first list done (absent optional targets count as done)."""
+        with self._lock:
+            return {k: p.synced for k, p in self._partitions.items()}
+
+    def absent(self) -> list[str]:
+        with self._lock:
+            return [k for k, p in self._partitions.items() if p.absent]
+
+    @property
+    def has_synced(self) -> bool:
+        with self._lock:
+            return all(p.synced for p in self._partitions.values())
+
+    def wait_synced(self, timeout: float) -> bool:
+        """Block until every target has listed once (or ``timeout``); True when synced."""
+        with self._synced_cond:
+            return self._synced_cond.wait_for(
+                lambda: all(p.synced for p in self._partitions.values()), timeout=timeout
+            )
+
+    def unsynced(self) -> list[str]:
+        with self._lock:
+            return [k for k, p in self._partitions.items() if not p.synced]
+
+    def resource_versions(self) -> dict[str, str]:
+        """Per target key: the last resourceVersion seen (list, event or bookmark)."""
+        with self._lock:
+            return {k: p.resource_version for k, p in self._partitions.items()}
+
+    def wait_until(self, predicate: Callable[[KubeCache], bool], timeout: float) -> bool:
+        """Block until ``predicate(self)`` holds, re-checked after every change the cache
+        applies (events, bookmarks, lists, errors); False after ``timeout`` seconds."""
+        with self._synced_cond:
+            return self._synced_cond.wait_for(lambda: predicate(self), timeout=timeout)
+
+    # --- informer thread ------------------------------------------------------------------
+
+    def _backoff(self, attempt: int) -> float:
+        step = min(self.backoff_cap, self.backoff_base * (2 ** min(attempt, 30)))
+        return step * (0.5 + 0.5 * self._rng.random())
+
+    def _run(self, partition: _Partition) -> None:
+        target = partition.target
+        call = list_call(self.api_client, target)
+        rv: str | None = None
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                if rv is None:
+                    rv = self._list(partition, call)
+                started = self._monotonic()
+                rv, events = self._watch(partition, call, rv)
+                # A watch that ends at once with nothing in it (a misbehaving server) must not
+                # turn this loop into a hot loop: treat it like an error for backoff purposes.
+                if events == 0 and self._monotonic() - started < 1.0:
+                    self._stop.wait(self._backoff(attempt))
+                    attempt += 1
+                else:
+                    attempt = 0
+            except ApiException as exc:
+                if exc.status == 410:
+                    self._count("relist_410")
+                    log.info(
+                        "watch %s: resourceVersion %s expired (410); relisting", target.key, rv
+                    )
+                    rv = None
+                    # An immediate relist is what client-go does; back off only if 410s repeat.
+                    if attempt:
+                        self._stop.wait(self._backoff(attempt))
+                    attempt += 1
+                    continue
+                if exc.status in (403, 404) and target.optional and rv is None:
+                    self._mark_absent(partition, exc.status)
+                    self._stop.wait(self.absent_retry)
+                    continue
+                self._count("error")
+                log.warning(
+                    "watch %s: API error %s %s; retrying", target.key, exc.status, exc.reason
+                )
+                self._stop.wait(self._backoff(attempt))
+                attempt += 1
+            except (urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
+                if self._stop.is_set():
+                    break
+                self._count("reconnect")
+                log.info(
+                    "watch %s: connection problem (%s); resuming from %s",
+                    target.key,
+                    type(exc).__name__,
+                    rv,
+                )
+                self._stop.wait(self._backoff(attempt))
+                attempt += 1
+
+    def _count(self, what: str) -> None:
+        with self._synced_cond:
+            self.stats[what] += 1
+            self._synced_cond.notify_all()
+
+    def _selectors(self, target: WatchTarget) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if target.label_selector:
+            out["label_selector"] = target.label_selector
+        if target.field_selector:
+            out["field_selector"] = target.field_selector
+        return out
+
+    def _list(self, partition: _Partition, call: Callable[..., Any]) -> str:
+        target = partition.target
+        items: dict[tuple[str, str], Obj] = {}
+        cont: str | None = None
+        rv = ""
+        for _ in range(MAX_PAGES):
+            kwargs = self._selectors(target) | {
+                "limit": PAGE_SIZE,
+                "_preload_content": False,
+                "_request_timeout": (self.connect_timeout, self.request_timeout),
+            }
+            if cont:
+                kwargs["_continue"] = cont
+            self._count("list")
+            resp = call(**kwargs)
+            try:
+                body = json.loads(resp.data)
+            finally:
+                resp.release_conn()
+            for raw in body.get("items") or ():
+                if len(items) >= self.max_objects:
+                    self._count("overflow")
+                    break
+                obj = transform(target.kind, raw)
+                items[_key(obj)] = obj
+            meta = body.get("metadata") or {}
+            rv = meta.get("resourceVersion") or rv
+            cont = meta.get("continue")
+            if not cont:
+                break
+        with self._synced_cond:
+            changed = _differs(partition.objects, items) or partition.absent
+            partition.objects = items
+            partition.absent = False
+            partition.synced = True
+            partition.resource_version = rv
+            self._synced_cond.notify_all()
+        if changed:
+            self._notify(target.kind)
+        return rv
+
+    def _mark_absent(self, partition: _Partition, status: int) -> None:
+        with self._synced_cond:
+            first = not partition.absent
+            partition.absent = True
+            partition.synced = True
+            partition.objects = {}
+            self._synced_cond.notify_all()
+        if first:
+            self._count("absent")
+            log.warning(
+                "optional %s is unavailable (HTTP %s: %s); continuing without it",
+                partition.target.key,
+                status,
+                "CRD not installed" if status == 404 else "no RBAC to list it",
+            )
+
+    def _watch(self, partition: _Partition, call: Callable[..., Any], rv: str) -> tuple[str, int]:
+        """Stream from ``rv``; returns the last version seen and how many events came."""
+        target = partition.target
+        w = watch.Watch()
+        events = 0
+        with self._lock:
+            self._watches[target.key] = w
+        if self._stop.is_set():
+            return rv, events
+        self._count("watch")
+        try:
+            stream: Iterator[Any] = w.stream(
+                call,
+                resource_version=rv,
+                allow_watch_bookmarks=True,
+                timeout_seconds=self.watch_timeout,
+                _request_timeout=(self.connect_timeout, self.watch_timeout + 15),
+                **self._selectors(target),
+            )
+            for event in stream:
+                if not isinstance(event, dict):
+                    continue  # an undecodable line: skip it, the next event carries on
+                events += 1
+                rv = self._apply(partition, event) or rv
+                if self._stop.is_set():
+                    w.stop()
+                    break
+        finally:
+            with self._lock:
+                self._watches.pop(target.key, None)
+        return rv, events
+
+    def _apply(self, partition: _Partition, event: Mapping[str, Any]) -> str | None:
+        kind = partition.target.kind
+        etype = event.get("type")
+        raw = event.get("raw_object") or event.get("object") or {}
+        new_rv = (raw.get("metadata") or {}).get("resourceVersion")
+        if etype == "BOOKMARK":
+            if new_rv:
+                with self._synced_cond:
+                    partition.resource_version = new_rv
+                    self._synced_cond.notify_all()
+            return new_rv
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            return None
+        obj = transform(kind, raw)
+        key = _key(obj)
+        with self._synced_cond:
+            self._synced_cond.notify_all()
+            if new_rv:
+                partition.resource_version = new_rv
+            if etype == "DELETED":
+                partition.objects.pop(key, None)
+            elif key in partition.objects or len(partition.objects) < self.max_objects:
+                partition.objects[key] = obj
+            else:
+                self.stats["overflow"] += 1
+                log.error(
+                    "cache %s is full (%d objects); ignoring %s",
+                    partition.target.key,
+                    self.max_objects,
+                    key,
+                )
+        self._notify(kind)
+        return new_rv
+
+    def _notify(self, kind: str) -> None:
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(kind)
+        except Exception:
+            log.exception("on_change callback failed for %s", kind)
+
+
+def _differs(old: Mapping[tuple[str, str], Obj], new: Mapping[tuple[str, str], Obj]) -> bool:
+    if old.keys() != new.keys():
+        return True
+    return any(
+        old[k]["metadata"].get("resourceVersion") != new[k]["metadata"].get("resourceVersion")
+        for k in new
+    )

@@ -1,0 +1,256 @@
+"""Start-up checks (DESIGN §5-6): is this cluster set up so that placeholders can work?
+
+Each check returns typed :class:`Finding` values; an ERROR means capacity-aware mode would
+advertise wrong numbers or never get a pair READY, a WARNING means it works with a caveat.
+Every message says what to change. The checks read from any ObjectSource (the cache after
+its first sync, or plain dicts in tests), so they cost no extra API calls.
+
+1. The four PriorityClasses exist, with the expected values (or at least the required
+   order: runner placeholder < runner < workflow placeholder < workflow) and
+   ``preemptionPolicy: Never`` on the placeholder classes, PreemptLowerPriority on the
+   real ones; none of them is ``globalDefault``.
+2. The runner pod template (EphemeralRunnerSet ``spec.ephemeralRunnerSpec.spec``) uses the
+   runner class.
+3. The container mode lets workflow pods go through kube-scheduler: ``kubernetes-novolume``
+   hooks, or ``kubernetes`` hooks with ``ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true``. Classic
+   ``kubernetes`` mode pins the workflow pod with ``spec.nodeName`` (no preemption) and
+   dind / no hooks run the job inside the runner pod (no workflow pod at all).
+4. ``minRunners > 0`` is warned about: idle runners take jobs without the capacity check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from itertools import pairwise
+from typing import Any
+
+from providers.kubernetes import labels as L
+from providers.kubernetes.translate import ObjectSource, ScaleSetTarget, live_limits
+from reconciler.settings import PriorityClassNames
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    severity: Severity
+    check: str  # "priority-classes", "runner-template", "container-mode", "min-runners"...
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.severity}] {self.check}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Expected:
+    key: str  # PriorityClassNames field
+    value: int
+    never: bool  # preemptionPolicy Never expected
+
+
+LADDER = (
+    _Expected("runner_placeholder", L.DEFAULT_PRIORITY_CLASSES["runnerPlaceholder"][1], True),
+    _Expected("runner", L.DEFAULT_PRIORITY_CLASSES["runner"][1], False),
+    _Expected("workflow_placeholder", L.DEFAULT_PRIORITY_CLASSES["workflowPlaceholder"][1], True),
+    _Expected("workflow", L.DEFAULT_PRIORITY_CLASSES["workflow"][1], False),
+)
+HOOKS_ENV = "ACTIONS_RUNNER_CONTAINER_HOOKS"
+KUBE_SCHEDULER_ENV = "ACTIONS_RUNNER_USE_KUBE_SCHEDULER"
+FIX_CLASSES = "apply config/priorityclasses.yaml (or set capacityAware.priorityClasses)"
+
+
+def _by_name(objs: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {(o.get("metadata") or {}).get("name", ""): o for o in objs}
+
+
+def check_priority_classes(source: ObjectSource, names: PriorityClassNames) -> list[Finding]:
+    found = _by_name(source.list("PriorityClass"))
+    out: list[Finding] = []
+    values: dict[str, int] = {}
+    for exp in LADDER:
+        name = getattr(names, exp.key)
+        policy_wanted = "Never" if exp.never else "PreemptLowerPriority"
+        pc = found.get(name)
+        if pc is None:
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "priority-classes",
+                    f"PriorityClass {name} is missing: create it with value {exp.value} and "
+                    f"preemptionPolicy {policy_wanted}; {FIX_CLASSES}",
+                )
+            )
+            continue
+        value = int(pc.get("value", 0))
+        values[exp.key] = value
+        policy = pc.get("preemptionPolicy") or "PreemptLowerPriority"
+        if policy != policy_wanted:
+            why = (
+                "a placeholder must never preempt real pods"
+                if exp.never
+                else "real pods must preempt placeholders"
+            )
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "priority-classes",
+                    f"PriorityClass {name} has preemptionPolicy {policy}; set it to "
+                    f"{policy_wanted} ({why}). preemptionPolicy is immutable: delete and recreate "
+                    "the class",
+                )
+            )
+        if value != exp.value:
+            out.append(
+                Finding(
+                    Severity.WARNING,
+                    "priority-classes",
+                    f"PriorityClass {name} has value {value}, expected {exp.value}; only the order "
+                    "matters, but check that no other workload sits between the classes",
+                )
+            )
+        if pc.get("globalDefault"):
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "priority-classes",
+                    f"PriorityClass {name} is globalDefault: every pod without a class would get "
+                    f"value {value}; set globalDefault: false",
+                )
+            )
+    order = [k.key for k in LADDER]
+    if len(values) == len(order):
+        for low, high in pairwise(order):
+            if values[low] >= values[high]:
+                out.append(
+                    Finding(
+                        Severity.ERROR,
+                        "priority-classes",
+                        f"PriorityClass {getattr(names, low)} ({values[low]}) must be lower than "
+                        f"{getattr(names, high)} ({values[high]}); fix the values so that runner "
+                        "placeholder < runner < workflow placeholder < workflow",
+                    )
+                )
+    return out
+
+
+def _runner_container(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    containers = spec.get("containers") or ()
+    for c in containers:
+        if c.get("name") == "runner":
+            return c
+    return containers[0] if containers else None
+
+
+def _env(container: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        e.get("name", ""): str(e.get("value", ""))
+        for e in container.get("env") or ()
+        if "value" in e
+    }
+
+
+def container_mode(spec: Mapping[str, Any]) -> str:
+    """``kubernetes-novolume``, ``kubernetes-scheduler``, ``kubernetes``, or ``none``."""
+    runner = _runner_container(spec)
+    env = _env(runner) if runner is not None else {}
+    hooks = env.get(HOOKS_ENV, "")
+    if not hooks:
+        return "none"
+    if "novolume" in hooks:
+        return "kubernetes-novolume"
+    if env.get(KUBE_SCHEDULER_ENV, "").lower() == "true":
+        return "kubernetes-scheduler"
+    return "kubernetes"
+
+
+def check_runner_template(ers: Mapping[str, Any], names: PriorityClassNames) -> list[Finding]:
+    ers_name = (ers.get("metadata") or {}).get("name", "?")
+    spec = ((ers.get("spec") or {}).get("ephemeralRunnerSpec") or {}).get("spec") or {}
+    out: list[Finding] = []
+    if spec.get("priorityClassName") != names.runner:
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "runner-template",
+                f"the runner pods of EphemeralRunnerSet {ers_name} use priorityClassName "
+                f"{spec.get('priorityClassName') or '(none)'}; set "
+                f"template.spec.priorityClassName: {names.runner} in the AutoscalingRunnerSet "
+                "(Helm value template.spec) so runner pods preempt runner placeholders",
+            )
+        )
+    mode = container_mode(spec)
+    if mode == "kubernetes":
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "container-mode",
+                "containerMode kubernetes pins the workflow pod to the runner's node "
+                "(spec.nodeName): it never preempts a workflow placeholder and the kubelet "
+                "rejects it when the node is full. Use containerMode.type: "
+                f"kubernetes-novolume, or set {KUBE_SCHEDULER_ENV}=true on the runner container",
+            )
+        )
+    elif mode == "none":
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "container-mode",
+                f"the runner container sets no {HOOKS_ENV}: jobs run inside the runner pod "
+                "(dind or default mode), so there is no workflow pod for the workflow "
+                "placeholder to stand in for. Use containerMode.type: kubernetes-novolume",
+            )
+        )
+    return out
+
+
+def check_min_runners(min_runners: int) -> list[Finding]:
+    if min_runners <= 0:
+        return []
+    return [
+        Finding(
+            Severity.WARNING,
+            "min-runners",
+            f"minRunners is {min_runners}: GitHub can hand jobs to those idle runners without the "
+            "capacity check, so they may wait for nodes like without this listener. Set "
+            "minRunners: 0 and use capacityAware.proactiveCapacity for warm capacity",
+        )
+    ]
+
+
+def run_startup_checks(
+    source: ObjectSource, target: ScaleSetTarget, names: PriorityClassNames
+) -> list[Finding]:
+    """All checks, errors first. Needs the cache to have synced."""
+    out = check_priority_classes(source, names)
+    ers = next(
+        (
+            o
+            for o in source.list("EphemeralRunnerSet", target.runner_namespace)
+            if (o.get("metadata") or {}).get("name") == target.ers_name
+        ),
+        None,
+    )
+    if ers is None:
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "runner-template",
+                f"EphemeralRunnerSet {target.runner_namespace}/{target.ers_name} not found: check "
+                "ephemeral_runner_set_name / ephemeral_runner_set_namespace in the listener config "
+                "and that the listener may get/list/watch ephemeralrunnersets there",
+            )
+        )
+    else:
+        out.extend(check_runner_template(ers, names))
+    _, min_runners = live_limits(source, target, ers)
+    out.extend(check_min_runners(min_runners))
+    return sorted(out, key=lambda f: f.severity != Severity.ERROR)
+
+
+def errors(findings: Sequence[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity is Severity.ERROR]

@@ -1,0 +1,279 @@
+"""Build the two placeholder pods of a pair (DESIGN §5) as API JSON dicts, ready to POST.
+
+Choices made here (and why):
+
+- **Runner half** requests the *effective* requests of the runner pod template read from the
+  EphemeralRunnerSet (``spec.ephemeralRunnerSpec.spec``), with kube-scheduler arithmetic
+  (sidecars, init containers, pod overhead; see :mod:`providers.kubernetes.resources`).
+  The overhead is folded into the container requests, so the placeholder deliberately does
+  **not** copy ``runtimeClassName`` (the RuntimeClass admission would add the overhead twice).
+- **Workflow half** requests ``capacityAware.workflowResources``. Its placement
+  (nodeSelector / tolerations / node affinity / schedulerName) mirrors the *runner*
+  template, because in ``kubernetes-novolume`` mode the workflow pod's spec comes from the
+  hook template, which lives in the runner's filesystem and cannot be read through the API.
+  Callers that know the hook template's pod spec pass it as ``workflow_pod_spec`` and its
+  placement is used instead.
+- Only *node* affinity is mirrored: pod (anti-)affinity and topology spread constraints of
+  the runner refer to runner pods' labels and would make placeholders repel each other.
+- ``requests == limits`` (Guaranteed QoS; extended resources such as GPUs need it anyway).
+- Priority comes from ``priorityClassName`` only; ``preemptionPolicy: Never`` lives on the
+  placeholder PriorityClasses (admission fills both fields in; setting them here would be
+  rejected on mismatch).
+- **Owner reference**: a namespaced owner must live in the dependent's namespace or the
+  garbage collector deletes the dependent at once. The EphemeralRunnerSet is used as owner
+  only when the placeholders live in its namespace (the default: placeholder namespace =
+  runner namespace); otherwise no owner reference is set and the listener's orphan sweep
+  (label ``instance`` + TTL annotation) is the only cleanup. The reference is not a
+  controller reference (ARC's controllers must not adopt or manage our pods) and does not
+  set ``blockOwnerDeletion`` (that would need RBAC on the ERS's finalizers).
+- Lifetime: ``activeDeadlineSeconds`` = ``placeholderLifetime`` jittered by a stable hash of
+  the pair id within ``±lifetimeJitter``, so a warm pool does not expire all at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from providers.kubernetes import labels as L
+from providers.kubernetes.resources import (
+    QuantityError,
+    Resources,
+    effective_requests,
+    format_quantity,
+    resource_list,
+)
+from reconciler.ports import PairSpec
+from reconciler.settings import CapacityAwareSettings
+from state_machine.states import Role
+
+__all__ = [
+    "PlaceholderPodBuilder",
+    "PlaceholderSpecError",
+    "effective_requests",
+    "jittered_lifetime",
+    "runner_pod_template",
+]
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+CONTAINER_NAME = "placeholder"
+PAUSE_UID = 65535
+
+
+class PlaceholderSpecError(ValueError):
+    """A placeholder pod cannot be built as asked (bad name, label, template or owner)."""
+
+
+def runner_pod_template(ers: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The runner PodSpec inside an EphemeralRunnerSet (``spec.ephemeralRunnerSpec.spec``)."""
+    name = (ers.get("metadata") or {}).get("name", "?")
+    spec = ((ers.get("spec") or {}).get("ephemeralRunnerSpec") or {}).get("spec")
+    if not isinstance(spec, Mapping) or not spec.get("containers"):
+        raise PlaceholderSpecError(
+            f"EphemeralRunnerSet {name}: spec.ephemeralRunnerSpec.spec.containers is missing; "
+            "the runner pod template is needed to size the runner placeholder"
+        )
+    return spec
+
+
+def jittered_lifetime(pair_id: str, lifetime: float, jitter: float) -> int:
+    """``lifetime * (1 + jitter * u)``, u in [-1, 1] from a stable hash of the pair id."""
+    digest = hashlib.sha256(pair_id.encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / float(2**64 - 1) * 2.0 - 1.0
+    return max(1, round(lifetime * (1.0 + jitter * u)))
+
+
+def _check_name(name: str, what: str) -> None:
+    if len(name) > 63 or not _DNS1123_LABEL.match(name):
+        raise PlaceholderSpecError(
+            f"{what} {name!r} is not a valid pod name here: it must be at most 63 characters of "
+            "lowercase letters, digits and '-', starting and ending with a letter or digit "
+            f"(got {len(name)} characters)"
+        )
+
+
+def _check_label_value(key: str, value: str) -> None:
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise PlaceholderSpecError(
+            f"label {key}={value!r} is not a valid label value: at most 63 characters of "
+            "letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+        )
+
+
+def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if spec.get("nodeSelector"):
+        out["nodeSelector"] = dict(spec["nodeSelector"])
+    if spec.get("tolerations"):
+        out["tolerations"] = copy.deepcopy(list(spec["tolerations"]))
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity")
+    if node_affinity:
+        out["affinity"] = {"nodeAffinity": copy.deepcopy(dict(node_affinity))}
+    if spec.get("schedulerName"):
+        out["schedulerName"] = spec["schedulerName"]
+    return out
+
+
+def _quantities(resources: Resources) -> dict[str, str]:
+    return {name: format_quantity(value) for name, value in sorted(resources.items())}
+
+
+class PlaceholderPodBuilder:
+    """Builds the runner and workflow placeholder pods of a pair for one scale set."""
+
+    def __init__(
+        self,
+        settings: CapacityAwareSettings,
+        ers: Mapping[str, Any],
+        *,
+        instance: str,
+        namespace: str,
+        owner: Mapping[str, Any] | None,
+        workflow_pod_spec: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.namespace = namespace
+        self.instance = instance
+        _check_name(namespace, "namespace")
+        _check_label_value(L.LABEL_INSTANCE, instance)
+        self.ers_name = (ers.get("metadata") or {}).get("name", "")
+        template = runner_pod_template(ers)
+        try:
+            self.runner_requests: Resources = effective_requests(
+                template, where=f"EphemeralRunnerSet {self.ers_name} spec.ephemeralRunnerSpec.spec"
+            )
+            self.workflow_requests: Resources = resource_list(
+                settings.workflow_resources, where="capacityAware.workflowResources"
+            )
+        except QuantityError as exc:
+            raise PlaceholderSpecError(str(exc)) from exc
+        if not self.runner_requests:
+            raise PlaceholderSpecError(
+                f"EphemeralRunnerSet {self.ers_name}: the runner pod template requests no "
+                "resources, so a runner placeholder would reserve nothing; set "
+                "resources.requests on the runner container"
+            )
+        self.runner_placement = _placement(template)
+        self.workflow_placement = (
+            _placement(workflow_pod_spec)
+            if workflow_pod_spec is not None
+            else self.runner_placement
+        )
+        self.image_pull_secrets = copy.deepcopy(list(template.get("imagePullSecrets") or ()))
+        self.owner_reference = self._owner_reference(owner)
+
+    def _owner_reference(self, owner: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if owner is None:
+            return None
+        meta = owner.get("metadata") or {}
+        owner_ns = meta.get("namespace")
+        if owner_ns and owner_ns != self.namespace:
+            # A cross-namespace owner is treated as absent by the garbage collector, which
+            # would delete the placeholder at once (DESIGN §5): no reference at all instead.
+            return None
+        missing = [k for k in ("name", "uid") if not meta.get(k)] + [
+            k for k in ("apiVersion", "kind") if not owner.get(k)
+        ]
+        if missing:
+            raise PlaceholderSpecError(
+                f"owner object lacks {', '.join(missing)}; pass the EphemeralRunnerSet as read "
+                "from the API (or owner=None)"
+            )
+        return {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": meta["name"],
+            "uid": meta["uid"],
+        }
+
+    def requests_for(self, role: Role) -> Mapping[str, Decimal]:
+        return self.runner_requests if role is Role.RUNNER else self.workflow_requests
+
+    def build(self, spec: PairSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(runner placeholder, workflow placeholder) as API JSON dicts."""
+        _check_name(spec.runner_pod, "runner placeholder name")
+        _check_name(spec.workflow_pod, "workflow placeholder name")
+        if spec.runner_pod == spec.workflow_pod:
+            raise PlaceholderSpecError(
+                f"both halves of pair {spec.pair_id} are named {spec.runner_pod!r}"
+            )
+        if spec.scale_set != self.ers_name:
+            # The translator selects placeholders by this label: a mismatch would make the
+            # pods invisible and the reconciler would create them again and again.
+            raise PlaceholderSpecError(
+                f"pair {spec.pair_id} is for scale set {spec.scale_set!r} but this builder serves "
+                f"EphemeralRunnerSet {self.ers_name!r}"
+            )
+        _check_label_value(L.LABEL_PAIR, spec.pair_id)
+        _check_label_value(L.LABEL_SCALE_SET, spec.scale_set)
+        deadline = jittered_lifetime(
+            spec.pair_id, self.settings.placeholder_lifetime, self.settings.lifetime_jitter
+        )
+        return (
+            self._pod(spec, Role.RUNNER, spec.runner_pod, deadline),
+            self._pod(spec, Role.WORKFLOW, spec.workflow_pod, deadline),
+        )
+
+    def _pod(self, spec: PairSpec, role: Role, name: str, deadline: int) -> dict[str, Any]:
+        classes = self.settings.priority_classes
+        if role is Role.RUNNER:
+            priority_class, placement = classes.runner_placeholder, self.runner_placement
+        else:
+            priority_class, placement = classes.workflow_placeholder, self.workflow_placement
+        amounts = _quantities(dict(self.requests_for(role)))
+        metadata: dict[str, Any] = {
+            "name": name,
+            "namespace": self.namespace,
+            "labels": {
+                L.LABEL_SCALE_SET: spec.scale_set,
+                L.LABEL_PAIR: spec.pair_id,
+                L.LABEL_ROLE: role.value,
+                L.LABEL_INSTANCE: self.instance,
+                L.LABEL_MANAGED_BY: L.MANAGED_BY,
+                L.LABEL_COMPONENT: L.COMPONENT_PLACEHOLDER,
+            },
+            "annotations": {L.ANNOTATION_EXPIRES_AT: format_expiry(spec.expires_at)},
+        }
+        if self.owner_reference is not None:
+            metadata["ownerReferences"] = [dict(self.owner_reference)]
+        pod_spec: dict[str, Any] = {
+            "containers": [
+                {
+                    "name": CONTAINER_NAME,
+                    "image": self.settings.image,
+                    "imagePullPolicy": "IfNotPresent",
+                    "resources": {"requests": dict(amounts), "limits": dict(amounts)},
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+            "priorityClassName": priority_class,
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "activeDeadlineSeconds": deadline,
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": PAUSE_UID,
+                "runAsGroup": PAUSE_UID,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            **copy.deepcopy(placement),
+        }
+        if self.image_pull_secrets:
+            pod_spec["imagePullSecrets"] = copy.deepcopy(self.image_pull_secrets)
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+
+
+def format_expiry(expires_at: float) -> str:
+    """Epoch seconds as the annotation text (millisecond precision, no exponent)."""
+    return f"{expires_at:.3f}"

@@ -1,0 +1,592 @@
+"""Translate Kubernetes objects (API JSON dicts) into the reconciler's ClusterSnapshot.
+
+Pure functions over an :class:`ObjectSource`: the watch-fed cache in production, the
+simulated world's ObjectStore in the simulator, plain dicts in tests. The translation only
+records facts (DESIGN §4 counting happens in ``reconciler.capacity``):
+
+1. Scale-set identity: the EphemeralRunnerSet (ERS) of the target, the ARS name (explicit,
+   else the ERS's ``actions.github.com/scale-set-name`` label, else the ERS name) and the live
+   ``maxRunners`` / ``minRunners`` from the AutoscalingRunnerSet spec when present.
+2. EphemeralRunners of this ERS (controller ownerReference, or the scale-set-name label when
+   no ERS owner is recorded): their names link runner pods; Running ones without
+   ``status.jobId`` are idle registered runners.
+3. One pass over the pods of the runner (and placeholder) namespace: placeholders (our
+   labels), runner pods (owned by one of our EphemeralRunners, or labelled
+   ``actions-ephemeral-runner=True`` + our scale-set-name), workflow-pod candidates
+   (``runner-pod`` label, name ending ``-workflow``; step pods are ignored).
+4. Workflow candidates are kept when their runner pod is ours.
+5. Placeholders are grouped into pairs; ``node_blocked`` is computed against the node
+   (cordoned, not Ready, missing, ``karpenter.sh/disrupted``, or an untolerated
+   NoSchedule/NoExecute taint, with Kubernetes toleration semantics).
+
+Everything is O(pods + nodes + runners). :func:`capacity_signals_from` extracts recent
+Karpenter capacity failures and :func:`fit_estimate` a Ray-style bin-packing bound on new
+pairs (bounds attempts only; never reported as capacity).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+from providers.kubernetes import labels as L
+from providers.kubernetes.resources import (
+    Resources,
+    add_into,
+    effective_requests,
+    quantity,
+    resource_list,
+)
+from reconciler.snapshot import (
+    ClusterSnapshot,
+    Demand,
+    FitEstimate,
+    PairPods,
+    PlaceholderPod,
+    PodPhase,
+    RunnerPod,
+    WorkflowPod,
+)
+from state_machine.states import Role
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+
+#: Kinds a source is asked for (the cache watches exactly these, plus optional ``Event``).
+KINDS = (
+    "Pod",
+    "Node",
+    "EphemeralRunnerSet",
+    "EphemeralRunner",
+    "AutoscalingRunnerSet",
+    "NodePool",
+    "NodeClaim",
+    "PriorityClass",
+)
+
+_PHASES = {p.value: p for p in PodPhase}
+_BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+#: Upper bound reported when a NodePool sets no limit on any resource the pair needs.
+UNBOUNDED_PAIRS = 10_000
+#: Most capacity signals kept in a snapshot (they only explain reasons).
+MAX_SIGNALS = 10
+
+
+class ObjectSource(Protocol):
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class ScaleSetTarget:
+    ers_name: str  # EphemeralRunnerSet name (= scale-set label value on placeholders)
+    runner_namespace: str  # namespace of ERS, EphemeralRunners, runner + workflow pods
+    placeholder_namespace: str
+    #: From the listener config; the live AutoscalingRunnerSet ``spec.maxRunners`` wins.
+    max_runners: int
+    min_runners: int = 0
+    ars_name: str | None = None
+
+
+# --- small readers ------------------------------------------------------------------------
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _labels(obj: Obj) -> Mapping[str, str]:
+    return _meta(obj).get("labels") or {}
+
+
+def _owners(obj: Obj, kind: str) -> list[str]:
+    return [
+        o.get("name", "") for o in _meta(obj).get("ownerReferences") or () if o.get("kind") == kind
+    ]
+
+
+def parse_timestamp(text: Any) -> float | None:
+    """RFC 3339 (``2024-05-01T10:00:00Z``, fractional seconds allowed) -> epoch seconds."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _float_or_none(value: Any) -> float | None:
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        return None
+    return result if math.isfinite(result) else None
+
+
+def _condition(obj: Obj, cond_type: str) -> Mapping[str, Any] | None:
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == cond_type:
+            return cond
+    return None
+
+
+def pod_phase(pod: Obj) -> PodPhase:
+    return _PHASES.get((pod.get("status") or {}).get("phase") or "Pending", PodPhase.UNKNOWN)
+
+
+# --- taints and tolerations (k8s.io/api/core/v1 Toleration.ToleratesTaint) ---------------
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """Kubernetes semantics: effect empty = all effects; empty key + Exists = all keys."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if key and key != taint.get("key"):
+        return False
+    if operator == "Exists":
+        return True
+    if operator == "Equal":
+        # An empty key is only valid with Exists; the API rejects it, so do not match.
+        return bool(key) and (toleration.get("value") or "") == (taint.get("value") or "")
+    return False
+
+
+def untolerated_taints(
+    taints: Iterable[Mapping[str, Any]], tolerations: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """NoSchedule/NoExecute taints none of the tolerations tolerate."""
+    return [
+        t
+        for t in taints
+        if t.get("effect") in _BLOCKING_EFFECTS
+        and not any(tolerates(tol, t) for tol in tolerations)
+    ]
+
+
+def node_ready(node: Obj) -> bool:
+    cond = _condition(node, "Ready")
+    return cond is not None and cond.get("status") == "True"
+
+
+def node_blocked_for(node: Obj | None, tolerations: Sequence[Mapping[str, Any]]) -> bool:
+    """The node cannot (or soon will not) host this pod: DESIGN §4 "no longer counts".
+
+    A missing node (deleted, or not yet in the cache) counts as blocked: the placeholder is
+    then STALLED, never lost, so a cache lag costs capacity for one tick, not a pair.
+    """
+    if node is None:
+        return True
+    spec = node.get("spec") or {}
+    if spec.get("unschedulable") or not node_ready(node):
+        return True
+    taints = spec.get("taints") or ()
+    if any(t.get("key") == L.TAINT_KARPENTER_DISRUPTED for t in taints):
+        return True
+    return bool(untolerated_taints(taints, tolerations))
+
+
+# --- the snapshot ---------------------------------------------------------------------------
+
+
+def _find(source: ObjectSource, kind: str, namespace: str | None, name: str | None) -> Obj | None:
+    if not name:
+        return None
+    for obj in source.list(kind, namespace):
+        if _meta(obj).get("name") == name:
+            return obj
+    return None
+
+
+def scale_set_name(ers: Obj | None, target: ScaleSetTarget) -> str:
+    """The ARS name carried by runner pods' ``actions.github.com/scale-set-name`` label."""
+    if target.ars_name:
+        return target.ars_name
+    if ers is not None:
+        label = _labels(ers).get(L.LABEL_ARC_SCALE_SET_NAME)
+        if label:
+            return label
+    return target.ers_name
+
+
+def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -> tuple[int, int]:
+    """(maxRunners, minRunners): the AutoscalingRunnerSet spec wins over the config."""
+    ars_name = target.ars_name
+    if not ars_name and ers is not None:
+        owners = _owners(ers, "AutoscalingRunnerSet")
+        ars_name = owners[0] if owners else scale_set_name(ers, target)
+    ars = _find(source, "AutoscalingRunnerSet", target.runner_namespace, ars_name)
+    max_runners, min_runners = target.max_runners, target.min_runners
+    if ars is not None:
+        spec = ars.get("spec") or {}
+        if isinstance(spec.get("maxRunners"), int) and spec["maxRunners"] >= 0:
+            max_runners = spec["maxRunners"]
+        if isinstance(spec.get("minRunners"), int) and spec["minRunners"] >= 0:
+            min_runners = spec["minRunners"]
+    return max_runners, min_runners
+
+
+def _our_runners(
+    source: ObjectSource, target: ScaleSetTarget, scale_set: str
+) -> tuple[set[str], int]:
+    """Names of this ERS's EphemeralRunners, and how many are idle (Running, no job)."""
+    names: set[str] = set()
+    idle = 0
+    for er in source.list("EphemeralRunner", target.runner_namespace):
+        owners = _owners(er, "EphemeralRunnerSet")
+        ours = (
+            target.ers_name in owners
+            if owners
+            else _labels(er).get(L.LABEL_ARC_SCALE_SET_NAME) == scale_set
+        )
+        if not ours:
+            continue
+        meta = _meta(er)
+        names.add(meta.get("name", ""))
+        status = er.get("status") or {}
+        if (
+            status.get("phase") == "Running"
+            and not status.get("jobId")
+            and not meta.get("deletionTimestamp")
+        ):
+            idle += 1
+    return names, idle
+
+
+def placeholder_pod(pod: Obj, nodes: Mapping[str, Obj]) -> PlaceholderPod | None:
+    """A PlaceholderPod from a pod carrying our labels; None if its role label is unknown."""
+    meta = _meta(pod)
+    lab = meta.get("labels") or {}
+    try:
+        role = Role(lab.get(L.LABEL_ROLE, ""))
+    except ValueError:
+        log.warning(
+            "placeholder %s/%s has an unknown role label %r; ignored",
+            meta.get("namespace"),
+            meta.get("name"),
+            lab.get(L.LABEL_ROLE),
+        )
+        return None
+    spec = pod.get("spec") or {}
+    node_name = spec.get("nodeName") or None
+    blocked = (
+        node_blocked_for(nodes.get(node_name), spec.get("tolerations") or ())
+        if node_name
+        else False
+    )
+    disruption = _condition(pod, "DisruptionTarget")
+    scheduled = _condition(pod, "PodScheduled")
+    message = None
+    if scheduled is not None and scheduled.get("status") == "False":
+        message = scheduled.get("message") or scheduled.get("reason") or "Unschedulable"
+    annotations = meta.get("annotations") or {}
+    return PlaceholderPod(
+        name=meta.get("name", ""),
+        namespace=meta.get("namespace", ""),
+        uid=meta.get("uid", ""),
+        pair_id=lab.get(L.LABEL_PAIR, ""),
+        role=role,
+        phase=pod_phase(pod),
+        node_name=node_name,
+        deleting=bool(meta.get("deletionTimestamp")),
+        disruption_target=disruption is not None and disruption.get("status") == "True",
+        node_blocked=blocked,
+        unschedulable_message=message,
+        instance=lab.get(L.LABEL_INSTANCE, ""),
+        expires_at=_float_or_none(annotations.get(L.ANNOTATION_EXPIRES_AT)),
+        created_at=parse_timestamp(meta.get("creationTimestamp")) or 0.0,
+    )
+
+
+def _prefer(current: PlaceholderPod | None, new: PlaceholderPod) -> PlaceholderPod:
+    """Two pods claim the same pair and role (should not happen): keep the live, newer one."""
+    if current is None:
+        return new
+    if current.deleting != new.deleting:
+        return current if new.deleting else new
+    return new if new.created_at >= current.created_at else current
+
+
+def group_pairs(pods: Iterable[PlaceholderPod]) -> dict[str, PairPods]:
+    halves: dict[str, list[PlaceholderPod | None]] = {}
+    for pod in pods:
+        slot = halves.setdefault(pod.pair_id, [None, None])
+        index = 0 if pod.role is Role.RUNNER else 1
+        slot[index] = _prefer(slot[index], pod)
+    return {pair: PairPods(runner=r, workflow=w) for pair, (r, w) in halves.items()}
+
+
+def build_snapshot(
+    source: ObjectSource,
+    target: ScaleSetTarget,
+    *,
+    now: float,
+    demand: Demand,
+    fit: FitEstimate | None = None,
+) -> ClusterSnapshot:
+    """One immutable snapshot of this scale set's slice of the cluster (see module doc)."""
+    ers = _find(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
+    scale_set = scale_set_name(ers, target)
+    max_runners, min_runners = live_limits(source, target, ers)
+    runner_names, idle = _our_runners(source, target, scale_set)
+    nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
+
+    namespaces = [target.runner_namespace]
+    if target.placeholder_namespace != target.runner_namespace:
+        namespaces.append(target.placeholder_namespace)
+
+    placeholders: list[PlaceholderPod] = []
+    runner_pods: list[RunnerPod] = []
+    workflow_candidates: list[Obj] = []
+    for namespace in namespaces:
+        in_runner_ns = namespace == target.runner_namespace
+        in_placeholder_ns = namespace == target.placeholder_namespace
+        for pod in source.list("Pod", namespace):
+            lab = _labels(pod)
+            ph_scale_set = lab.get(L.LABEL_SCALE_SET)
+            if ph_scale_set is not None:
+                if in_placeholder_ns and ph_scale_set == target.ers_name:
+                    ph = placeholder_pod(pod, nodes)
+                    if ph is not None:
+                        placeholders.append(ph)
+                continue
+            if not in_runner_ns:
+                continue
+            if L.LABEL_WORKFLOW_RUNNER_POD in lab:
+                name = _meta(pod).get("name", "")
+                if name.endswith("-workflow") and "-step-" not in name:
+                    workflow_candidates.append(pod)
+                continue
+            owned = any(o in runner_names for o in _owners(pod, "EphemeralRunner"))
+            labelled = (
+                lab.get(L.LABEL_EPHEMERAL_RUNNER) == "True"
+                and lab.get(L.LABEL_ARC_SCALE_SET_NAME) == scale_set
+            )
+            if owned or labelled:
+                meta = _meta(pod)
+                runner_pods.append(
+                    RunnerPod(
+                        name=meta.get("name", ""),
+                        node_name=(pod.get("spec") or {}).get("nodeName") or None,
+                        phase=pod_phase(pod),
+                        deleting=bool(meta.get("deletionTimestamp")),
+                    )
+                )
+
+    ours = {r.name for r in runner_pods}
+    workflow_pods = []
+    for pod in workflow_candidates:
+        runner = _labels(pod)[L.LABEL_WORKFLOW_RUNNER_POD]
+        if runner not in ours:
+            continue
+        meta = _meta(pod)
+        workflow_pods.append(
+            WorkflowPod(
+                name=meta.get("name", ""),
+                runner_pod=runner,
+                node_name=(pod.get("spec") or {}).get("nodeName") or None,
+                phase=pod_phase(pod),
+                deleting=bool(meta.get("deletionTimestamp")),
+            )
+        )
+
+    return ClusterSnapshot(
+        taken_at=now,
+        max_runners=max_runners,
+        min_runners=min_runners,
+        placeholders=group_pairs(placeholders),
+        runner_pods=tuple(runner_pods),
+        workflow_pods=tuple(workflow_pods),
+        idle_runners=idle,
+        demand=demand,
+        fit=fit,
+        capacity_signals=capacity_signals_from(source, now),
+    )
+
+
+# --- Karpenter capacity signals -------------------------------------------------------------
+
+
+def capacity_signals_from(
+    source: ObjectSource, now: float, window: float = 600.0
+) -> tuple[str, ...]:
+    """Recent InsufficientCapacity failures, newest first, as short strings (explanations only).
+
+    From NodeClaim conditions whose reason contains ``InsufficientCapacity`` and from Events
+    with reason ``InsufficientCapacityError`` (Karpenter emits both), within ``window``
+    seconds of ``now``. A source that does not hold a kind contributes nothing.
+    """
+    found: list[tuple[float, str]] = []
+    for claim in _safe_list(source, "NodeClaim"):
+        meta = _meta(claim)
+        lab = meta.get("labels") or {}
+        where = " ".join(
+            v
+            for v in (
+                lab.get("node.kubernetes.io/instance-type"),
+                lab.get("topology.kubernetes.io/zone"),
+            )
+            if v
+        )
+        for cond in (claim.get("status") or {}).get("conditions") or ():
+            if "InsufficientCapacity" not in (cond.get("reason") or ""):
+                continue
+            at = parse_timestamp(cond.get("lastTransitionTime"))
+            if at is None or now - at > window:
+                continue
+            text = f"{cond['reason']} nodeclaim/{meta.get('name', '?')}"
+            found.append((at, f"{text} {where}".strip()))
+    for event in _safe_list(source, "Event"):
+        if event.get("reason") != "InsufficientCapacityError":
+            continue
+        at = (
+            parse_timestamp(event.get("lastTimestamp"))
+            or parse_timestamp(event.get("eventTime"))
+            or parse_timestamp(_meta(event).get("creationTimestamp"))
+        )
+        if at is None or now - at > window:
+            continue
+        involved = event.get("involvedObject") or {}
+        message = (event.get("message") or "").strip().splitlines()
+        first = message[0][:120] if message else ""
+        found.append(
+            (
+                at,
+                f"InsufficientCapacityError {involved.get('kind', '?').lower()}/"
+                f"{involved.get('name', '?')}: {first}".rstrip(": "),
+            )
+        )
+    found.sort(key=lambda item: -item[0])
+    seen: dict[str, None] = {}
+    for _, text in found:
+        seen.setdefault(text, None)
+        if len(seen) >= MAX_SIGNALS:
+            break
+    return tuple(seen)
+
+
+def _safe_list(source: ObjectSource, kind: str) -> Iterable[Obj]:
+    try:
+        return source.list(kind)
+    except KeyError:
+        # A source that does not know the kind at all (e.g. a store without Events).
+        return ()
+
+
+# --- fit estimate ---------------------------------------------------------------------------
+
+
+def _pair_fits(free: Resources, need: Mapping[str, Decimal]) -> bool:
+    return all(free.get(r, Decimal(0)) >= v for r, v in need.items())
+
+
+def _take(free: Resources, need: Mapping[str, Decimal]) -> None:
+    for r, v in need.items():
+        free[r] = free.get(r, Decimal(0)) - v
+
+
+def _pod_holds_resources(pod: Obj) -> bool:
+    return pod_phase(pod) in (PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN)
+
+
+def fit_estimate(
+    source: ObjectSource,
+    target: ScaleSetTarget,
+    runner_requests: Mapping[str, Decimal],
+    workflow_requests: Mapping[str, Decimal],
+    *,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+    limit: int = UNBOUNDED_PAIRS,
+) -> FitEstimate | None:
+    """Ray-style estimate of how many new (runner, workflow) pairs could schedule now.
+
+    1. Free allocatable per usable node (schedulable, Ready, no untolerated blocking taint):
+       allocatable minus the requests of the pods bound to it; new pairs are first-fit packed
+       into it, each half independently (the two halves need not share a node).
+    2. NodePool headroom: ``spec.limits - status.resources`` summed over NodePools, minus the
+       requests of pods still waiting for a node (Karpenter provisions for them first);
+       a resource no NodePool limits is unbounded. Pairs from headroom = the tightest
+       resource's quotient.
+    3. Result = pairs on existing nodes + pairs from headroom, capped at ``limit``.
+
+    None when there are no NodePools (no Karpenter: no bound). ``target`` is accepted for
+    future per-NodePool matching; today every NodePool is assumed able to host the pair,
+    which over-estimates (safe: the scheduler stays the judge; this only bounds attempts).
+    """
+    del target  # see docstring: per-pool matching is not implemented
+    pools = list(_safe_list(source, "NodePool"))
+    if not pools:
+        return None
+    # 1. free allocatable on usable nodes.
+    nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
+    used: dict[str, Resources] = {}
+    pending: Resources = {}
+    for pod in source.list("Pod"):
+        if not _pod_holds_resources(pod):
+            continue
+        spec = pod.get("spec") or {}
+        try:
+            req = effective_requests(spec)
+        except ValueError:
+            continue
+        node_name = spec.get("nodeName")
+        if node_name:
+            add_into(used.setdefault(node_name, {}), req)
+        else:
+            add_into(pending, req)
+    free_per_node: list[Resources] = []
+    for name, node in nodes.items():
+        if node_blocked_for(node, tolerations):
+            continue
+        free = resource_list((node.get("status") or {}).get("allocatable"), where=f"node {name}")
+        for r, v in used.get(name, {}).items():
+            free[r] = free.get(r, Decimal(0)) - v
+        free_per_node.append(free)
+    on_nodes = 0
+    while on_nodes < limit:
+        placed = []
+        for need in (runner_requests, workflow_requests):
+            host = next((f for f in free_per_node if _pair_fits(f, need)), None)
+            if host is None:
+                break
+            _take(host, need)
+            placed.append((host, need))
+        if len(placed) < 2:
+            for host, need in placed:  # undo a half-placed pair
+                for r, v in need.items():
+                    host[r] += v
+            break
+        on_nodes += 1
+    # 2. NodePool headroom.
+    headroom: Resources = {}
+    unlimited: set[str] = set()
+    for pool in pools:
+        limits = (pool.get("spec") or {}).get("limits") or {}
+        used_by_pool = (pool.get("status") or {}).get("resources") or {}
+        pool_name = _meta(pool).get("name", "?")
+        for r in set(runner_requests) | set(workflow_requests):
+            if r not in limits:
+                unlimited.add(r)
+                continue
+            left = quantity(limits[r], where=f"nodepool {pool_name} spec.limits.{r}") - quantity(
+                used_by_pool.get(r, 0), where=f"nodepool {pool_name} status.resources.{r}"
+            )
+            headroom[r] = headroom.get(r, Decimal(0)) + max(left, Decimal(0))
+    pair = dict(runner_requests)
+    add_into(pair, workflow_requests)
+    from_pools = limit
+    for r, need in pair.items():
+        if need <= 0 or r in unlimited:
+            continue
+        left = headroom.get(r, Decimal(0)) - pending.get(r, Decimal(0))
+        from_pools = min(from_pools, max(0, int(left // need)))
+    total = min(limit, on_nodes + from_pools)
+    detail = f"{on_nodes} on existing nodes + {from_pools} within NodePool limits"
+    return FitEstimate(new_pairs=total, detail=detail)

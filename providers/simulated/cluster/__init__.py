@@ -1,0 +1,111 @@
+"""The CLUSTER half of the simulated world: kube-scheduler, kubelet and Karpenter (DESIGN §7).
+
+Controllers over the shared :class:`~providers.simulated.store.ObjectStore`, driven by the
+virtual-time :class:`~providers.simulated.engine.EventLoop`. They react to store changes
+(``ObjectStore.subscribe``) and write back through the store like the real components write
+through the API server, so whatever the workload half (ARC, placeholders) sees is API-shaped.
+
+Public API (everything else in this package is internal)
+---------------------------------------------------------
+``Cluster(loop, store, spec, *, rng, log=None)``
+    Build the cluster. ``spec`` is a :class:`ClusterSpec` (pydantic, frozen; validate scenario
+    files with ``ClusterSpec.model_validate(data)``; ``ClusterSpec.default()`` is a sensible
+    EKS-like catalog with a static system pool, a general pool and a GPU pool). ``rng`` seeds
+    every random latency (the cluster derives its own ``random.Random`` from it at
+    construction, so it does not perturb the caller's sequence afterwards). ``log`` is an
+    optional :class:`~providers.simulated.eventlog.EventLog`.
+``Cluster.start()``
+    Creates the PriorityClasses of ``spec.priority_classes`` that do not exist yet, the
+    NodePool objects and the static Nodes, and subscribes to the store. Call once, before the
+    loop runs (pods created before ``start()`` are picked up too).
+``Cluster.finish_pod(namespace, name, succeeded=True) -> bool``
+    The pod's containers ended by themselves (a runner or job finished): phase Succeeded (or
+    Failed, reason ``Error``); its resources are released at once. Returns False when there is
+    nothing to finish (pod gone or already terminal); raises :class:`PodStateError` when the
+    pod never started (not Running).
+``Cluster.lose_node(name, reason="node_lost")``
+    The machine is gone: its pods are removed at once, then the Node (and its NodeClaim).
+    Raises :class:`NodeNotFound`.
+``Cluster.stats() -> ClusterStats``
+    Counters and time integrals up to now: ``nodes_launched`` (NodeClaims that launched),
+    ``nodeclaims_failed``, ``node_seconds``, ``cpu_core_seconds`` / ``gpu_seconds`` of
+    *allocatable* capacity of every machine that exists (billed from launch for Karpenter
+    machines, from start for static ones), ``cost`` (instance price x hours) and
+    ``requested_cpu_core_seconds`` / ``requested_gpu_seconds`` keyed by pod category
+    (``"placeholder"`` for pods labelled ``app.kubernetes.io/component=placeholder``, else
+    ``"workload"``; pass ``categorize=`` to ``Cluster`` to change that). Idle reserved CPU hours
+    = ``(cpu_core_seconds - requested_cpu_core_seconds["workload"]) / 3600``.
+``Cluster.usage() -> UsageSample``
+    The same quantities as instantaneous values (for sampling).
+
+Event log (``log``): ``pod_bound``, ``pod_running``, ``pod_unschedulable``, ``pod_nominated``,
+``pod_disrupted`` (DisruptionTarget set: reason ``preempted`` / ``consolidated`` / ``evicted``),
+``pod_ended`` (phase, reason), ``pod_deleted`` (reason ``preempted`` / ``evicted`` /
+``consolidated`` / ``node_lost`` / ``deleted`` / ``deadline`` / ``completed`` / ``rejected``),
+``node_added``, ``node_ready``, ``node_disrupted``, ``node_removed``, ``nodeclaim_created``,
+``nodeclaim_launched``, ``nodeclaim_failed`` (instance_type, zone, capacity_type, reason); each
+with the ids it concerns (``pod``, ``namespace``, ``node``, ``nodeclaim``, ``nodepool``).
+
+Semantics in one screen (details in each module's docstring)
+-------------------------------------------------------------
+* Admission: a Pod ADDED without ``spec.priority`` gets ``spec.priority`` and
+  ``spec.preemptionPolicy`` from its PriorityClass (global default or 0 otherwise). The store
+  has no admission hook, so this is applied in place in the ADDED callback (no extra write).
+* kube-scheduler (:mod:`.scheduler`): event-driven passes (pod add / pod release / node
+  change; at most one pass per virtual instant) plus a retry of unschedulable pods every
+  ``timings.scheduler_retry`` s. Filters: unschedulable, taints, nodeSelector + required node
+  affinity, resources (cpu, memory, nvidia.com/gpu, pod count; terminating pods hold resources
+  until removed; nominated pods of >= priority reserve their nominated node). Scoring:
+  ``LeastAllocated`` (default) or ``MostAllocated``, ties by node name. Preemption with the
+  real DefaultPreemption algorithm (see module).
+* kubelet (:mod:`.kubelet`): start latency, graceful deletion, activeDeadlineSeconds (from
+  the kubelet's start time, i.e. binding), admission of ``spec.nodeName``-pinned pods
+  (``OutOfcpu`` ...).
+* Karpenter (:mod:`.provisioner`, :mod:`.lifecycle`, :mod:`.disruption`): batching,
+  bin-packing onto the cheapest offering, NodePool limits, NodeClaim lifecycle with ICE and the
+  unavailable-offerings cache, emptiness / single-node consolidation, node termination.
+
+Not modelled (on purpose): PodDisruptionBudgets, inter-pod (anti-)affinity and topology
+spread, DaemonSets (instance allocatable already subtracts kube-reserved), ephemeral storage,
+host ports, Karpenter drift / expiration / replace-consolidation / multi-node consolidation.
+"""
+
+from __future__ import annotations
+
+from providers.simulated.cluster.cluster import Cluster, ClusterStats, UsageSample
+from providers.simulated.cluster.errors import (
+    ClusterError,
+    NodeNotFound,
+    PodNotFound,
+    PodStateError,
+)
+from providers.simulated.cluster.spec import (
+    ClusterSpec,
+    IceWindow,
+    InstanceType,
+    Latencies,
+    NodePoolSpec,
+    PriorityClassSpec,
+    StaticNodeGroup,
+    Taint,
+    Timings,
+)
+
+__all__ = [
+    "Cluster",
+    "ClusterError",
+    "ClusterSpec",
+    "ClusterStats",
+    "IceWindow",
+    "InstanceType",
+    "Latencies",
+    "NodeNotFound",
+    "NodePoolSpec",
+    "PodNotFound",
+    "PodStateError",
+    "PriorityClassSpec",
+    "StaticNodeGroup",
+    "Taint",
+    "Timings",
+    "UsageSample",
+]

@@ -1,0 +1,428 @@
+"""The three ways a scale set can advertise capacity, on the same simulated world.
+
+- ``baseline``: stock ARC. ``X-ScaleSetMaxCapacity`` = the static ``maxRunners``; no
+  placeholders. Nodes appear only after jobs were assigned and their pods went Pending.
+- ``overprovision``: the cluster-overprovisioner pattern. A fixed number of *warm slots*
+  per scale set, each made of two pause pods at priority ``overprovisioning`` (-1, below every
+  real pod): one sized and placed like the runner pod, one sized and placed like the workflow
+  pod. A Deployment keeps the count: a pod that is preempted, evicted or ends is replaced
+  after ``recreate_delay``. Capacity is still the static ``maxRunners`` (the pool only makes
+  nodes exist before they are needed).
+- ``capacity-aware``: this project. The production :class:`reconciler.reconciler.Reconciler`
+  with its :class:`reconciler.subscribers.PlaceholderSubscriber`, fed by
+  :func:`providers.kubernetes.translate.build_snapshot` over the cluster's ObjectStore,
+  creating pods built by :class:`providers.kubernetes.placeholders.PlaceholderPodBuilder`
+  through :class:`StorePlaceholderWriter`, stepped on the schedule of
+  :class:`reconciler.loop.Schedule` (periodic ``recalculateInterval`` with jitter, plus
+  debounced triggers on changes of this scale set's pods and of nodes). Its capacity goes
+  to the listener's :class:`listener.loop.CapacityGate`; demand comes from the HUD every
+  ``hud.pollInterval`` (an outage gives ``Demand(None, error)``: the reconciler falls back).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from listener.loop import CapacityGate
+from providers.kubernetes import labels as L
+from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
+from providers.kubernetes.translate import ScaleSetTarget, build_snapshot, fit_estimate
+from providers.simulated.engine import EventLoop, Timer
+from providers.simulated.eventlog import EventLog
+from providers.simulated.store import AlreadyExists, Conflict, NotFound, Obj, ObjectStore
+from providers.simulated.workload.arc import ArcScaleSet, ScaleSetSpec
+from providers.simulated.workload.hud import Hud, HudUnavailable
+from providers.simulated.workload.listener import ListenerModel
+from providers.simulated.workload.pods import (
+    LABEL_SIM_ROLE,
+    LABEL_SIM_SCALE_SET,
+    ROLE_PH_RUNNER,
+    ROLE_PH_WORKFLOW,
+    PodRouter,
+)
+from reconciler.loop import Schedule
+from reconciler.ports import PairSpec, PodRef
+from reconciler.reconciler import Reconciler, StepResult
+from reconciler.settings import CapacityAwareSettings
+from reconciler.snapshot import Demand, FitEstimate
+from reconciler.subscribers import PlaceholderSubscriber
+
+log = logging.getLogger(__name__)
+
+BASELINE = "baseline"
+OVERPROVISION = "overprovision"
+CAPACITY_AWARE = "capacity-aware"
+STRATEGIES = (BASELINE, OVERPROVISION, CAPACITY_AWARE)
+
+OVERPROVISIONING_CLASS = "overprovisioning"
+OVERPROVISIONING_PRIORITY = -1
+
+
+@dataclass
+class ScaleSetContext:
+    """Everything a strategy may attach to, for one scale set."""
+
+    loop: EventLoop
+    store: ObjectStore
+    router: PodRouter
+    arc: ArcScaleSet
+    listener: ListenerModel
+    spec: ScaleSetSpec
+    hud: Hud
+    log: EventLog
+    rng: random.Random
+
+
+class Strategy:
+    name = ""
+
+    def attach(self, ctx: ScaleSetContext) -> None:
+        """Wire this strategy into one scale set before the world runs."""
+
+    def stats(self) -> dict[str, int]:
+        """Extra counters for results.json."""
+        return {}
+
+
+class Baseline(Strategy):
+    name = BASELINE
+
+
+# --- overprovision ---------------------------------------------------------------------------
+
+
+def overprovisioning_priority_class() -> Obj:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": OVERPROVISIONING_CLASS},
+        "value": OVERPROVISIONING_PRIORITY,
+        "globalDefault": False,
+        "preemptionPolicy": "Never",
+        "description": "cluster-overprovisioner pause pods: evicted by any real pod",
+    }
+
+
+class WarmPool:
+    """A Deployment-like fixed set of pause pods for one scale set (see module doc)."""
+
+    def __init__(self, ctx: ScaleSetContext, slots: int, *, recreate_delay: float) -> None:
+        self.ctx = ctx
+        self.slots = slots
+        self.recreate_delay = recreate_delay
+        self.created = 0
+        self._seq = 0
+        spec = ctx.spec
+        self._halves = (
+            ("r", ROLE_PH_RUNNER, dict(spec.runner_requests), dict(spec.runner_placement)),
+            ("w", ROLE_PH_WORKFLOW, dict(spec.workflow_requests), dict(spec.workflow_placement)),
+        )
+
+    def start(self) -> None:
+        for _ in range(self.slots):
+            for half in self._halves:
+                self._create(half)
+
+    def _create(self, half: tuple[str, str, dict[str, str], dict[str, Any]]) -> None:
+        suffix, role, requests, placement = half
+        self._seq += 1
+        name = f"{self.ctx.spec.name[:40]}-overprov-{self._seq}-{suffix}"
+        ns = self.ctx.spec.namespace
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": {
+                    "app": "overprovisioning",
+                    L.LABEL_COMPONENT: L.COMPONENT_PLACEHOLDER,
+                    LABEL_SIM_ROLE: role,
+                    LABEL_SIM_SCALE_SET: self.ctx.spec.name,
+                },
+            },
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pause",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": dict(requests), "limits": dict(requests)},
+                    }
+                ],
+                "priorityClassName": OVERPROVISIONING_CLASS,
+                "terminationGracePeriodSeconds": 0,
+                "restartPolicy": "Always",
+                **placement,
+            },
+        }
+        state = {"replaced": False}
+
+        def on_change(event_type: str, obj: Obj) -> None:
+            status = obj.get("status") or {}
+            gone = (
+                event_type == "DELETED"
+                or obj["metadata"].get("deletionTimestamp")
+                or status.get("phase") in ("Succeeded", "Failed")
+                or any(
+                    c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+                    for c in status.get("conditions") or ()
+                )
+            )
+            if gone and not state["replaced"]:
+                # A terminating or disrupted pod no longer counts toward the replicas.
+                state["replaced"] = True
+                self.ctx.loop.call_later(self.recreate_delay, self._create, half)
+
+        self.ctx.router.watch(ns, name, on_change)
+        self.ctx.store.create(pod)
+        self.created += 1
+
+
+class Overprovision(Strategy):
+    name = OVERPROVISION
+
+    def __init__(self, slots_for: Callable[[str], int], *, recreate_delay: float = 1.0) -> None:
+        self.slots_for = slots_for
+        self.recreate_delay = recreate_delay
+        self.pools: list[WarmPool] = []
+
+    def attach(self, ctx: ScaleSetContext) -> None:
+        if ctx.store.find("PriorityClass", None, OVERPROVISIONING_CLASS) is None:
+            ctx.store.create(overprovisioning_priority_class())
+        pool = WarmPool(ctx, self.slots_for(ctx.spec.name), recreate_delay=self.recreate_delay)
+        self.pools.append(pool)
+        ctx.loop.call_soon(pool.start)
+
+    def stats(self) -> dict[str, int]:
+        return {"placeholder_writes": sum(p.created for p in self.pools)}
+
+
+# --- capacity-aware --------------------------------------------------------------------------
+
+
+class StorePlaceholderWriter:
+    """``reconciler.ports.PlaceholderWriter`` over the ObjectStore; counts its API writes.
+
+    Idempotent like the Kubernetes writer: AlreadyExists on create and NotFound on delete are
+    success; a pod already gone (or replaced by a different uid) costs no call.
+    """
+
+    def __init__(self, store: ObjectStore, builder: PlaceholderPodBuilder) -> None:
+        self.store = store
+        self.builder = builder
+        self.writes = 0
+        self.pods_created = 0
+
+    def create_pair(self, spec: PairSpec) -> None:
+        for pod in self.builder.build(spec):
+            self.writes += 1
+            try:
+                self.store.create(pod)
+                self.pods_created += 1
+            except AlreadyExists:
+                pass
+
+    def delete_pods(self, pods: Sequence[PodRef]) -> None:
+        for ref in pods:
+            current = self.store.find("Pod", ref.namespace, ref.name)
+            if current is None:
+                continue
+            if ref.uid is not None and current["metadata"]["uid"] != ref.uid:
+                continue
+            self.writes += 1
+            try:
+                self.store.delete("Pod", ref.namespace, ref.name, uid=ref.uid)
+            except (NotFound, Conflict):
+                pass
+
+    def renew_lease(self, pods: Sequence[PodRef], expires_at: float) -> None:
+        text = format_expiry(expires_at)
+
+        def change(obj: Obj) -> None:
+            obj["metadata"].setdefault("annotations", {})[L.ANNOTATION_EXPIRES_AT] = text
+
+        for ref in pods:
+            self.writes += 1
+            try:
+                self.store.mutate("Pod", ref.namespace, ref.name, change, uid=ref.uid)
+            except (NotFound, Conflict):
+                pass
+
+
+class _GateSink:
+    """CapacitySink: the reconciler's capacity into the listener's gate, with a cut check."""
+
+    def __init__(self, gate: CapacityGate, listener: ListenerModel) -> None:
+        self.gate = gate
+        self.listener = listener
+
+    def set_max_runners(self, capacity: int) -> None:
+        before = self.gate.value
+        self.gate.set_max_runners(capacity)
+        if self.gate.value != before:
+            self.listener.capacity_changed()
+
+
+def _instance_id(rng: random.Random) -> str:
+    alphabet = string.ascii_lowercase + string.digits
+    return "".join(rng.choice(alphabet) for _ in range(5))
+
+
+class CapacityAwareDriver:
+    """Runs the production reconciler for one scale set in virtual time."""
+
+    def __init__(self, ctx: ScaleSetContext, settings: CapacityAwareSettings, *,
+                 use_fit: bool, fit_refresh: float) -> None:
+        self.ctx = ctx
+        self.settings = settings
+        self.use_fit = use_fit
+        self.fit_refresh = fit_refresh
+        spec = ctx.spec
+        self.namespace = settings.placeholder_namespace or spec.namespace
+        self.config = settings.reconciler_config(spec.name)
+        self.instance = _instance_id(ctx.rng)
+        ers = ctx.arc.ers()
+        self.builder = PlaceholderPodBuilder(
+            settings, ers, instance=self.instance, namespace=self.namespace,
+            owner=ers if self.namespace == spec.namespace else None,
+            workflow_pod_spec=spec.workflow_pod_spec(),
+        )
+        self.writer = StorePlaceholderWriter(ctx.store, self.builder)
+        self.target = ScaleSetTarget(
+            ers_name=spec.name, runner_namespace=spec.namespace,
+            placeholder_namespace=self.namespace, max_runners=spec.max_runners,
+            min_runners=spec.min_runners, ars_name=spec.name,
+        )
+        self.sink = _GateSink(ctx.listener.gate, ctx.listener)
+        self.reconciler = Reconciler(
+            self.config,
+            clock=ctx.loop,
+            subscribers=[
+                PlaceholderSubscriber(self.writer, namespace=self.namespace, clock=ctx.loop,
+                                      config=self.config)
+            ],
+            sink=self.sink,
+            instance=self.instance,
+        )
+        self.schedule = Schedule(
+            interval=settings.recalculate_interval,
+            jitter=settings.recalculate_jitter,
+            debounce=settings.watch_debounce,
+            rng=random.Random(ctx.rng.random()),
+        )
+        self.demand = Demand(queued_jobs=None, error="HUD not polled yet")
+        self._timer: Timer | None = None
+        self._fit: FitEstimate | None = None
+        self._fit_at = float("-inf")
+        self.steps = 0
+        self.step_errors = 0
+        self.last: StepResult | None = None
+        self.on_step: list[Callable[[StepResult], None]] = []
+
+    def start(self) -> None:
+        ctx = self.ctx
+        ctx.router.on_scale_set(ctx.spec.name, self._on_pod)
+        ctx.store.subscribe(self._on_node, kinds=("Node",))
+        self._poll_hud()
+        self._arm()
+
+    # --- triggers -----------------------------------------------------------------------
+
+    def _on_pod(self, event_type: str, pod: Obj) -> None:
+        self.trigger()
+
+    def _on_node(self, event_type: str, node: Obj) -> None:
+        self.trigger()
+
+    def trigger(self) -> None:
+        self.schedule.trigger(self.ctx.loop.now())
+        self._arm()
+
+    def _arm(self) -> None:
+        due = self.schedule.due_at()
+        timer = self._timer
+        if timer is not None and timer.active:
+            if timer.at <= due:
+                return
+            timer.cancel()
+        self._timer = self.ctx.loop.call_at(due, self._step)
+
+    def _poll_hud(self) -> None:
+        ctx = self.ctx
+        try:
+            queued = ctx.hud.queued_jobs(ctx.spec.labels)
+            demand = Demand(queued_jobs=queued)
+        except HudUnavailable as exc:
+            demand = Demand(queued_jobs=None, error=str(exc))
+        if demand != self.demand:
+            self.demand = demand
+            self.trigger()
+        ctx.loop.call_later(self.settings.hud.poll_interval, self._poll_hud)
+
+    # --- one step ------------------------------------------------------------------------
+
+    def _fit_estimate(self, now: float) -> FitEstimate | None:
+        if not self.use_fit:
+            return None
+        if now - self._fit_at >= self.fit_refresh:
+            self._fit_at = now
+            self._fit = fit_estimate(
+                self.ctx.store, self.target, self.builder.runner_requests,
+                self.builder.workflow_requests,
+                tolerations=self.ctx.spec.workflow_placement.get("tolerations") or (),
+            )
+        return self._fit
+
+    def _step(self) -> None:
+        self._timer = None
+        now = self.ctx.loop.now()
+        snapshot = build_snapshot(
+            self.ctx.store, self.target, now=now, demand=self.demand, fit=self._fit_estimate(now)
+        )
+        try:
+            result = self.reconciler.step(snapshot)
+        except Exception:  # the production loop logs and retries next tick; so do we
+            self.step_errors += 1
+            log.exception("reconcile step failed for %s", self.ctx.spec.name)
+            result = None
+        self.steps += 1
+        self.schedule.ran(self.ctx.loop.now())
+        self._arm()
+        if result is not None:
+            self.last = result
+            for callback in self.on_step:
+                callback(result)
+
+
+class CapacityAware(Strategy):
+    name = CAPACITY_AWARE
+
+    def __init__(self, settings: CapacityAwareSettings, *, use_fit: bool = True,
+                 fit_refresh: float = 10.0) -> None:
+        self.settings = settings
+        self.use_fit = use_fit
+        self.fit_refresh = fit_refresh
+        self.drivers: list[CapacityAwareDriver] = []
+
+    def attach(self, ctx: ScaleSetContext) -> None:
+        gate = ctx.listener.gate
+        gate.cut_on_drop = self.settings.cut_poll_on_drop
+        gate.cut_on_rise = self.settings.cut_poll_on_rise
+        gate.debounce = self.settings.cut_poll_debounce
+        gate.set_max_runners(0)  # nothing is confirmed before the first step
+        driver = CapacityAwareDriver(ctx, self.settings, use_fit=self.use_fit,
+                                     fit_refresh=self.fit_refresh)
+        self.drivers.append(driver)
+        ctx.loop.call_soon(driver.start)
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "placeholder_writes": sum(d.writer.writes for d in self.drivers),
+            "reconcile_steps": sum(d.steps for d in self.drivers),
+            "reconcile_errors": sum(d.step_errors for d in self.drivers),
+        }

@@ -1,0 +1,155 @@
+"""The watch-fed cache against the HTTP face, with the real kubernetes client."""
+
+from __future__ import annotations
+
+from kubernetes import client
+
+from providers.kubernetes.cache import KubeCache, WatchTarget, default_targets, slim_pod
+from providers.kubernetes.translate import build_snapshot
+from providers.simulated.k8s_face import K8sFace
+from providers.simulated.store import ObjectStore
+from reconciler.snapshot import Demand
+from tests.kubernetes import objects as o
+from tests.kubernetes.conftest import TARGET
+
+WAIT = 10.0
+
+
+def names(cache: KubeCache, kind: str = "Pod") -> set[str]:
+    return {obj["metadata"]["name"] for obj in cache.list(kind)}
+
+
+def test_initial_sync_holds_only_the_selected_objects(cache: KubeCache, face: K8sFace):
+    assert cache.has_synced
+    assert names(cache) == {"arc-runners-runner-a", "arc-runners-runner-a-workflow"}
+    assert names(cache, "Node") == {"node-a", "node-b"}
+    assert names(cache, "EphemeralRunnerSet") == {o.ERS}
+    assert len(cache.list("PriorityClass")) == 4
+    # Karpenter is not installed on this cluster: tolerated, marked absent, empty.
+    assert sorted(cache.absent()) == ["NodeClaim/*", "NodePool/*"]
+    assert cache.list("NodePool") == []
+    # One LIST per target, and not a single one more.
+    assert cache.stats["list"] == len(default_targets(TARGET))
+
+
+def test_watch_events_update_the_cache_and_fire_on_change(
+    cache: KubeCache, store: ObjectStore, changes: list[str]
+):
+    store.create(o.placeholder("abcde-1", "runner", node=None, phase="Pending"))
+    store.mutate("Node", None, "node-b", lambda n: n["spec"].update(unschedulable=True))
+    store.delete("Pod", o.NS, "arc-runners-runner-a-workflow", grace_period_seconds=0)
+
+    def caught_up(c: KubeCache) -> bool:
+        node_b = c.get("Node", None, "node-b")
+        return (
+            "arc-runners-ph-abcde-1-r" in names(c)
+            and "arc-runners-runner-a-workflow" not in names(c)
+            and node_b is not None
+            and node_b["spec"].get("unschedulable") is True
+        )
+
+    assert cache.wait_until(caught_up, WAIT)
+    assert {"Pod", "Node"} <= set(changes)
+    snap = build_snapshot(cache, TARGET, now=o.T0, demand=Demand())
+    assert set(snap.placeholders) == {"abcde-1"}
+    assert snap.workflow_pods == ()
+    assert cache.stats["list"] == len(default_targets(TARGET))  # still no relist
+
+
+def test_a_dropped_watch_resumes_from_its_version_without_losing_events(
+    cache: KubeCache, store: ObjectStore, face: K8sFace
+):
+    lists_before = cache.stats["list"]
+    with store.lock:  # nothing reconnects until the changes are in
+        assert face.drop_watches() >= 7
+        store.create(o.placeholder("abcde-2", "runner"))
+        store.mutate(
+            "Pod", o.NS, "arc-runners-runner-a", lambda p: p["status"].update(phase="Succeeded")
+        )
+    assert cache.wait_until(
+        lambda c: (
+            "arc-runners-ph-abcde-2-r" in names(c)
+            and c.get("Pod", o.NS, "arc-runners-runner-a")["status"]["phase"] == "Succeeded"
+        ),
+        WAIT,
+    )
+    assert cache.stats["reconnect"] >= 1
+    assert cache.stats["list"] == lists_before  # resumed, not relisted
+    assert cache.stats["relist_410"] == 0
+
+
+def test_410_gone_relists_and_recovers_every_change(
+    cache: KubeCache, store: ObjectStore, face: K8sFace
+):
+    with store.lock:
+        face.drop_watches()
+        store.create(o.placeholder("abcde-3", "workflow"))
+        store.delete("Pod", o.NS, "arc-runners-runner-a-workflow", grace_period_seconds=0)
+        store.mutate("EphemeralRunnerSet", o.NS, o.ERS, lambda e: e["spec"].update(replicas=3))
+        store.create(o.node("node-c"))
+        face.compact()  # every resumed watch now gets an ERROR event with a 410 Status
+    assert cache.wait_until(
+        lambda c: (
+            "arc-runners-ph-abcde-3-w" in names(c)
+            and "arc-runners-runner-a-workflow" not in names(c)
+            and c.get("EphemeralRunnerSet", o.NS, o.ERS)["spec"]["replicas"] == 3
+            and "node-c" in names(c, "Node")
+        ),
+        WAIT,
+    )
+    assert cache.stats["relist_410"] >= 4
+
+
+def test_bookmarks_keep_a_quiet_watch_fresh_so_compaction_costs_no_relist(
+    cache: KubeCache, store: ObjectStore, face: K8sFace
+):
+    for n in range(5):  # changes to nodes only: pod watches see no events, only bookmarks
+        store.create(o.node(f"extra-{n}"))
+    latest = str(store.resource_version)
+    pod_target = default_targets(TARGET)[0].key
+    assert cache.wait_until(lambda c: c.resource_versions()[pod_target] == latest, WAIT)
+    with store.lock:
+        face.drop_watches()
+        face.compact()
+        store.create(o.placeholder("abcde-4", "runner"))
+    assert cache.wait_until(lambda c: "arc-runners-ph-abcde-4-r" in names(c), WAIT)
+    # The placeholder watch was resumed from its bookmarked version: no 410 for it.
+    assert cache.resource_versions()[pod_target] == str(store.resource_version)
+
+
+def test_required_kinds_gate_the_sync_and_optional_ones_do_not(store: ObjectStore):
+    # ARC's CRDs are missing: EphemeralRunnerSet/EphemeralRunner are required, so no sync.
+    with K8sFace(store, absent_groups={"actions.github.com", "karpenter.sh"}) as face:
+        config = client.Configuration(host=face.url)
+        config.connection_pool_maxsize = 32
+        with client.ApiClient(config) as api:
+            cache = KubeCache(api, default_targets(TARGET), backoff_base=0.01, backoff_cap=0.05)
+            with cache:
+                assert cache.wait_until(lambda c: c.stats["error"] >= 4, WAIT)
+                assert not cache.has_synced
+                assert set(cache.unsynced()) == {
+                    f"EphemeralRunnerSet/{o.NS}/f:metadata.name={o.ERS}",
+                    f"EphemeralRunner/{o.NS}",
+                }
+                # The optional ARS is tolerated like Karpenter.
+                assert f"AutoscalingRunnerSet/{o.NS}" in cache.absent()
+
+
+def test_pods_are_slimmed_to_what_the_listener_reads():
+    pod = o.runner_pod("r")
+    pod["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    pod["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": "{}",
+        "arc-capacity.dev/expires-at": "1",
+    }
+    pod["spec"]["containers"][0]["env"] = [{"name": "SECRET", "value": "x"}]
+    slim = slim_pod(pod)
+    assert "managedFields" not in slim["metadata"]
+    assert slim["metadata"]["annotations"] == {"arc-capacity.dev/expires-at": "1"}
+    assert slim["spec"]["containers"] == [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]
+    assert slim["status"] == {"phase": "Running"}
+
+
+def test_watch_targets_have_stable_keys():
+    assert WatchTarget("Pod", "ns", "a=b").key == "Pod/ns/l:a=b"
+    assert WatchTarget("Node").key == "Node/*"

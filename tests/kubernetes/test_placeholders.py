@@ -1,0 +1,209 @@
+"""Placeholder pod manifests: golden files for CPU, GPU and sidecar/init/overhead templates."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from providers.kubernetes.placeholders import (
+    PlaceholderPodBuilder,
+    PlaceholderSpecError,
+    jittered_lifetime,
+)
+from reconciler.ports import PairSpec
+from reconciler.settings import parse_capacity_aware
+from state_machine.record import pod_names
+from tests.kubernetes import objects as o
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+
+def pair(pair_id: str = "abcde-1", scale_set: str = o.ERS) -> PairSpec:
+    runner, workflow = pod_names(scale_set, pair_id)
+    return PairSpec(
+        pair_id=pair_id,
+        scale_set=scale_set,
+        runner_pod=runner,
+        workflow_pod=workflow,
+        expires_at=o.T0 + 1800,
+    )
+
+
+def assert_golden(name: str, manifests: Any) -> None:
+    path = GOLDEN / name
+    text = json.dumps(manifests, indent=2, sort_keys=True) + "\n"
+    if UPDATE or not path.exists():
+        if not UPDATE:
+            pytest.fail(f"golden file {path} is missing; run with UPDATE_GOLDEN=1 to write it")
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs; review and rerun with UPDATE_GOLDEN=1"
+
+
+def builder(
+    template: dict, *, settings: dict | None = None, namespace: str = o.NS, owner: bool = True
+) -> PlaceholderPodBuilder:
+    ers = o.ers(template=template, uid="ers-uid-1")
+    return PlaceholderPodBuilder(
+        parse_capacity_aware(settings or {}, where="test"),
+        ers,
+        instance=o.INSTANCE,
+        namespace=namespace,
+        owner=ers if owner else None,
+    )
+
+
+def test_golden_cpu_runner():
+    assert_golden("placeholder_cpu.json", builder(o.runner_template()).build(pair()))
+
+
+def test_golden_gpu_runner():
+    template = o.runner_template(
+        nodeSelector={"karpenter.sh/nodepool": "gpu", "nvidia.com/gpu.present": "true"},
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "karpenter.k8s.aws/instance-family",
+                                    "operator": "In",
+                                    "values": ["g5", "g6"],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            },
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {"app": "runner"}},
+                        },
+                    }
+                ]
+            },
+        },
+    )
+    template["containers"][0]["resources"] = {"requests": {"cpu": "1", "memory": "2Gi"}}
+    settings = {"workflowResources": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}
+    runner, workflow = builder(template, settings=settings).build(pair("abcde-7"))
+    assert workflow["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert "podAntiAffinity" not in runner["spec"]["affinity"]
+    assert_golden("placeholder_gpu.json", [runner, workflow])
+
+
+def test_golden_init_container_sidecar_and_overhead():
+    template = o.runner_template(
+        initContainers=[
+            {
+                "name": "init-dind-externals",
+                "image": "runner",
+                "resources": {"requests": {"cpu": "2", "memory": "256Mi"}},
+            },
+            {
+                "name": "proxy",
+                "image": "envoy",
+                "restartPolicy": "Always",
+                "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
+            },
+        ],
+        overhead={"cpu": "100m", "memory": "64Mi"},
+        runtimeClassName="kata",
+    )
+    runner, workflow = builder(template, settings={"workflowResources": {"cpu": "2"}}).build(pair())
+    # max(500m + 250m, 2) + 100m overhead; memory 1Gi + 256Mi + 64Mi.
+    assert runner["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "2100m",
+        "memory": "1344Mi",
+    }
+    assert "runtimeClassName" not in runner["spec"]
+    assert_golden("placeholder_sidecar_overhead.json", [runner, workflow])
+
+
+def test_every_placeholder_is_hardened_and_short_lived():
+    runner, workflow = builder(o.runner_template()).build(pair())
+    for pod in (runner, workflow):
+        spec = pod["spec"]
+        assert spec["terminationGracePeriodSeconds"] == 0
+        assert spec["restartPolicy"] == "Never"
+        assert spec["automountServiceAccountToken"] is False
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        (container,) = spec["containers"]
+        assert container["resources"]["requests"] == container["resources"]["limits"]
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        assert "serviceAccountName" not in spec and "priority" not in spec
+    assert runner["spec"]["priorityClassName"] == "arc-placeholder-runner"
+    assert workflow["spec"]["priorityClassName"] == "arc-placeholder-workflow"
+    assert runner["spec"]["activeDeadlineSeconds"] == workflow["spec"]["activeDeadlineSeconds"]
+
+
+def test_lifetimes_are_jittered_deterministically_within_bounds():
+    lifetimes = {jittered_lifetime(f"abcde-{n}", 14_400, 0.2) for n in range(200)}
+    assert min(lifetimes) >= 14_400 * 0.8 and max(lifetimes) <= 14_400 * 1.2
+    assert len(lifetimes) > 100
+    assert jittered_lifetime("abcde-1", 14_400, 0.2) == jittered_lifetime("abcde-1", 14_400, 0.2)
+    assert jittered_lifetime("abcde-1", 14_400, 0.0) == 14_400
+
+
+def test_owner_reference_only_in_the_owner_namespace():
+    same = builder(o.runner_template()).build(pair())[0]
+    assert same["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "EphemeralRunnerSet",
+            "name": o.ERS,
+            "uid": "ers-uid-1",
+        }
+    ]
+    other = builder(o.runner_template(), namespace="arc-placeholders").build(pair())[0]
+    assert "ownerReferences" not in other["metadata"]
+
+
+def test_a_workflow_pod_spec_when_known_places_the_workflow_half():
+    ers = o.ers(uid="u")
+    b = PlaceholderPodBuilder(
+        parse_capacity_aware({}, where="t"),
+        ers,
+        instance=o.INSTANCE,
+        namespace=o.NS,
+        owner=None,
+        workflow_pod_spec={"nodeSelector": {"pool": "big"}},
+    )
+    runner, workflow = b.build(pair())
+    assert workflow["spec"]["nodeSelector"] == {"pool": "big"}
+    assert runner["spec"]["nodeSelector"] == {"karpenter.sh/nodepool": "runners"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (PairSpec("abcde-1", o.ERS, "x" * 64, "ok-w", 0.0), "at most 63 characters"),
+        (PairSpec("abcde-1", o.ERS, "Bad_Name", "ok-w", 0.0), "lowercase"),
+        (PairSpec("abcde-1", "another-set", "ok-r", "ok-w", 0.0), "scale set 'another-set'"),
+        (PairSpec("abcde-1", o.ERS, "same", "same", 0.0), "both halves"),
+    ],
+)
+def test_bad_pair_specs_raise_a_typed_error(spec, message):
+    with pytest.raises(PlaceholderSpecError, match=message):
+        builder(o.runner_template()).build(spec)
+
+
+def test_a_template_without_requests_or_containers_is_refused_with_advice():
+    with pytest.raises(PlaceholderSpecError, match=r"set resources\.requests"):
+        builder(o.runner_template(containers=[{"name": "runner", "image": "x"}]))
+    ers = o.ers()
+    del ers["spec"]["ephemeralRunnerSpec"]["spec"]
+    with pytest.raises(PlaceholderSpecError, match=r"spec\.ephemeralRunnerSpec\.spec\.containers"):
+        PlaceholderPodBuilder(
+            parse_capacity_aware({}, where="t"), ers, instance="abcde", namespace=o.NS, owner=None
+        )

@@ -1,0 +1,311 @@
+"""Translation from Kubernetes objects to the ClusterSnapshot (plain dicts and the sim store)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from providers.kubernetes.translate import (
+    ScaleSetTarget,
+    build_snapshot,
+    capacity_signals_from,
+    fit_estimate,
+    node_blocked_for,
+    tolerates,
+)
+from providers.simulated.store import ObjectStore
+from reconciler.snapshot import Demand, PodPhase
+from state_machine.states import Role
+from tests.kubernetes import objects as o
+
+TARGET = ScaleSetTarget(
+    ers_name=o.ERS, runner_namespace=o.NS, placeholder_namespace=o.NS, max_runners=10
+)
+
+
+def snap(source: o.DictSource, target: ScaleSetTarget = TARGET):
+    return build_snapshot(source, target, now=o.T0, demand=Demand(queued_jobs=3))
+
+
+def test_an_empty_cluster_gives_the_configured_limits_and_nothing_else():
+    s = snap(o.DictSource(o.ers()))
+    assert (s.max_runners, s.min_runners, s.taken_at) == (10, 0, o.T0)
+    assert not s.placeholders and not s.runner_pods and not s.workflow_pods
+    assert s.demand.queued_jobs == 3
+
+
+def test_live_max_runners_from_the_autoscaling_runner_set_wins_including_zero():
+    s = snap(o.DictSource(o.ers(), o.ars(max_runners=0, min_runners=0)))
+    assert s.max_runners == 0
+    s = snap(o.DictSource(o.ers(), o.ars(min_runners=2)))
+    assert (s.max_runners, s.min_runners) == (10, 2)
+
+
+def test_placeholders_are_grouped_into_pairs_by_labels():
+    src = o.DictSource(
+        o.ers(),
+        o.node("node-a"),
+        o.placeholder("abcde-1", "runner", expires_at="1700000900.5"),
+        o.placeholder(
+            "abcde-1",
+            "workflow",
+            phase="Pending",
+            node=None,
+            conditions=[
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available",
+                }
+            ],
+        ),
+        o.placeholder("abcde-2", "runner", expires_at="soon"),
+        o.placeholder("zzzzz-9", "runner", scale_set="other-set"),
+    )
+    s = snap(src)
+    assert set(s.placeholders) == {"abcde-1", "abcde-2"}
+    pair = s.placeholders["abcde-1"]
+    assert pair.runner is not None and pair.workflow is not None
+    assert pair.runner.role is Role.RUNNER and pair.runner.counts
+    assert pair.runner.expires_at == 1700000900.5
+    assert pair.runner.created_at == o.T0 and pair.runner.instance == o.INSTANCE
+    assert pair.workflow.phase is PodPhase.PENDING and pair.workflow.node_name is None
+    assert pair.workflow.unschedulable_message == "0/3 nodes are available"
+    assert s.placeholders["abcde-2"].runner.expires_at is None  # unparsable annotation
+    assert s.placeholders["abcde-2"].workflow is None
+
+
+def test_placeholder_facts_deleting_disruption_and_node_state():
+    src = o.DictSource(
+        o.ers(),
+        o.node("node-a"),
+        o.node("cordoned", unschedulable=True),
+        o.node("notready", ready=False),
+        o.node("disrupted", taints=[{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]),
+        o.placeholder("p-1", "runner", deleting=True),
+        o.placeholder(
+            "p-1",
+            "workflow",
+            conditions=[
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+            ],
+        ),
+        o.placeholder("p-2", "runner", node="cordoned"),
+        o.placeholder("p-2", "workflow", node="notready"),
+        o.placeholder("p-3", "runner", node="disrupted"),
+        o.placeholder("p-3", "workflow", node="vanished"),
+    )
+    s = snap(src)
+    p1, p2, p3 = (s.placeholders[k] for k in ("p-1", "p-2", "p-3"))
+    assert p1.runner.deleting and p1.runner.lost
+    assert p1.workflow.disruption_target and not p1.workflow.counts
+    assert p2.runner.node_blocked and p2.workflow.node_blocked
+    assert p3.runner.node_blocked and p3.workflow.node_blocked  # disrupted; node gone
+    assert not p1.workflow.node_blocked
+
+
+@pytest.mark.parametrize(
+    ("toleration", "taint", "expected"),
+    [
+        (
+            {"key": "ci", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+            {"key": "ci", "value": "true", "effect": "NoSchedule"},
+            True,
+        ),
+        (
+            {"key": "ci", "value": "true"},
+            {"key": "ci", "value": "true", "effect": "NoExecute"},
+            True,
+        ),
+        (
+            {"key": "ci", "operator": "Equal", "value": "false"},
+            {"key": "ci", "value": "true", "effect": "NoSchedule"},
+            False,
+        ),
+        (
+            {"key": "ci", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "ci", "value": "whatever", "effect": "NoSchedule"},
+            True,
+        ),
+        (
+            {"key": "ci", "operator": "Exists", "effect": "NoExecute"},
+            {"key": "ci", "effect": "NoSchedule"},
+            False,
+        ),
+        ({"operator": "Exists"}, {"key": "anything", "effect": "NoExecute"}, True),
+        ({"operator": "Equal", "value": ""}, {"key": "anything", "effect": "NoExecute"}, False),
+        ({"key": "other", "operator": "Exists"}, {"key": "ci", "effect": "NoSchedule"}, False),
+    ],
+)
+def test_toleration_matching_follows_kubernetes(toleration, taint, expected):
+    assert tolerates(toleration, taint) is expected
+
+
+def test_only_untolerated_noschedule_or_noexecute_taints_block_a_node():
+    gpu = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    soft = {"key": "soft", "effect": "PreferNoSchedule"}
+    tainted = o.node("gpu-1", taints=[gpu, soft])
+    assert node_blocked_for(tainted, [])
+    assert not node_blocked_for(tainted, [{"key": "nvidia.com/gpu", "operator": "Exists"}])
+    assert not node_blocked_for(o.node("plain", taints=[soft]), [])
+
+
+def test_runner_pods_by_owner_or_by_label_and_workflow_pods_by_runner_label():
+    src = o.DictSource(
+        o.ers(),
+        o.ephemeral_runner("arc-runners-runner-a"),
+        o.ephemeral_runner("arc-runners-runner-b", job_id="42"),
+        o.ephemeral_runner("other-runner-x", owner="other-set"),
+        o.runner_pod("arc-runners-runner-a", by_label=False),  # owner only
+        o.runner_pod("arc-runners-runner-b", by_owner=False, phase="Pending", node=None),
+        o.runner_pod("arc-runners-runner-c", deleting=True),  # label only, terminating
+        o.pod(
+            "other-runner-x",
+            owners=[{"kind": "EphemeralRunner", "name": "other-runner-x"}],
+            labels={
+                "actions-ephemeral-runner": "True",
+                "actions.github.com/scale-set-name": "other",
+            },
+        ),
+        o.workflow_pod("arc-runners-runner-a"),
+        o.workflow_pod("arc-runners-runner-a", suffix="-step-abc12"),
+        o.workflow_pod("arc-runners-runner-b", node=None, phase="Pending"),
+        o.workflow_pod("other-runner-x"),
+        o.pod(
+            "arc-runners-runner-a-workflow",
+            namespace="elsewhere",
+            labels={"runner-pod": "arc-runners-runner-a"},
+        ),
+    )
+    s = snap(src)
+    runners = {r.name: r for r in s.runner_pods}
+    assert set(runners) == {"arc-runners-runner-a", "arc-runners-runner-b", "arc-runners-runner-c"}
+    assert runners["arc-runners-runner-a"].holds_slot
+    assert runners["arc-runners-runner-b"].alive and not runners["arc-runners-runner-b"].holds_slot
+    assert runners["arc-runners-runner-c"].deleting and not runners["arc-runners-runner-c"].alive
+    assert [(w.name, w.runner_pod, w.holds_slot) for w in s.workflow_pods] == [
+        ("arc-runners-runner-a-workflow", "arc-runners-runner-a", True),
+        ("arc-runners-runner-b-workflow", "arc-runners-runner-b", False),
+    ]
+    assert s.idle_runners == 1  # runner-a: Running, no job; runner-b has a job
+
+
+def test_placeholders_in_a_separate_namespace_are_found_there_only():
+    target = ScaleSetTarget(
+        ers_name=o.ERS,
+        runner_namespace=o.NS,
+        placeholder_namespace="arc-placeholders",
+        max_runners=5,
+    )
+    src = o.DictSource(
+        o.ers(),
+        o.node("node-a"),
+        o.placeholder("p-1", "runner", namespace="arc-placeholders"),
+        o.placeholder("p-2", "runner"),
+    )
+    s = snap(src, target)
+    assert set(s.placeholders) == {"p-1"}
+
+
+def test_the_simulated_object_store_is_an_object_source():
+    store = ObjectStore(lambda: o.T0)
+    for obj in (
+        o.ers(),
+        o.node("node-a"),
+        o.placeholder("p-1", "runner"),
+        o.placeholder("p-1", "workflow"),
+        o.runner_pod("arc-runners-runner-a"),
+    ):
+        store.create(obj)
+    s = build_snapshot(store, TARGET, now=o.T0, demand=Demand())
+    assert s.placeholders["p-1"].runner.uid.startswith("00000000-")
+    assert s.placeholders["p-1"].runner.counts and s.placeholders["p-1"].workflow.counts
+    assert [r.name for r in s.runner_pods] == ["arc-runners-runner-a"]
+
+
+def test_capacity_signals_are_recent_insufficient_capacity_failures_newest_first():
+    old = "2023-11-14T21:00:00Z"
+    recent = "2023-11-14T22:10:00Z"
+    newer = "2023-11-14T22:12:00Z"
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": "runners-abc",
+            "labels": {
+                "node.kubernetes.io/instance-type": "g5.xlarge",
+                "topology.kubernetes.io/zone": "us-east-1a",
+            },
+        },
+        "status": {
+            "conditions": [
+                {
+                    "type": "Launched",
+                    "status": "False",
+                    "reason": "InsufficientCapacity",
+                    "lastTransitionTime": recent,
+                }
+            ]
+        },
+    }
+    stale = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "runners-old"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Launched",
+                    "status": "False",
+                    "reason": "InsufficientCapacity",
+                    "lastTransitionTime": old,
+                }
+            ]
+        },
+    }
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "e1", "namespace": "default"},
+        "reason": "InsufficientCapacityError",
+        "lastTimestamp": newer,
+        "involvedObject": {"kind": "NodeClaim", "name": "runners-def"},
+        "message": "NodeClaim runners-def event: creating instance, insufficient capacity",
+    }
+    signals = capacity_signals_from(o.DictSource(claim, stale, event), now=o.T0)
+    assert signals == (
+        "InsufficientCapacityError nodeclaim/runners-def: NodeClaim runners-def event: "
+        "creating instance, insufficient capacity",
+        "InsufficientCapacity nodeclaim/runners-abc g5.xlarge us-east-1a",
+    )
+
+
+RUNNER = {"cpu": Decimal("0.5"), "memory": Decimal(2**30)}
+WORKFLOW = {"cpu": Decimal(1), "memory": Decimal(2 * 2**30)}
+
+
+def test_fit_estimate_is_none_without_karpenter():
+    assert fit_estimate(o.DictSource(o.node("n")), TARGET, RUNNER, WORKFLOW) is None
+
+
+def test_fit_estimate_packs_free_allocatable_then_nodepool_headroom():
+    src = o.DictSource(
+        o.nodepool(limits={"cpu": "10", "memory": "64Gi"}, used={"cpu": "4", "memory": "16Gi"}),
+        o.node("node-a", allocatable={"cpu": "4", "memory": "16Gi"}),
+        o.node("cordoned", unschedulable=True, allocatable={"cpu": "64", "memory": "256Gi"}),
+        o.pod("busy", node="node-a", phase="Running", requests={"cpu": "1", "memory": "1Gi"}),
+        o.pod("waiting", requests={"cpu": "1500m", "memory": "1Gi"}),  # pending: eats headroom
+        o.pod("done", node="node-a", phase="Succeeded", requests={"cpu": "3"}),
+    )
+    fit = fit_estimate(src, TARGET, RUNNER, WORKFLOW)
+    # node-a: 3 cpu free -> 2 pairs (1.5 cpu each); pools: 6 cpu left - 1.5 pending = 4.5 -> 3.
+    assert fit is not None
+    assert fit.new_pairs == 5
+    assert fit.detail == "2 on existing nodes + 3 within NodePool limits"
+
+
+def test_fit_estimate_without_limits_is_bounded_only_by_the_cap():
+    src = o.DictSource(o.nodepool(limits=None))
+    assert fit_estimate(src, TARGET, RUNNER, WORKFLOW, limit=50).new_pairs == 50

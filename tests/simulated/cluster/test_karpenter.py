@@ -1,0 +1,285 @@
+"""Simulated Karpenter: who gets provisioned for, batching, limits, ICE, consolidation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from providers.simulated.cluster import (
+    ClusterSpec,
+    NodeNotFound,
+    NodePoolSpec,
+    StaticNodeGroup,
+    Taint,
+)
+from tests.simulated.cluster.builders import NS, World, karpenter_world, pod, small_type, world
+
+# karpenter_world: types "small" (2 cpu, $0.1) and "large" (8 cpu, $0.4); a NodeClaim launches
+# 30 s after creation, its Node registers 15 s later and is Ready 5 s after that.
+
+
+def claims(w: World) -> list[dict[str, Any]]:
+    return w.events("nodeclaim_created")
+
+
+def mixed_world(seed: int = 1, **pool: Any) -> World:
+    """A static 4-core node ("sys-0") plus a Karpenter pool of "small" nodes."""
+    pool.setdefault("instance_types", ("small",))
+    spec = ClusterSpec(
+        instance_types=(small_type("box"), small_type("small", cpu=2, memory="8Gi", price=0.1)),
+        static_nodes=(StaticNodeGroup(name="sys", instance_type="box"),),
+        nodepools=(NodePoolSpec(name="default", **pool),),
+        latencies={"pod_start": (1.0, 1.0), "launch": (30.0, 30.0)},
+    )
+    return world(spec, seed=seed)
+
+
+def hostname_not_in(*names: str) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": list(names)}]}]}}}
+
+
+def test_an_unschedulable_pod_gets_a_node_through_the_nodeclaim_lifecycle() -> None:
+    w = karpenter_world()
+    w.create(pod("job", cpu=1))
+    w.run(60)
+    assert [(e["t"], e["instance_type"]) for e in claims(w)] == [(1.0, "small")]
+    name = claims(w)[0]["nodeclaim"]
+    assert [e["t"] for e in w.events("nodeclaim_launched")] == [31.0]
+    assert [e["t"] for e in w.events("node_added")] == [46.0]
+    assert [e["t"] for e in w.events("node_ready")] == [51.0]
+    assert w.node_of("job") == name and w.phase("job") == "Running"
+    claim = w.store.get("NodeClaim", None, name)
+    assert {c["type"]: c["status"] for c in claim["status"]["conditions"]} == {
+        "Launched": "True", "Registered": "True", "Initialized": "True", "Ready": "True"}
+    node = w.store.get("Node", None, name)
+    assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    assert node["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "small"
+    assert w.cluster.stats().nodes_launched == 1
+
+
+def test_no_provisioning_for_a_pod_waiting_on_its_preemption() -> None:
+    w = mixed_world(instance_types=("small", "box"))
+    w.create(pod("ph-runner", cpu=3, priority=-10, grace=30))
+    w.run(1)
+    w.create(pod("runner", cpu=2, priority=0))
+    w.run(25)
+    assert w.pod("runner")["status"]["nominatedNodeName"] == "sys-0"
+    assert claims(w) == []
+    w.run(10)
+    assert w.node_of("runner") == "sys-0"
+    assert claims(w) == []
+    # the reconciler recreates the preempted placeholder: now Karpenter launches for it
+    w.create(pod("ph-runner-2", cpu=3, priority=-10))  # sys-0 has 1920m left
+    w.run(2)
+    assert [e["pods"] for e in claims(w)] == [1]
+
+
+def test_no_provisioning_for_pods_no_pool_can_serve() -> None:
+    w = mixed_world(taints=(Taint(key="dedicated", value="ci"),))
+    w.create(pod("filler", cpu=3, priority=20))
+    w.create(pod("intolerant", cpu=1))
+    w.create(pod("elsewhere", cpu=1, node_selector={"topology.kubernetes.io/zone": "mars-1a"},
+                 tolerations=[{"key": "dedicated", "operator": "Exists"}]))
+    w.run(30)
+    assert claims(w) == []
+    w.create(pod("tolerant", cpu=1, tolerations=[{"key": "dedicated", "operator": "Exists"}]))
+    w.run(2)
+    assert len(claims(w)) == 1
+    w.run(60)
+    assert w.node_of("tolerant") == claims(w)[0]["nodeclaim"]
+    assert w.node_of("intolerant") is None
+
+
+def test_nodepool_limits_cap_what_is_launched_and_status_resources_follow() -> None:
+    w = karpenter_world(instance_types=("small",), limits={"cpu": 4})
+    for i in range(4):
+        w.create(pod(f"p{i}", cpu="1500m"))  # one per small node (1930m allocatable)
+    w.run(120)
+    assert len(claims(w)) == 2
+    assert sum(1 for i in range(4) if w.phase(f"p{i}") == "Running") == 2
+    status = w.store.get("NodePool", None, "default")["status"]["resources"]
+    assert (status["cpu"], status["nodes"]) == ("4", "2")
+    w.run(300)  # nothing more, however long they wait
+    assert len(claims(w)) == 2
+
+
+def test_batching_waits_for_one_idle_second() -> None:
+    w = karpenter_world()
+    w.create(pod("a", cpu=1))
+    w.run(0.5)
+    w.create(pod("b", cpu=1))
+    w.run(0.4)
+    w.create(pod("c", cpu=1))
+    w.run(5)
+    assert [(e["t"], e["pods"]) for e in claims(w)] == [(1.9, 3)]
+
+
+def test_batching_closes_a_busy_window_after_ten_seconds() -> None:
+    w = karpenter_world(instance_types=("small",))
+    for i in range(40):  # a pod every 0.5 s for 20 s: never 1 s idle
+        w.loop.call_at(w.loop.start + i * 0.5, w.create, pod(f"p{i}", cpu="1500m"))
+    w.run(25)
+    times = sorted({e["t"] for e in claims(w)})
+    assert times[0] == 10.0
+    # p0..p19: p20, created at the very instant the window closes, is not marked
+    # Unschedulable by the scheduler yet, so it goes to the next batch.
+    assert sum(e["pods"] for e in claims(w) if e["t"] == 10.0) == 20
+    assert times[1] == 20.0
+
+
+def test_insufficient_capacity_fails_the_claim_blacks_out_the_offering_and_falls_back() -> None:
+    spec = ClusterSpec(
+        instance_types=(small_type("small", cpu=2, memory="8Gi", price=0.1),
+                        small_type("large", cpu=8, memory="32Gi", price=0.4)),
+        nodepools=(NodePoolSpec(name="default", zones=("us-east-1a",)),),
+        ice_windows=({"instance_type": "small", "start": 0, "end": 1000},),
+        latencies={"pod_start": (1.0, 1.0), "launch": (30.0, 30.0)},
+    )
+    w = world(spec)
+    w.create(pod("first", cpu=1))
+    w.run(90)
+    failed = w.events("nodeclaim_failed")
+    assert [(e["t"], e["instance_type"], e["zone"], e["reason"]) for e in failed] == [
+        (3.0, "small", "us-east-1a", "InsufficientCapacityError")]
+    assert w.store.find("NodeClaim", None, failed[0]["nodeclaim"]) is None
+    events = [e for e in w.store.list("Event") if e["reason"] == "InsufficientCapacityError"]
+    assert [e["involvedObject"]["name"] for e in events] == [failed[0]["nodeclaim"]]
+    assert [(e["t"], e["instance_type"]) for e in claims(w)] == [(1.0, "small"), (5.0, "large")]
+    large = claims(w)[1]["nodeclaim"]
+    assert w.node_of("first") == large
+
+    # Within the 3 min blackout a new node goes straight to the next offering ...
+    w.create(pod("second", cpu=1, affinity=hostname_not_in(large)))
+    w.run(100)  # t = 190
+    assert [e["instance_type"] for e in claims(w)] == ["small", "large", "large"]
+    assert len(w.events("nodeclaim_failed")) == 1
+    # ... after it (t >= 183) the cheap offering is tried again (and still fails here).
+    taken = [w.node_of("first"), w.node_of("second")]
+    w.create(pod("third", cpu=1, affinity=hostname_not_in(*taken)))
+    w.run(90)
+    assert [e["instance_type"] for e in claims(w)] == ["small", "large", "large", "small",
+                                                       "large"]
+    assert len(w.events("nodeclaim_failed")) == 2
+    assert w.phase("third") == "Running"
+
+
+def test_an_empty_node_is_removed_after_consolidate_after() -> None:
+    w = karpenter_world(consolidate_after=120.0)
+    w.create(pod("job", cpu=1))
+    w.run(100)
+    node = w.node_of("job")
+    w.cluster.finish_pod(NS, "job")  # last pod event at t = 100
+    w.run(119)
+    assert node in w.nodes()
+    w.run(40)  # decided at the first poll after t = 220, executed after 15 s validation
+    assert node not in w.nodes()
+    removed = w.events("node_removed")
+    assert [(e["node"], e["reason"]) for e in removed] == [(node, "consolidated")]
+    assert 220 <= removed[0]["t"] <= 250
+    assert w.store.list("NodeClaim") == []
+    assert w.events("pod_deleted")[-1]["reason"] == "completed"
+    assert w.store.get("NodePool", None, "default")["status"]["resources"]["nodes"] == "0"
+
+
+def test_a_node_that_gets_a_pod_during_validation_is_kept() -> None:
+    w = karpenter_world(consolidate_after=30.0)
+    w.create(pod("job", cpu=1))
+    w.run(100)
+    node = w.node_of("job")
+    w.cluster.finish_pod(NS, "job")
+    w.run(45)  # t = 145: decided at t = 140, to be re-checked at t = 155
+    w.create(pod("late", cpu=1))
+    w.run(60)
+    assert node in w.nodes() and w.node_of("late") == node
+
+
+@pytest.mark.parametrize("protected", [False, True])
+def test_underutilized_consolidation_evicts_unless_a_pod_says_do_not_disrupt(
+    protected: bool,
+) -> None:
+    w = mixed_world(consolidate_after=60.0)
+    w.create(pod("filler", cpu="3500m", priority=20))
+    annotations = {"karpenter.sh/do-not-disrupt": "true"} if protected else None
+    w.create(pod("mover", cpu=1, annotations=annotations))
+    w.run(100)
+    node = w.node_of("mover")
+    assert node is not None and node != "sys-0"
+    w.cluster.finish_pod(NS, "filler")  # now "mover" would fit on sys-0
+    w.run(500)
+    if protected:
+        assert node in w.nodes() and w.phase("mover") == "Running"
+        assert w.events("pod_disrupted") == []
+    else:
+        assert node not in w.nodes()
+        assert [(e["pod"], e["reason"]) for e in w.events("pod_disrupted")] == [
+            ("mover", "consolidated")]
+        assert w.events("pod_deleted")[-1]["reason"] == "consolidated"
+        assert w.events("node_disrupted")[0]["reason"] == "underutilized"
+
+
+def test_consolidation_evicts_through_the_eviction_path_after_tainting_the_node() -> None:
+    w = mixed_world(consolidate_after=60.0)
+    w.create(pod("filler", cpu="3500m", priority=20))
+    w.create(pod("mover", cpu=1, grace=30))
+    w.run(100)
+    node = w.node_of("mover")
+    w.cluster.finish_pod(NS, "filler")
+    for _ in range(60):
+        w.run(5)
+        if w.events("node_disrupted"):
+            break
+    taints = w.store.get("Node", None, node)["spec"]["taints"]
+    assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in taints
+    target = w.condition("mover", "DisruptionTarget")
+    assert (target["status"], target["reason"]) == ("True", "EvictionByEvictionAPI")
+    assert w.store.get("Node", None, node)["metadata"]["deletionTimestamp"]
+    w.run(31)  # the evicted pod honours its grace period, then the node goes
+    assert w.pod("mover") is None and node not in w.nodes()
+
+
+def test_consolidation_prefers_nodes_with_lower_priority_pods() -> None:
+    w = mixed_world(consolidate_after=60.0)
+    w.create(pod("filler", cpu="3500m", priority=20))
+    w.create(pod("runner", cpu=1, priority=0))
+    w.create(pod("ph-runner", cpu=1, priority=-10))
+    w.run(100)
+    nodes = {w.node_of("runner"), w.node_of("ph-runner")}
+    assert len(nodes) == 2 and "sys-0" not in nodes
+    ph_node = w.node_of("ph-runner")
+    w.cluster.finish_pod(NS, "filler")
+    w.run(500)
+    disrupted = w.events("node_disrupted")
+    assert disrupted[0]["node"] == ph_node
+
+
+def test_losing_a_node_removes_its_pods_node_and_claim_and_capacity_comes_back() -> None:
+    w = karpenter_world()
+    w.create(pod("job", cpu=1))
+    w.run(60)
+    node = w.node_of("job")
+    with pytest.raises(NodeNotFound):
+        w.cluster.lose_node("nope")
+    w.cluster.lose_node(node)
+    assert w.pod("job") is None
+    assert w.events("pod_deleted")[-1]["reason"] == "node_lost"
+    assert [(e["node"], e["reason"]) for e in w.events("node_removed")] == [(node, "node_lost")]
+    assert w.store.list("NodeClaim") == [] and w.nodes() == []
+    w.create(pod("job", cpu=1))
+    w.run(60)
+    assert w.phase("job") == "Running" and w.node_of("job") != node
+
+
+def test_the_default_spec_serves_gpu_workflows_from_the_gpu_pool() -> None:
+    w = world(ClusterSpec.default())
+    w.create(pod("workflow", cpu=2, memory="8Gi", gpu=1, priority=20,
+                 tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}]))
+    w.create(pod("runner", cpu=1, priority=0))
+    w.run(120)
+    # the runner does not tolerate the system nodes' CriticalAddonsOnly taint, so it gets the
+    # cheapest general-purpose node; the GPU pod the cheapest GPU node.
+    by_pool = {e["nodepool"]: e["instance_type"] for e in claims(w)}
+    assert by_pool == {"gpu": "g5.xlarge", "default": "m5.large"}
+    assert w.phase("workflow") == "Running" and w.phase("runner") == "Running"
