@@ -19,8 +19,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the listener (reads $LISTENER_CONFIG_PATH)")
     status = sub.add_parser("status", help="print the pair table and capacity ledger")
-    status.add_argument("--url", default="http://127.0.0.1:8080",
-                        help="base URL of a running listener's metrics server")
+    status.add_argument(
+        "--url",
+        default="http://127.0.0.1:8080",
+        help="base URL of a running listener's metrics server",
+    )
     sub.add_parser("simulate", help="run a scenario in the simulated world", add_help=False)
     sub.add_parser("demo", help="run every shipped scenario and write a report", add_help=False)
     if not args:

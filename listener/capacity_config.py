@@ -47,7 +47,9 @@ def _read_file(path: Path) -> Any:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise SettingsError(f"{path}: cannot read the capacityAware file ({exc.strerror})") from None
+        raise SettingsError(
+            f"{path}: cannot read the capacityAware file ({exc.strerror})"
+        ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -60,8 +62,9 @@ def _unwrap(data: Any, *, where: str) -> Mapping[str, Any] | None:
     if data is None:
         return None
     if not isinstance(data, Mapping):
-        raise SettingsError(f"{where}: expected a mapping (the capacityAware block), got "
-                            f"{type(data).__name__}")
+        raise SettingsError(
+            f"{where}: expected a mapping (the capacityAware block), got {type(data).__name__}"
+        )
     inner = data.get("capacityAware")
     if inner is not None:
         if not isinstance(inner, Mapping):

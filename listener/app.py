@@ -1,0 +1,407 @@
+"""The listener process: wiring, run, ordered shutdown.
+
+``run_from_environment()`` is what ``arc-capacity-listener run`` does:
+
+1. Read ARC's listener config (``$LISTENER_CONFIG_PATH``) and the ``capacityAware`` block
+   (``$CAPACITY_AWARE_CONFIG`` / ``$CAPACITY_AWARE_JSON``). A bad value: one line on stderr,
+   exit 1, nothing started.
+2. Logging (level/format from the config, secrets redacted), metrics and the HTTP server
+   (``/metrics``, ``/healthz``, ``/readyz``, ``/debug/pairs``).
+3. The Actions client, the message session and the scaler (merge-patches of the
+   EphemeralRunnerSet, exactly like ARC's).
+4. With ``capacityAware.enabled``: the watch-fed cache (waits until every required kind is
+   listed), the start-up checks (errors stop the process with what to change), the
+   reconciler with its subscribers, its loop and the HUD demand poller; the reconciler's
+   capacity feeds the listener's ``X-ScaleSetMaxCapacity`` (latest wins; a drop cuts the long
+   poll short). Disabled: the header is the configured ``max_runners``, as in stock ARC.
+5. SIGTERM/SIGINT: stop advertising first (the session is deleted), then stop the reconciler
+   and delete our placeholders, then stop the cache and the HTTP server. Exit 0.
+   A fatal error (session refused, scaler patch failed...) logs one line and exits 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import string
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from listener.arc_config import (
+    ConfigError,
+    ListenerConfig,
+    config_path_from_env,
+    load_listener_config,
+)
+from listener.capacity_config import load_capacity_aware
+from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
+from listener.logging import LoggingConfigError, configure_logging
+from listener.loop import CapacityGate, Listener, serve
+from listener.metrics import MetricsSubscriber, PrometheusMetrics, ScaleSetIdentity
+from listener.scaler import KubernetesScalerWriter, Scaler
+from providers.actions.client import ActionsClient
+from providers.actions.session import MessageSession
+from providers.hud.client import HudClient, HudError, token_from_env
+from providers.kubernetes.cache import KubeCache, default_targets
+from providers.kubernetes.checks import Severity, run_startup_checks
+from providers.kubernetes.labels import LABEL_SCALE_SET
+from providers.kubernetes.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
+from providers.kubernetes.writer import KubernetesPlaceholderWriter
+from reconciler.clock import SystemClock
+from reconciler.loop import ReconcileLoop, Schedule
+from reconciler.ports import PodRef
+from reconciler.reconciler import Reconciler, StepResult
+from reconciler.settings import CapacityAwareSettings, SettingsError
+from reconciler.snapshot import ClusterSnapshot, Demand
+from reconciler.subscribers import LoggingSubscriber, PlaceholderSubscriber
+
+log = logging.getLogger("listener")
+
+#: How long to wait for the first list of every required kind before giving up.
+CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
+#: Bound on deleting our placeholders at shutdown (the pod's grace period is 60 s).
+SHUTDOWN_CLEANUP_TIMEOUT = 20.0
+
+
+class FatalError(Exception):
+    """Stops the process with one clear line (exit 1)."""
+
+
+def new_instance_id() -> str:
+    """Five lowercase alphanumerics: labels our placeholders, prefixes our pair ids."""
+    alphabet = string.ascii_lowercase + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(5))
+
+
+def run_from_environment(env: Mapping[str, str] | None = None) -> int:
+    env = dict(os.environ if env is None else env)
+    try:
+        path = config_path_from_env(env)
+        config = load_listener_config(path)
+        capacity = load_capacity_aware(env)
+        configure_logging(
+            config.log_level or "info",
+            config.log_format or "text",
+            secrets=[config.github_token, config.github_app_private_key],
+        )
+    except (ConfigError, SettingsError, LoggingConfigError) as exc:
+        print(f"arc-capacity-listener: {exc}", file=sys.stderr)
+        return 1
+    app = ListenerApp(config, capacity, env)
+    try:
+        asyncio.run(app.run())
+    except FatalError as exc:
+        log.error("fatal: %s", exc)
+        return 1
+    except Exception as exc:  # the loop ended on an error, as ARC's does: exit 1, one line
+        log.error("fatal: %s: %s", type(exc).__name__, exc)
+        return 1
+    return 0
+
+
+def kubernetes_api_client(env: Mapping[str, str]) -> k8s.ApiClient:
+    """In-cluster service account when running in a pod; otherwise $KUBECONFIG / ~/.kube."""
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config()
+        return k8s.ApiClient()
+    configuration = k8s.Configuration()
+    k8s_config.load_kube_config(
+        config_file=env.get("KUBECONFIG"), client_configuration=configuration
+    )
+    return k8s.ApiClient(configuration)
+
+
+@dataclass
+class DemandHolder:
+    """Latest demand from the HUD poller (read by the snapshot builder)."""
+
+    value: Demand = field(default_factory=Demand)
+
+
+class ListenerApp:
+    def __init__(
+        self, config: ListenerConfig, capacity: CapacityAwareSettings, env: Mapping[str, str]
+    ) -> None:
+        self.config = config
+        self.capacity = capacity
+        self.env = env
+        self.clock = SystemClock()
+        self.instance = new_instance_id()
+        self.stop = asyncio.Event()
+        self.status = StatusBoard(config.ephemeral_runner_set_name)
+        self.metrics = PrometheusMetrics(
+            ScaleSetIdentity.from_config_url(
+                config.configure_url,
+                name=config.ephemeral_runner_set_name,
+                namespace=config.ephemeral_runner_set_namespace,
+            ),
+            min_runners=config.min_runners,
+            max_runners=config.max_runners,
+            clock=self.clock,
+            metrics_config=config.metrics,
+        )
+        self.gate = CapacityGate(
+            config.max_runners,
+            # Capacity-aware: nothing is advertised until the scheduler confirmed something.
+            initial=0 if capacity.enabled else None,
+            cut_on_drop=capacity.enabled and capacity.cut_poll_on_drop,
+            cut_on_rise=capacity.enabled and capacity.cut_poll_on_rise,
+            debounce=capacity.cut_poll_debounce,
+        )
+        self.cache: KubeCache | None = None
+        self.writer: KubernetesPlaceholderWriter | None = None
+        self.demand = DemandHolder()
+        self.http: ListenerHttpServer | None = None
+
+    # --- run ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._install_signal_handlers()
+        api_client = await asyncio.to_thread(kubernetes_api_client, self.env)
+        self._start_http()
+        client = ActionsClient(
+            self.config.github_config(self.env),
+            self.config.credentials(),
+            scale_set_id=self.config.runner_scale_set_id,
+            root_ca=self.config.server_root_ca,
+        )
+        session = MessageSession(client)
+        scaler = Scaler(
+            KubernetesScalerWriter(api_client),
+            namespace=self.config.ephemeral_runner_set_namespace,
+            name=self.config.ephemeral_runner_set_name,
+            min_runners=self.config.min_runners,
+            max_runners=self.config.max_runners,
+        )
+        listener = Listener(session, scaler, self.gate, self.metrics)
+        side_tasks: list[asyncio.Task[Any]] = []
+        try:
+            if self.capacity.enabled:
+                side_tasks = await self._start_capacity_aware(api_client, session)
+            listen = asyncio.create_task(serve(session, listener), name="listener")
+            stopped = asyncio.create_task(self.stop.wait(), name="stop")
+            done, _ = await asyncio.wait({listen, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if listen in done:
+                stopped.cancel()
+                listen.result()  # re-raises the error that ended the listener
+                raise FatalError("the listener loop ended without an error")
+            # 1. Stop advertising: cancelling the listener deletes the session (serve's finally).
+            log.info("shutting down: closing the message session first")
+            listen.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listen
+        finally:
+            for task in side_tasks:
+                task.cancel()
+            await asyncio.gather(*side_tasks, return_exceptions=True)
+            # 2. Then release the capacity we reserved.
+            await asyncio.to_thread(self._delete_placeholders)
+            await client.aclose()
+            self._close()
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stop.set)
+
+    def _start_http(self) -> None:
+        if not self.config.metrics_addr:
+            return
+        settings = resolve_http_settings(self.config.metrics_addr, self.config.metrics_endpoint)
+        self.http = ListenerHttpServer(
+            self.config.metrics_addr,
+            registry=self.metrics.registry,
+            metrics_endpoint=settings.metrics_endpoint,
+            ready=self._ready,
+            debug=self.status.payload,
+        ).start()
+        log.info("metrics on %s%s", self.config.metrics_addr, settings.metrics_endpoint)
+
+    def _ready(self) -> bool:
+        return self.cache is None or self.cache.has_synced
+
+    # --- capacity-aware ------------------------------------------------------------------
+
+    async def _start_capacity_aware(
+        self, api_client: k8s.ApiClient, session: MessageSession
+    ) -> list[asyncio.Task[Any]]:
+        config, capacity = self.config, self.capacity
+        placeholder_ns = capacity.placeholder_namespace or config.ephemeral_runner_set_namespace
+        target = ScaleSetTarget(
+            ers_name=config.ephemeral_runner_set_name,
+            runner_namespace=config.ephemeral_runner_set_namespace,
+            placeholder_namespace=placeholder_ns,
+            max_runners=config.max_runners,
+            min_runners=config.min_runners,
+            ars_name=config.runner_scale_set_name or None,
+        )
+        reconcile_loop: ReconcileLoop | None = None
+
+        def on_change(_kind: str) -> None:
+            if reconcile_loop is not None:
+                reconcile_loop.trigger()
+
+        cache = KubeCache(api_client, default_targets(target), on_change=on_change).start()
+        self.cache = cache
+        if not await asyncio.to_thread(cache.wait_synced, CACHE_SYNC_TIMEOUT):
+            raise FatalError(
+                f"Kubernetes caches not synced after {CACHE_SYNC_TIMEOUT:.0f}s: "
+                f"{', '.join(cache.unsynced())}; check the RBAC in config/rbac.yaml"
+            )
+        builder = self._check_and_build(cache, target, placeholder_ns)
+        self.writer = KubernetesPlaceholderWriter(api_client, builder, cache=cache)
+        reconciler_config = capacity.reconciler_config(config.ephemeral_runner_set_name)
+        metrics_subscriber = MetricsSubscriber(self.metrics)
+        reconciler = Reconciler(
+            reconciler_config,
+            clock=self.clock,
+            subscribers=[
+                PlaceholderSubscriber(
+                    self.writer,
+                    namespace=placeholder_ns,
+                    clock=self.clock,
+                    config=reconciler_config,
+                ),
+                LoggingSubscriber(),
+                metrics_subscriber,
+            ],
+            sink=self.gate,
+            instance=self.instance,
+        )
+        metrics_subscriber.counts = reconciler.store.counts
+
+        def snapshot() -> ClusterSnapshot | None:
+            if not cache.has_synced:
+                return None
+            snap = build_snapshot(cache, target, now=self.clock.now(), demand=self.demand.value)
+            self.gate.set_live_max_runners(snap.max_runners)
+            return snap
+
+        def on_step(result: StepResult, duration: float) -> None:
+            metrics_subscriber.observe_step(result, duration)
+            self.metrics.record_advertised(self.gate.value)
+            self.status.publish(
+                records=reconciler.store.records(), ledger=result.ledger, at=self.clock.now()
+            )
+
+        def on_error(_exc: BaseException) -> None:
+            metrics_subscriber.observe_failure(0.0)
+
+        reconcile_loop = ReconcileLoop(
+            reconciler,
+            snapshot,
+            Schedule(
+                interval=capacity.recalculate_interval,
+                jitter=capacity.recalculate_jitter,
+                debounce=capacity.watch_debounce,
+                max_delay=max(capacity.watch_debounce * 5, 1.0),
+            ),
+            self.clock,
+            on_step=on_step,
+            on_error=on_error,
+        )
+        log.info("capacity-aware: instance %s, placeholders in %s", self.instance, placeholder_ns)
+        tasks = [asyncio.create_task(reconcile_loop.run(self.stop), name="reconcile")]
+        if capacity.hud.url:
+            tasks.append(asyncio.create_task(self._poll_hud(session), name="hud"))
+        return tasks
+
+    def _check_and_build(
+        self, cache: KubeCache, target: ScaleSetTarget, placeholder_ns: str
+    ) -> PlaceholderPodBuilder:
+        findings = run_startup_checks(cache, target, self.capacity.priority_classes)
+        for finding in findings:
+            if finding.severity is not Severity.ERROR:
+                log.warning("start-up check %s: %s", finding.check, finding.message)
+        problems = [f"{f.check}: {f.message}" for f in findings if f.severity is Severity.ERROR]
+        if problems:
+            raise FatalError("start-up checks failed: " + " | ".join(problems))
+        ers = cache.get("EphemeralRunnerSet", target.runner_namespace, target.ers_name)
+        if ers is None:  # run_startup_checks reports this as an error; kept for the type checker
+            raise FatalError(f"EphemeralRunnerSet {target.ers_name} disappeared")
+        same_namespace = placeholder_ns == target.runner_namespace
+        return PlaceholderPodBuilder(
+            self.capacity,
+            ers,
+            instance=self.instance,
+            namespace=placeholder_ns,
+            owner=ers if same_namespace else None,
+        )
+
+    async def _poll_hud(self, session: MessageSession) -> None:
+        """Queued jobs for our labels every ``hud.pollInterval``; an outage is logged once."""
+        hud = self.capacity.hud
+        client = HudClient(
+            hud.url or "", token=token_from_env(hud.token_env, self.env), timeout=hud.timeout
+        )
+        failing = False
+        try:
+            while True:
+                labels = self._labels(session)
+                started = time.monotonic()
+                try:
+                    queued = await client.queued_jobs(labels)
+                    self.metrics.record_hud_request(time.monotonic() - started)
+                    self.demand.value = Demand(queued_jobs=queued)
+                    if failing:
+                        log.info("HUD is back: %d queued jobs for %s", queued, ",".join(labels))
+                    failing = False
+                except HudError as exc:
+                    self.metrics.record_hud_request(time.monotonic() - started, error_kind=exc.kind)
+                    self.demand.value = Demand(queued_jobs=None, error=str(exc))
+                    if not failing:
+                        log.warning(
+                            "HUD unavailable (%s); falling back to %d queued jobs until it answers",
+                            exc,
+                            self.capacity.hud_fallback_queued_jobs,
+                        )
+                    failing = True
+                await asyncio.sleep(hud.poll_interval)
+        finally:
+            await client.aclose()
+
+    def _labels(self, session: MessageSession) -> tuple[str, ...]:
+        with contextlib.suppress(RuntimeError):
+            scale_set = session.session.runner_scale_set
+            if scale_set is not None:
+                return scale_set.label_names
+        return (self.config.runner_scale_set_name,)
+
+    # --- shutdown ------------------------------------------------------------------------
+
+    def _delete_placeholders(self) -> None:
+        if self.cache is None or self.writer is None:
+            return
+        namespace = (
+            self.capacity.placeholder_namespace or self.config.ephemeral_runner_set_namespace
+        )
+        ours = [
+            PodRef(namespace, pod["metadata"]["name"], pod["metadata"].get("uid"))
+            for pod in self.cache.list("Pod", namespace)
+            if (pod["metadata"].get("labels") or {}).get(LABEL_SCALE_SET)
+            == self.config.ephemeral_runner_set_name
+        ]
+        log.info("shutting down: deleting %d placeholder pods", len(ours))
+        deadline = time.monotonic() + SHUTDOWN_CLEANUP_TIMEOUT
+        self.writer.delete_pods(ours)
+        self.writer.close()
+        if time.monotonic() > deadline:
+            log.warning("placeholder cleanup took longer than %.0fs", SHUTDOWN_CLEANUP_TIMEOUT)
+
+    def _close(self) -> None:
+        if self.cache is not None:
+            self.cache.stop()
+        if self.http is not None:
+            self.http.stop()
