@@ -185,6 +185,7 @@ class ListenerApp:
             max_runners=self.config.max_runners,
         )
         listener = Listener(session, scaler, self.gate, self.metrics)
+        self.metrics.record_advertised(self.gate.value)
         side_tasks: list[asyncio.Task[Any]] = []
         try:
             if self.capacity.enabled:
@@ -217,17 +218,16 @@ class ListenerApp:
                 loop.add_signal_handler(sig, self.stop.set)
 
     def _start_http(self) -> None:
-        if not self.config.metrics_addr:
-            return
+        """Metrics per ARC's rules; probes and /debug/pairs are served even without metrics."""
         settings = resolve_http_settings(self.config.metrics_addr, self.config.metrics_endpoint)
         self.http = ListenerHttpServer(
-            self.config.metrics_addr,
+            settings.address,
             registry=self.metrics.registry,
             metrics_endpoint=settings.metrics_endpoint,
             ready=self._ready,
             debug=self.status.payload,
         ).start()
-        log.info("metrics on %s%s", self.config.metrics_addr, settings.metrics_endpoint)
+        log.info("HTTP on %s (metrics: %s)", settings.address, settings.metrics_endpoint or "off")
 
     def _ready(self) -> bool:
         return self.cache is None or self.cache.has_synced
@@ -261,7 +261,8 @@ class ListenerApp:
                 f"{', '.join(cache.unsynced())}; check the RBAC in config/rbac.yaml"
             )
         builder = self._check_and_build(cache, target, placeholder_ns)
-        self.writer = KubernetesPlaceholderWriter(api_client, builder, cache=cache)
+        writer = KubernetesPlaceholderWriter(api_client, builder, cache=cache)
+        self.writer = writer
         reconciler_config = capacity.reconciler_config(config.ephemeral_runner_set_name)
         metrics_subscriber = MetricsSubscriber(self.metrics)
         reconciler = Reconciler(
@@ -269,7 +270,7 @@ class ListenerApp:
             clock=self.clock,
             subscribers=[
                 PlaceholderSubscriber(
-                    self.writer,
+                    writer,
                     namespace=placeholder_ns,
                     clock=self.clock,
                     config=reconciler_config,
@@ -289,8 +290,13 @@ class ListenerApp:
             self.gate.set_live_max_runners(snap.max_runners)
             return snap
 
+        writes_seen: dict[str, int] = {}
+
         def on_step(result: StepResult, duration: float) -> None:
             metrics_subscriber.observe_step(result, duration)
+            for verb, total in writer.calls.items():  # counters from the writer's own tally
+                self.metrics.record_api_write(verb, total - writes_seen.get(verb, 0))
+                writes_seen[verb] = total
             self.metrics.record_advertised(self.gate.value)
             self.status.publish(
                 records=reconciler.store.records(), ledger=result.ledger, at=self.clock.now()
