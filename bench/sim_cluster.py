@@ -16,7 +16,9 @@ Prints wall time, loop steps, events per second and the cluster's figures.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import math
+import pstats
 import random
 import sys
 import time
@@ -25,15 +27,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.kubernetes.labels import (  # noqa: E402
+from providers.kubernetes.labels import (
     COMPONENT_PLACEHOLDER,
     DEFAULT_PRIORITY_CLASSES,
     LABEL_COMPONENT,
 )
-from providers.simulated.cluster import Cluster, ClusterSpec, IceWindow, NodePoolSpec  # noqa: E402
-from providers.simulated.engine import EventLoop  # noqa: E402
-from providers.simulated.eventlog import EventLog  # noqa: E402
-from providers.simulated.store import Obj, ObjectStore  # noqa: E402
+from providers.simulated.cluster import Cluster, ClusterSpec, IceWindow, NodePoolSpec
+from providers.simulated.engine import EventLoop
+from providers.simulated.eventlog import EventLog
+from providers.simulated.store import Obj, ObjectStore
 
 NS = "arc-runners"
 CLASS = {role: name for role, (name, _v) in DEFAULT_PRIORITY_CLASSES.items()}
@@ -166,11 +168,31 @@ class Workload:
             self.store.delete("Pod", NS, name)
 
 
+def profile_shares(profiler: cProfile.Profile) -> dict[str, float]:
+    """Own (exclusive) time per code area: the cluster, the store, the event log, the rest."""
+    shares: dict[str, float] = {}
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    for (filename, _line, _func), (_cc, _nc, tottime, _ct, _callers) in stats.items():
+        if "simulated/cluster/" in filename:
+            area = "cluster"
+        elif filename.endswith("simulated/store.py"):
+            area = "store"
+        elif filename.endswith("eventlog.py") or "json" in filename:
+            area = "eventlog"
+        elif filename.endswith("sim_cluster.py"):
+            area = "toy workload"
+        else:
+            area = "other (engine, stdlib)"
+        shares[area] = shares.get(area, 0.0) + tottime
+    return shares
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=6000)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--log", type=Path, default=None, help="write the event log (JSON lines)")
+    ap.add_argument("--profile", action="store_true", help="split own time by code area")
     args = ap.parse_args()
 
     base = ClusterSpec.default()
@@ -192,14 +214,19 @@ def main() -> None:
     workload = Workload(loop, store, cluster, random.Random(args.seed + 1), args.jobs)
     workload.schedule_day()
 
-    t0 = time.perf_counter()
-    loop.run_until(loop.start + DAY)
-    wall = time.perf_counter() - t0
+    t0, c0 = time.perf_counter(), time.process_time()
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.runcall(loop.run_until, loop.start + DAY)
+    else:
+        loop.run_until(loop.start + DAY)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     stats = cluster.stats()
     pods_created = store.writes["create"] - store.count("Event") - stats.nodeclaims_created
     print(f"simulated day: jobs={args.jobs} started={workload.started} "
           f"completed={workload.completed} seed={args.seed}")
-    print(f"wall={wall:.2f}s (cluster + toy workload)  loop steps={loop.steps} "
+    print(f"wall={wall:.2f}s cpu={cpu:.2f}s (cluster + store + log + toy workload)  "
+          f"loop steps={loop.steps} "
           f"steps/s={loop.steps / wall:,.0f}  log events={len(log)} "
           f"events/s={len(log) / wall:,.0f}")
     print(f"store writes={dict(store.writes)}  ~objects created={pods_created}")
@@ -207,10 +234,17 @@ def main() -> None:
           f"consolidated={stats.nodes_consolidated} passes={stats.scheduling_passes} "
           f"bindings={stats.bindings} preemptions={stats.preemptions} "
           f"victims={stats.preemption_victims} batches={stats.provisioning_batches}")
-    print(f"node_hours={stats.node_seconds / 3600:.1f} cpu_core_hours={stats.cpu_core_seconds / 3600:.1f} "
-          f"requested={ {k: round(v / 3600, 1) for k, v in stats.requested_cpu_core_seconds.items()} } "
+    requested = {k: round(v / 3600, 1) for k, v in stats.requested_cpu_core_seconds.items()}
+    print(f"node_hours={stats.node_seconds / 3600:.1f} "
+          f"cpu_core_hours={stats.cpu_core_seconds / 3600:.1f} requested={requested} "
           f"gpu_hours={stats.gpu_seconds / 3600:.1f} cost=${stats.cost:.2f}")
     print(f"log counts: {dict(sorted(log.counts.items()))}")
+    if args.profile:
+        shares = profile_shares(profiler)
+        total = sum(shares.values())
+        print("own time by area (profiled, so slower): " + ", ".join(
+            f"{k} {v:.2f}s ({v / total:.0%})" for k, v in sorted(shares.items(),
+                                                                 key=lambda kv: -kv[1])))
     if args.log:
         with args.log.open("w") as out:
             log.write(out)

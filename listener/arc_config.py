@@ -254,11 +254,12 @@ def load_listener_config(path: str | os.PathLike[str]) -> ListenerConfig:
         raise ConfigError(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
     try:
         data = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        where = f"line {exc.lineno} column {exc.colno}: " if hasattr(exc, "lineno") else ""
+    except json.JSONDecodeError as exc:
         raise ConfigError(
-            file, "<document>", f"not valid JSON: {where}{_json_reason(exc)}"
+            file, "<document>", f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except UnicodeDecodeError:
+        raise ConfigError(file, "<document>", "not valid JSON: the file is not UTF-8") from None
     return parse_listener_config(data, file=file)
 
 
@@ -273,10 +274,6 @@ def config_path_from_env(env: Mapping[str, str] | None = None) -> str:
             f"is not set (ARC mounts the config at {DEFAULT_CONFIG_PATH})",
         )
     return path
-
-
-def _json_reason(exc: Exception) -> str:
-    return exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
 
 
 def _short(value: Any) -> str:

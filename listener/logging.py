@@ -198,8 +198,13 @@ def _text_value(value: Any) -> str:
 # --- setup -----------------------------------------------------------------------------------
 
 
+#: What an empty ``log_level`` / ``log_format`` means (the keys are optional in the file).
+DEFAULT_LEVEL = "info"
+DEFAULT_FORMAT = "text"
+
+
 def parse_level(level: str) -> int:
-    value = LEVELS.get(level.strip().lower())
+    value = LEVELS.get(level.strip().lower() or DEFAULT_LEVEL)
     if value is None:
         raise LoggingConfigError(
             f"listener config: log_level: got {level!r}; allowed: debug, info, warn, error"
@@ -221,7 +226,7 @@ def configure_logging(
     config file was read) does not duplicate lines.
     """
     numeric = parse_level(level)
-    name = fmt.strip().lower()
+    name = fmt.strip().lower() or DEFAULT_FORMAT
     if name not in FORMATS:
         raise LoggingConfigError(
             f"listener config: log_format: got {fmt!r}; allowed: {', '.join(FORMATS)}"

@@ -27,10 +27,15 @@ that arrived before the cancellation took effect is kept, not dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Protocol
 
+from listener.arc_config import ListenerConfig
+from listener.scaler import Scaler, ScalerWriter
+from providers.actions.client import ActionsClient
 from providers.actions.models import (
     DecodedMessage,
     JobAvailable,
@@ -39,6 +44,7 @@ from providers.actions.models import (
     Session,
     Statistics,
 )
+from providers.actions.session import MessageSession
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +181,7 @@ class CapacityGate:
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._cut = asyncio.Event()  # an asyncio.Event belongs to the loop that first awaits it
 
     def unbind(self) -> None:
         self.end_poll()
@@ -201,10 +208,9 @@ class CapacityGate:
         loop = self._loop
         if loop is None:
             return
-        try:
+        # RuntimeError: the loop closed meanwhile, so nothing is in flight any more
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(self._on_change)
-        except RuntimeError:  # the loop closed meanwhile: nothing is in flight any more
-            pass
 
     def _direction(self) -> str:
         if self._in_flight is None:
@@ -258,6 +264,14 @@ class Listener:
         self.latest: Statistics | None = None
         self.cuts = 0
 
+    def set_live_max_runners(self, max_runners: int) -> None:
+        """Follow a live ``maxRunners`` (ARS) change: the advertised capacity and the scaler's
+        clamp both follow it. Thread-safe (one atomic attribute write on the scaler side)."""
+        self.gate.set_live_max_runners(max_runners)
+        set_scaler_max = getattr(self.scaler, "set_max_runners", None)
+        if callable(set_scaler_max):
+            set_scaler_max(max_runners)
+
     async def run(self) -> None:
         """Runs until an error or cancellation (both end the run, as in ARC)."""
         session = self.source.session
@@ -310,7 +324,9 @@ class Listener:
                 self.metrics.record_poll_cut(direction)
                 log.info(
                     "capacity %s %d -> %d: cut the long poll short and re-poll",
-                    direction, capacity, self.gate.value,
+                    direction,
+                    capacity,
+                    self.gate.value,
                 )
                 continue
             return answer  # it finished before the cancellation landed: keep it
@@ -348,6 +364,45 @@ class Listener:
         return await asyncio.to_thread(self.scaler.handle_desired_runner_count, assigned_jobs)
 
 
+def listener_from_config(
+    config: ListenerConfig,
+    writer: ScalerWriter,
+    *,
+    metrics: ListenerMetrics | None = None,
+    cut_on_drop: bool = True,
+    cut_on_rise: bool = False,
+    debounce: float = 0.25,
+    initial_capacity: int | None = None,
+    owner_name: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[MessageSession, Listener]:
+    """Wire ARC's listener from its config file: Actions client (PAT or App, extra root CA,
+    proxy variables), message session, ARC scaler over ``writer``, capacity gate. Run it with
+    ``await serve(session, listener)``; ``listener.gate`` is the reconciler's CapacitySink."""
+    client = ActionsClient(
+        config.github_config(env),
+        config.credentials(),
+        scale_set_id=config.runner_scale_set_id,
+        root_ca=config.server_root_ca,
+    )
+    session = MessageSession(client, owner_name=owner_name)
+    scaler = Scaler(
+        writer,
+        namespace=config.ephemeral_runner_set_namespace,
+        name=config.ephemeral_runner_set_name,
+        min_runners=config.min_runners,
+        max_runners=config.max_runners,
+    )
+    gate = CapacityGate(
+        config.max_runners,
+        initial=initial_capacity,
+        cut_on_drop=cut_on_drop,
+        cut_on_rise=cut_on_rise,
+        debounce=debounce,
+    )
+    return session, Listener(session, scaler, gate, metrics)
+
+
 class ClosableSession(MessageSource, Protocol):
     async def open(self) -> Session: ...
 
@@ -373,5 +428,6 @@ __all__ = [
     "ListenerMetrics",
     "MessageSource",
     "NoopListenerMetrics",
+    "listener_from_config",
     "serve",
 ]

@@ -158,20 +158,8 @@ PROMHTTP_ERRORS = "promhttp_metric_handler_errors_total"
 PREFIX = "arc_capacity_"
 #: Fast buckets: a reconcile step is pure CPU over the cached snapshot.
 RECONCILE_BUCKETS: tuple[float, ...] = (
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1,
-    2.5,
-    5,
-    10,
-)
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+)  # fmt: skip
 HUD_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
 
 
@@ -247,7 +235,8 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
     _cap("advertised", "gauge",
          "Capacity advertised to GitHub as X-ScaleSetMaxCapacity (min of runner side, "
          "workflow side and live maxRunners).",
-         "per reconcile step, from the ledger"),
+         "per reconcile step, from the ledger (and on every change when wired to the "
+         "capacity sink)"),
     _cap("runner_side", "gauge",
          "Runner halves backed by the scheduler: bound real runner pods + counted runner "
          "placeholders.", "per reconcile step"),
@@ -406,9 +395,8 @@ def unix_seconds(value: Any) -> int | None:
         return None
     if value.year <= _ZERO_YEAR:
         return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return math.floor(value.timestamp())
+    when: datetime = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return math.floor(when.timestamp())
 
 
 # --- custom config (PROTOCOL §8.2) -------------------------------------------------------------
@@ -433,12 +421,14 @@ class CustomMetricsConfig(BaseModel):
     histograms: dict[str, _MetricSpec] | None = None
 
 
-def parse_metrics_config(raw: Mapping[str, Any] | None) -> CustomMetricsConfig | None:
-    """``None`` (or absent) = ARC's default set; a mapping replaces it."""
+def parse_metrics_config(raw: Mapping[str, Any] | BaseModel | None) -> CustomMetricsConfig | None:
+    """``None`` (or absent) = ARC's default set; a mapping (or the listener config's own
+    pydantic model of the ``metrics`` key) replaces it."""
     if raw is None:
         return None
+    data = raw.model_dump() if isinstance(raw, BaseModel) else dict(raw)
     try:
-        return CustomMetricsConfig.model_validate(dict(raw))
+        return CustomMetricsConfig.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"metrics.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
@@ -517,7 +507,7 @@ class PrometheusMetrics:
         min_runners: int,
         max_runners: int,
         clock: Clock,
-        metrics_config: Mapping[str, Any] | None = None,
+        metrics_config: Mapping[str, Any] | BaseModel | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
         _disable_created_series()
@@ -597,6 +587,11 @@ class PrometheusMetrics:
         self._cap_metric("long_poll_cuts_total", direction=value).inc()
 
     # -- capacity hooks --------------------------------------------------------------------
+
+    def record_advertised(self, capacity: int) -> None:
+        """The value handed to the long poll (e.g. a ``LatestCapacity`` listener); also set
+        from each step's ledger. With capacity-aware mode off it is ``max_runners``."""
+        self._cap_metric("advertised").set(capacity)
 
     def observe_ledger(self, ledger: CapacityLedger) -> None:
         for name, value in (
@@ -749,7 +744,7 @@ def _disable_created_series() -> None:
     if not _created_disabled:
         from prometheus_client import disable_created_metrics
 
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         _created_disabled = True
 
 

@@ -126,7 +126,9 @@ class Scaler:
         except RunnerNotFound:
             log.info(
                 "ephemeral runner %s/%s not found; skipping its status patch (job %s)",
-                self.namespace, msg.runner_name, msg.job_id,
+                self.namespace,
+                msg.runner_name,
+                msg.job_id,
             )
             return
         except Exception as exc:
@@ -159,7 +161,11 @@ class Scaler:
             ) from exc
         log.debug(
             "ephemeral runner set %s/%s patched: replicas %d, patchID %d (assigned jobs %d)",
-            self.namespace, self.name, target, patch_id, count,
+            self.namespace,
+            self.name,
+            target,
+            patch_id,
+            count,
         )
         return target
 
@@ -239,8 +245,14 @@ class KubernetesScalerWriter:
         )
         try:
             call(
-                GROUP, VERSION, namespace, plural, name, json.loads(body),
-                _content_type=MERGE_PATCH, _request_timeout=self.timeout,
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                name,
+                json.loads(body),
+                _content_type=MERGE_PATCH,
+                _request_timeout=self.timeout,
             )
         except self._k8s.exceptions.ApiException as exc:
             if exc.status == 404:
@@ -257,7 +269,7 @@ def _status_message(data: bytes | None) -> str:
     except (json.JSONDecodeError, UnicodeDecodeError):
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("message"), str):
-        return doc["message"][:200]
+        return str(doc["message"])[:200]
     return (data or b"").decode("utf-8", "replace")[:200]
 
 

@@ -255,7 +255,7 @@ def _github_message(response: httpx.Response) -> str:
     except (json.JSONDecodeError, UnicodeDecodeError):
         data = None
     if isinstance(data, dict) and isinstance(data.get("message"), str):
-        return data["message"][:200]
+        return str(data["message"])[:200]
     text = response.text.strip()
     return text[:200] if text else "(empty body)"
 

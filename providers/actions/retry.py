@@ -112,7 +112,7 @@ def backoff_delay(
         hinted = parse_retry_after(retry_after, now=now)
         if hinted is not None:
             return min(hinted, policy.retry_after_cap)
-    return min(policy.wait_min * (2**attempt), policy.wait_max)
+    return float(min(policy.wait_min * 2.0**attempt, policy.wait_max))
 
 
 async def send_with_retry(

@@ -40,7 +40,7 @@ class ConflictPolicy:
     max_delay: float = 30.0
 
     def delay(self, attempt: int) -> float:
-        return min(self.first_delay * (2**attempt), self.max_delay)
+        return float(min(self.first_delay * 2.0**attempt, self.max_delay))
 
 
 def default_owner_name() -> str:

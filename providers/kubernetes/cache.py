@@ -32,9 +32,10 @@ from __future__ import annotations
 import json
 import logging
 import random
+import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +50,13 @@ from providers.kubernetes.translate import ScaleSetTarget
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+#: ``list[Obj]`` spelled outside the class, whose ``list`` method shadows the builtin.
+ObjList = list[Obj]
+StrList = list[str]
 MAX_PAGES = 1000
 PAGE_SIZE = 500
+#: Deleted objects remembered for ``KubeCache.was_deleted``.
+TOMBSTONES = 4096
 
 
 @dataclass(frozen=True)
@@ -149,36 +155,63 @@ _POD_SPEC = (
     "nodeSelector",
 )
 _CONTAINER = ("name", "resources", "restartPolicy")
+_OWNER = ("kind", "name", "uid", "controller")
 _CONDITION = ("type", "status", "reason", "message")
+#: Only these pod conditions are read (translate: disruption, unschedulable message).
+_KEPT_CONDITIONS = frozenset({"DisruptionTarget", "PodScheduled"})
 _KEPT_ANNOTATION_PREFIXES = (L.PREFIX, L.ANNOTATION_DO_NOT_DISRUPT)
+#: Strings up to this length are interned: label keys/values, phases, node names repeat
+#: across thousands of pods, and JSON decoding gives every event its own copies.
+_INTERN_MAX = 64
+
+
+def _compact(value: Any) -> Any:
+    """A copy with dict keys and short strings interned (shared across cached objects)."""
+    if isinstance(value, str):
+        return sys.intern(value) if len(value) <= _INTERN_MAX else value
+    if isinstance(value, dict):
+        return {sys.intern(k): _compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    return value
+
+
+def _pick(obj: Mapping[str, Any], keys: Iterable[str]) -> Obj:
+    return {k: _compact(obj[k]) for k in keys if k in obj}
 
 
 def slim_pod(pod: Mapping[str, Any]) -> Obj:
     """Keep what translation, fit estimates and writes read; drop the rest (images, env...).
 
     Annotations are kept only for our prefix and ``karpenter.sh/do-not-disrupt`` (others,
-    e.g. ``kubectl.kubernetes.io/last-applied-configuration``, can be large).
+    e.g. ``kubectl.kubernetes.io/last-applied-configuration``, can be large); conditions
+    only ``DisruptionTarget`` and ``PodScheduled``; owner references only kind/name/uid.
     """
     meta = pod.get("metadata") or {}
-    out_meta = {k: meta[k] for k in _POD_META if k in meta}
+    out_meta = _pick(meta, _POD_META)
+    if "ownerReferences" in meta:
+        out_meta["ownerReferences"] = [_pick(o, _OWNER) for o in meta["ownerReferences"] or ()]
     annotations = {
-        k: v
+        sys.intern(k): v
         for k, v in (meta.get("annotations") or {}).items()
         if k.startswith(_KEPT_ANNOTATION_PREFIXES)
     }
     if annotations:
         out_meta["annotations"] = annotations
     spec = pod.get("spec") or {}
-    out_spec = {k: spec[k] for k in _POD_SPEC if k in spec}
+    out_spec = _pick(spec, _POD_SPEC)
     for field in ("containers", "initContainers"):
         if field in spec:
-            out_spec[field] = [{k: c[k] for k in _CONTAINER if k in c} for c in spec[field] or ()]
+            out_spec[field] = [_pick(c, _CONTAINER) for c in spec[field] or ()]
     status = pod.get("status") or {}
-    out_status: Obj = {k: status[k] for k in ("phase", "nominatedNodeName") if k in status}
-    if status.get("conditions"):
-        out_status["conditions"] = [
-            {k: c[k] for k in _CONDITION if k in c} for c in status["conditions"]
-        ]
+    out_status: Obj = _pick(status, ("phase", "nominatedNodeName"))
+    conditions = [
+        _pick(c, _CONDITION)
+        for c in status.get("conditions") or ()
+        if c.get("type") in _KEPT_CONDITIONS
+    ]
+    if conditions:
+        out_status["conditions"] = conditions
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -189,10 +222,10 @@ def slim_pod(pod: Mapping[str, Any]) -> Obj:
 
 
 def drop_managed_fields(obj: Mapping[str, Any], kind: str, api_version: str) -> Obj:
-    out = dict(obj)
-    meta = dict(out.get("metadata") or {})
-    meta.pop("managedFields", None)
-    out["metadata"] = meta
+    out: Obj = {k: _compact(v) for k, v in obj.items() if k != "metadata"}
+    out["metadata"] = {
+        k: _compact(v) for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"
+    }
     out.setdefault("kind", kind)
     out.setdefault("apiVersion", api_version)
     return out
@@ -317,6 +350,8 @@ class KubeCache:
         self._by_kind: dict[str, list[_Partition]] = {}
         for p in self._partitions.values():
             self._by_kind.setdefault(p.target.kind, []).append(p)
+        #: Recently deleted objects: (kind, namespace, name) -> uid, bounded (see was_deleted).
+        self._tombstones: OrderedDict[tuple[str, str, str], str] = OrderedDict()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watches: dict[str, watch.Watch] = {}
@@ -351,7 +386,7 @@ class KubeCache:
 
     # --- reading (ObjectSource) -----------------------------------------------------------
 
-    def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
+    def list(self, kind: str, namespace: str | None = None) -> ObjList:
         with self._lock:
             partitions = self._by_kind.get(kind, ())
             if len(partitions) == 1:
@@ -381,6 +416,26 @@ class KubeCache:
     def count(self, kind: str) -> int:
         return len(self.list(kind))
 
+    def was_deleted(self, kind: str, namespace: str | None, name: str, uid: str) -> bool:
+        """The cache saw this very object (same uid) go away recently.
+
+        Lets a writer tell "gone" from "not seen yet" for an object it just created (the
+        create answer arrives before the watch event).
+        """
+        with self._lock:
+            return self._tombstones.get((kind, namespace or "", name)) == uid
+
+    def _tombstone(self, kind: str, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid")
+        if not uid:
+            return
+        key = (kind, meta.get("namespace") or "", meta.get("name") or "")
+        self._tombstones[key] = uid
+        self._tombstones.move_to_end(key)
+        while len(self._tombstones) > TOMBSTONES:
+            self._tombstones.popitem(last=False)
+
     # --- sync state -----------------------------------------------------------------------
 
     def synced(self) -> dict[str, bool]:
@@ -388,7 +443,7 @@ class KubeCache:
         with self._lock:
             return {k: p.synced for k, p in self._partitions.items()}
 
-    def absent(self) -> list[str]:
+    def absent(self) -> StrList:
         with self._lock:
             return [k for k, p in self._partitions.items() if p.absent]
 
@@ -404,7 +459,7 @@ class KubeCache:
                 lambda: all(p.synced for p in self._partitions.values()), timeout=timeout
             )
 
-    def unsynced(self) -> list[str]:
+    def unsynced(self) -> StrList:
         with self._lock:
             return [k for k, p in self._partitions.items() if not p.synced]
 
@@ -434,6 +489,11 @@ class KubeCache:
             try:
                 if rv is None:
                     rv = self._list(partition, call)
+                else:
+                    # Resume from the last version applied (events and bookmarks move it
+                    # forward even when the previous stream broke off with an exception).
+                    with self._lock:
+                        rv = partition.resource_version or rv
                 started = self._monotonic()
                 rv, events = self._watch(partition, call, rv)
                 # A watch that ends at once with nothing in it (a misbehaving server) must not
@@ -523,6 +583,8 @@ class KubeCache:
                 break
         with self._synced_cond:
             changed = _differs(partition.objects, items) or partition.absent
+            for key in partition.objects.keys() - items.keys():
+                self._tombstone(target.kind, partition.objects[key])  # deleted while away
             partition.objects = items
             partition.absent = False
             partition.synced = True
@@ -601,6 +663,7 @@ class KubeCache:
                 partition.resource_version = new_rv
             if etype == "DELETED":
                 partition.objects.pop(key, None)
+                self._tombstone(kind, obj)
             elif key in partition.objects or len(partition.objects) < self.max_objects:
                 partition.objects[key] = obj
             else:

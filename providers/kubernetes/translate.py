@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Protocol
 
 from providers.kubernetes import labels as L
@@ -71,6 +72,7 @@ KINDS = (
 )
 
 _PHASES = {p.value: p for p in PodPhase}
+_ROLES = {r.value: r for r in Role}
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 #: Upper bound reported when a NodePool sets no limit on any resource the pair needs.
 UNBOUNDED_PAIRS = 10_000
@@ -114,6 +116,12 @@ def parse_timestamp(text: Any) -> float | None:
     """RFC 3339 (``2024-05-01T10:00:00Z``, fractional seconds allowed) -> epoch seconds."""
     if not isinstance(text, str) or not text:
         return None
+    return _parse_timestamp(text)
+
+
+@lru_cache(maxsize=8192)
+def _parse_timestamp(text: str) -> float | None:
+    # Memoised: creation timestamps have one-second resolution and repeat across pods.
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -176,21 +184,43 @@ def node_ready(node: Obj) -> bool:
     return cond is not None and cond.get("status") == "True"
 
 
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """What placement checks need from a node, computed once per snapshot."""
+
+    #: Cordoned, not Ready or marked ``karpenter.sh/disrupted``: blocked whatever tolerations.
+    hard_blocked: bool
+    #: Its NoSchedule / NoExecute taints (blocking unless tolerated).
+    taints: tuple[Mapping[str, Any], ...] = ()
+
+    def blocks(self, tolerations: Sequence[Mapping[str, Any]]) -> bool:
+        if self.hard_blocked:
+            return True
+        return bool(self.taints) and bool(untolerated_taints(self.taints, tolerations))
+
+
+def node_state(node: Obj) -> NodeState:
+    spec = node.get("spec") or {}
+    taints = spec.get("taints") or ()
+    hard = (
+        bool(spec.get("unschedulable"))
+        or not node_ready(node)
+        or any(t.get("key") == L.TAINT_KARPENTER_DISRUPTED for t in taints)
+    )
+    return NodeState(hard, tuple(t for t in taints if t.get("effect") in _BLOCKING_EFFECTS))
+
+
+def node_states(nodes: Iterable[Obj]) -> dict[str, NodeState]:
+    return {(n.get("metadata") or {}).get("name", ""): node_state(n) for n in nodes}
+
+
 def node_blocked_for(node: Obj | None, tolerations: Sequence[Mapping[str, Any]]) -> bool:
     """The node cannot (or soon will not) host this pod: DESIGN §4 "no longer counts".
 
     A missing node (deleted, or not yet in the cache) counts as blocked: the placeholder is
     then STALLED, never lost, so a cache lag costs capacity for one tick, not a pair.
     """
-    if node is None:
-        return True
-    spec = node.get("spec") or {}
-    if spec.get("unschedulable") or not node_ready(node):
-        return True
-    taints = spec.get("taints") or ()
-    if any(t.get("key") == L.TAINT_KARPENTER_DISRUPTED for t in taints):
-        return True
-    return bool(untolerated_taints(taints, tolerations))
+    return node is None or node_state(node).blocks(tolerations)
 
 
 # --- the snapshot ---------------------------------------------------------------------------
@@ -260,13 +290,17 @@ def _our_runners(
     return names, idle
 
 
-def placeholder_pod(pod: Obj, nodes: Mapping[str, Obj]) -> PlaceholderPod | None:
-    """A PlaceholderPod from a pod carrying our labels; None if its role label is unknown."""
-    meta = _meta(pod)
+def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod | None:
+    """A PlaceholderPod from a pod carrying our labels; None if its role label is unknown.
+
+    ``nodes``: :func:`node_states` of the cluster. A pod bound to a node missing from it
+    (deleted, or not yet in the cache) is ``node_blocked``: the placeholder is then STALLED,
+    never lost, so a cache lag costs capacity for one tick, not a pair.
+    """
+    meta = pod.get("metadata") or {}
     lab = meta.get("labels") or {}
-    try:
-        role = Role(lab.get(L.LABEL_ROLE, ""))
-    except ValueError:
+    role = _ROLES.get(lab.get(L.LABEL_ROLE, ""))
+    if role is None:
         log.warning(
             "placeholder %s/%s has an unknown role label %r; ignored",
             meta.get("namespace"),
@@ -276,16 +310,19 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, Obj]) -> PlaceholderPod | None
         return None
     spec = pod.get("spec") or {}
     node_name = spec.get("nodeName") or None
-    blocked = (
-        node_blocked_for(nodes.get(node_name), spec.get("tolerations") or ())
-        if node_name
-        else False
-    )
-    disruption = _condition(pod, "DisruptionTarget")
-    scheduled = _condition(pod, "PodScheduled")
+    blocked = False
+    if node_name:
+        state = nodes.get(node_name)
+        blocked = state is None or state.blocks(spec.get("tolerations") or ())
+    status = pod.get("status") or {}
+    disruption = False
     message = None
-    if scheduled is not None and scheduled.get("status") == "False":
-        message = scheduled.get("message") or scheduled.get("reason") or "Unschedulable"
+    for cond in status.get("conditions") or ():
+        ctype = cond.get("type")
+        if ctype == "DisruptionTarget":
+            disruption = cond.get("status") == "True"
+        elif ctype == "PodScheduled" and cond.get("status") == "False":
+            message = cond.get("message") or cond.get("reason") or "Unschedulable"
     annotations = meta.get("annotations") or {}
     return PlaceholderPod(
         name=meta.get("name", ""),
@@ -293,10 +330,10 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, Obj]) -> PlaceholderPod | None
         uid=meta.get("uid", ""),
         pair_id=lab.get(L.LABEL_PAIR, ""),
         role=role,
-        phase=pod_phase(pod),
+        phase=_PHASES.get(status.get("phase") or "Pending", PodPhase.UNKNOWN),
         node_name=node_name,
         deleting=bool(meta.get("deletionTimestamp")),
-        disruption_target=disruption is not None and disruption.get("status") == "True",
+        disruption_target=disruption,
         node_blocked=blocked,
         unschedulable_message=message,
         instance=lab.get(L.LABEL_INSTANCE, ""),
@@ -336,7 +373,7 @@ def build_snapshot(
     scale_set = scale_set_name(ers, target)
     max_runners, min_runners = live_limits(source, target, ers)
     runner_names, idle = _our_runners(source, target, scale_set)
-    nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
+    nodes = node_states(source.list("Node"))
 
     namespaces = [target.runner_namespace]
     if target.placeholder_namespace != target.runner_namespace:
@@ -543,7 +580,7 @@ def fit_estimate(
             add_into(pending, req)
     free_per_node: list[Resources] = []
     for name, node in nodes.items():
-        if node_blocked_for(node, tolerations):
+        if node_state(node).blocks(tolerations):
             continue
         free = resource_list((node.get("status") or {}).get("allocatable"), where=f"node {name}")
         for r, v in used.get(name, {}).items():
@@ -582,11 +619,11 @@ def fit_estimate(
     pair = dict(runner_requests)
     add_into(pair, workflow_requests)
     from_pools = limit
-    for r, need in pair.items():
-        if need <= 0 or r in unlimited:
+    for r, amount in pair.items():
+        if amount <= 0 or r in unlimited:
             continue
         left = headroom.get(r, Decimal(0)) - pending.get(r, Decimal(0))
-        from_pools = min(from_pools, max(0, int(left // need)))
+        from_pools = min(from_pools, max(0, int(left // amount)))
     total = min(limit, on_nodes + from_pools)
     detail = f"{on_nodes} on existing nodes + {from_pools} within NodePool limits"
     return FitEstimate(new_pairs=total, detail=detail)

@@ -26,6 +26,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Protocol
 
 from kubernetes import client
@@ -43,7 +44,11 @@ CREATED_MEMORY = 4096
 
 
 class PodLookup(Protocol):
+    """What the writer reads from the watch cache (:class:`KubeCache` satisfies it)."""
+
     def get(self, kind: str, namespace: str | None, name: str) -> Mapping[str, Any] | None: ...
+
+    def was_deleted(self, kind: str, namespace: str | None, name: str, uid: str) -> bool: ...
 
 
 class KubernetesPlaceholderWriter:
@@ -77,13 +82,13 @@ class KubernetesPlaceholderWriter:
 
     def create_pair(self, spec: PairSpec) -> None:
         runner, workflow = self.builder.build(spec)
-        self._run_all([lambda pod=pod: self._create(pod) for pod in (runner, workflow)])
+        self._run_all([partial(self._create, pod) for pod in (runner, workflow)])
 
     def delete_pods(self, pods: Sequence[PodRef]) -> None:
-        self._run_all([lambda ref=ref: self._delete(ref) for ref in pods])
+        self._run_all([partial(self._delete, ref) for ref in pods])
 
     def renew_lease(self, pods: Sequence[PodRef], expires_at: float) -> None:
-        self._run_all([lambda ref=ref: self._renew(ref, expires_at) for ref in pods])
+        self._run_all([partial(self._renew, ref, expires_at) for ref in pods])
 
     # --- calls -------------------------------------------------------------------------------
 
@@ -102,8 +107,11 @@ class KubernetesPlaceholderWriter:
         meta = pod["metadata"]
         ns, name = meta["namespace"], meta["name"]
         try:
-            resp = self.core.create_namespaced_pod(
-                ns, pod, _preload_content=False, _request_timeout=self.request_timeout
+            # A plain dict body: the client validates it into V1Pod and sends it back out
+            # unchanged (tests compare what the API server stored with the builder's output).
+            body: Any = pod
+            resp: Any = self.core.create_namespaced_pod(
+                ns, body, _preload_content=False, _request_timeout=self.request_timeout
             )
             try:
                 uid = (json.loads(resp.data).get("metadata") or {}).get("uid")
@@ -140,6 +148,14 @@ class KubernetesPlaceholderWriter:
         with self._lock:
             uid = self._created.get((ref.namespace, ref.name))
         if uid is not None:
+            # Created by us: either the cache has not seen it yet (delete it), or it saw it
+            # come and go (preempted, ended): nothing to do.
+            if self.cache is not None and self.cache.was_deleted(
+                "Pod", ref.namespace, ref.name, uid
+            ):
+                with self._lock:
+                    self._created.pop((ref.namespace, ref.name), None)
+                return False, None
             return True, uid
         return self.cache is None, None
 
@@ -151,13 +167,14 @@ class KubernetesPlaceholderWriter:
         preconditions = client.V1Preconditions(uid=uid) if uid else None
         body = client.V1DeleteOptions(grace_period_seconds=0, preconditions=preconditions)
         try:
-            self.core.delete_namespaced_pod(
+            resp: Any = self.core.delete_namespaced_pod(
                 ref.name,
                 ref.namespace,
                 body=body,
                 _preload_content=False,
                 _request_timeout=self.request_timeout,
-            ).release_conn()
+            )
+            resp.release_conn()
             self._count("delete", "deleted")
         except ApiException as exc:
             if exc.status == 404:
@@ -189,14 +206,15 @@ class KubernetesPlaceholderWriter:
     def _renew(self, ref: PodRef, expires_at: float) -> None:
         patch = {"metadata": {"annotations": {L.ANNOTATION_EXPIRES_AT: format_expiry(expires_at)}}}
         try:
-            self.core.patch_namespaced_pod(
+            resp: Any = self.core.patch_namespaced_pod(
                 ref.name,
                 ref.namespace,
                 patch,
                 _content_type=MERGE_PATCH,
                 _preload_content=False,
                 _request_timeout=self.request_timeout,
-            ).release_conn()
+            )
+            resp.release_conn()
             self._count("patch", "renewed")
         except ApiException as exc:
             if exc.status == 404:

@@ -316,7 +316,10 @@ class FaceRequest:
     received_at: float
     via_proxy: bool = False
     status: int | None = None
-    #: "answered", "fault", "reset" or "client-gone" (a long poll whose client hung up).
+    #: GetMessage only: the id of the message this poll was about to deliver.
+    message_id: int | None = None
+    #: "answered", "fault", "reset", "client-gone" (a long poll whose client hung up) or
+    #: "face-closed" (a long poll still open when the face closed).
     outcome: str = ""
     answered_at: float | None = None
 
@@ -421,8 +424,7 @@ class ActionsFace:
     # --- lifecycle ---
 
     def start(self) -> ActionsFace:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        server.daemon_threads = True
+        server = _QuietServer(("127.0.0.1", 0), _make_handler(self))
         if self.tls is not None:
             server.socket = self.tls.wrap_socket(server.socket, server_side=True)
         self._server = server
@@ -541,10 +543,15 @@ class ActionsFace:
             return list(self._state.issued)
 
     def wait_for(self, predicate: Callable[[list[FaceRequest]], bool], timeout: float) -> bool:
-        """Block until ``predicate(requests)`` holds (re-checked on every request) or timeout."""
+        """Block until ``predicate(requests)`` holds or ``timeout`` passes (re-checked on
+        every request, answer, new message and ack)."""
+        return self.wait_until(lambda face: predicate(face.requests), timeout)
+
+    def wait_until(self, predicate: Callable[[ActionsFace], bool], timeout: float) -> bool:
+        """Block until ``predicate(face)`` holds or ``timeout`` passes (see :meth:`wait_for`)."""
         deadline = time.monotonic() + timeout
         with self._changed:
-            while not predicate(list(self._requests)):
+            while not predicate(self):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -687,6 +694,15 @@ def _scrub_headers(raw: Iterable[tuple[str, str]]) -> dict[str, str]:
     return headers
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up (cut polls, resets) are normal here: log them at debug."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("face: connection from %s ended abruptly", client_address, exc_info=True)
+
+
 def _make_handler(face: ActionsFace) -> type[BaseHTTPRequestHandler]:
     class Handler(_FaceHandler):
         pass
@@ -819,7 +835,7 @@ class _FaceHandler(BaseHTTPRequestHandler):
             readable, _, _ = select.select([self.connection], [], [], 0)
             if not readable:
                 return False
-            return self.connection.recv(1, socket.MSG_PEEK) == b""
+            return bool(self.connection.recv(1, socket.MSG_PEEK) == b"")
         except (OSError, ValueError):
             return True
 
@@ -993,6 +1009,7 @@ class _FaceHandler(BaseHTTPRequestHandler):
                 self._pack(state.scale_set_id, face.feed.poll(state.scale_set_id, capacity))
                 stored = self._first_unacked(state.scale_set_id, last)
             if stored is not None:
+                request.message_id = stored.message_id
                 if face.message_delay:
                     face._closing.wait(face.message_delay)
                 if self._client_gone():
@@ -1008,7 +1025,11 @@ class _FaceHandler(BaseHTTPRequestHandler):
                         face._delivered.remove(stored.message_id)
                         face._delivered.reverse()
                 return
-            if face._closing.is_set() or time.monotonic() >= deadline:
+            if face._closing.is_set():
+                face._finish(request, None, "face-closed")
+                self.close_connection = True
+                return
+            if time.monotonic() >= deadline:
                 break
             if self._client_gone():
                 face._finish(request, None, "client-gone")
@@ -1040,17 +1061,19 @@ class _FaceHandler(BaseHTTPRequestHandler):
                 face._state.queues.setdefault(scale_set_id, []).append(
                     _Stored(message_id, json.dumps(outer).encode())
                 )
+            face._changed.notify_all()
 
     def _route_delete_message(self, request: FaceRequest, params: dict[str, str]) -> None:
         state = self._queue_session(request)
         if state is None:
             return
         message_id = int(params["message_id"])
-        with self.face._lock:
+        with self.face._changed:
             queue = self.face._state.queues.get(state.scale_set_id, [])
             self.face._state.queues[state.scale_set_id] = [
                 m for m in queue if m.message_id != message_id
             ]
+            self.face._changed.notify_all()
         self._answer(request, 204)
 
     def _route_acquire_jobs(self, request: FaceRequest, params: dict[str, str]) -> None:

@@ -243,7 +243,7 @@ class CapacityAwareModel(_Model):
     #: Pass a NodePool/free-allocatable fit estimate to the reconciler (bounds launches).
     fit_estimate: bool = True
     #: Recompute the fit estimate at most this often (it scans every pod).
-    fit_refresh: Seconds = Field(default=10.0, ge=0)
+    fit_refresh: Seconds = Field(default=60.0, ge=0)
 
 
 class Strategies(_Model):

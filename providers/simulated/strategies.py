@@ -254,6 +254,143 @@ class StorePlaceholderWriter:
                 pass
 
 
+#: Kinds besides pods whose changes can wake the loop (see :func:`_object_facts`).
+WATCHED_KINDS = ("Node", "AutoscalingRunnerSet")
+
+
+def _condition_status(obj: Obj, cond_type: str) -> str | None:
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == cond_type:
+            return cond.get("status")
+    return None
+
+
+#: A placeholder just created: Pending, unbound. Its ADDED event is the reconciler's own
+#: write coming back; sync has nothing to do with a Pending half, so it does not wake the loop.
+_FRESH_PLACEHOLDER = (False, False, False, False, False)
+
+
+def _pod_facts(pod: Obj) -> tuple[Any, ...]:
+    """What decisions and the ledger read from a pod; a change of anything else cannot matter.
+
+    Placeholders: bound, Running, terminating, DisruptionTarget, ended (sync's half
+    classification). Real runner and workflow pods: bound, terminating, ended (a bound pod
+    holds its slot whether Pending or Running); a new runner pod matters at once (it counts
+    against maxRunners headroom), an unbound workflow pod does not.
+    """
+    meta = pod["metadata"]
+    phase = (pod.get("status") or {}).get("phase")
+    bound = bool((pod.get("spec") or {}).get("nodeName"))
+    deleting = bool(meta.get("deletionTimestamp"))
+    ended = phase in ("Succeeded", "Failed")
+    if L.LABEL_SCALE_SET in (meta.get("labels") or {}):
+        return (bound, phase == "Running", deleting,
+                _condition_status(pod, "DisruptionTarget") == "True", ended)
+    return (bound, deleting, ended)
+
+
+def _object_facts(obj: Obj) -> tuple[Any, ...] | None:
+    """What the reconciler's decisions read from other kinds; None: nothing.
+
+    Nodes: readiness, cordon, taints. The AutoscalingRunnerSet: the live min/max runners.
+    The EphemeralRunnerSet (the scaler patches it on every poll), EphemeralRunners (they only
+    feed the idle-runner warning figure), NodeClaims (explanations only), NodePools (the fit
+    estimate, refreshed on its own period) and PriorityClasses do not wake the loop.
+    """
+    kind = obj["kind"]
+    if kind == "Node":
+        spec = obj.get("spec") or {}
+        return (_condition_status(obj, "Ready"), bool(spec.get("unschedulable")),
+                repr(spec.get("taints")))
+    if kind == "AutoscalingRunnerSet":
+        spec = obj.get("spec") or {}
+        return (spec.get("maxRunners"), spec.get("minRunners"))
+    return None
+
+
+class StoreCacheView:
+    """The ObjectSource the reconciler reads: the store seen through the production cache's
+    label selectors (``providers.kubernetes.cache.default_targets``).
+
+    Pods: this scale set's placeholders (``arc-capacity.dev/scale-set=<ers>`` in the
+    placeholder namespace), ARC runner pods (``actions-ephemeral-runner=True``) and workflow
+    pods (``runner-pod`` label) of the runner namespace. Everything else is read from the
+    store as is.
+
+    ``on_change`` (the loop's trigger) is called for *relevant* changes only: a watched
+    object added or removed, or a change of a fact the reconciler reads (see
+    :func:`_pod_facts`, :func:`_object_facts`). The production cache notifies on every watch
+    event; the debounced schedule makes the two equivalent except that irrelevant events
+    (chiefly the scaler's ERS patch on every poll) do not cause extra steps here.
+    """
+
+    def __init__(self, store: ObjectStore, router: PodRouter, target: ScaleSetTarget,
+                 on_change: Callable[[], None]) -> None:
+        self.store = store
+        self.target = target
+        self.on_change = on_change
+        self._pods: dict[tuple[str, str], Obj] = {}
+        self._facts: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        router.on_change(self._on_pod)
+        store.subscribe(self._on_object, kinds=WATCHED_KINDS)
+
+    def _selected(self, pod: Obj) -> bool:
+        meta = pod["metadata"]
+        labels = meta.get("labels") or {}
+        namespace = meta.get("namespace")
+        if namespace == self.target.placeholder_namespace and (
+            labels.get(L.LABEL_SCALE_SET) == self.target.ers_name
+        ):
+            return True
+        return namespace == self.target.runner_namespace and (
+            labels.get(L.LABEL_EPHEMERAL_RUNNER) == "True" or L.LABEL_WORKFLOW_RUNNER_POD in labels
+        )
+
+    def _on_pod(self, event_type: str, pod: Obj) -> None:
+        if not self._selected(pod):
+            return
+        meta = pod["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        if event_type == "DELETED":
+            self._pods.pop(key, None)
+            self._facts.pop(("Pod", *key), None)
+            self.on_change()
+            return
+        self._pods[key] = pod
+        facts = _pod_facts(pod)
+        if event_type == "ADDED" and (
+            facts == _FRESH_PLACEHOLDER
+            or (facts == (False, False, False) and L.LABEL_WORKFLOW_RUNNER_POD in meta["labels"])
+        ):
+            self._facts[("Pod", *key)] = facts  # see _FRESH_PLACEHOLDER / _pod_facts
+            return
+        self._changed(("Pod", *key), facts)
+
+    def _on_object(self, event_type: str, obj: Obj) -> None:
+        facts = _object_facts(obj)
+        if facts is None:
+            return
+        meta = obj["metadata"]
+        key = (obj["kind"], meta.get("namespace", ""), meta["name"])
+        if event_type == "DELETED":
+            self._facts.pop(key, None)
+            self.on_change()
+        else:
+            self._changed(key, facts)
+
+    def _changed(self, key: tuple[str, str, str], facts: tuple[Any, ...]) -> None:
+        if self._facts.get(key) != facts:
+            self._facts[key] = facts
+            self.on_change()
+
+    def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
+        if kind != "Pod":
+            return self.store.list(kind, namespace)
+        if namespace is None:
+            return list(self._pods.values())
+        return [p for (ns, _), p in self._pods.items() if ns == namespace]
+
+
 class _GateSink:
     """CapacitySink: the reconciler's capacity into the listener's gate, with a cut check."""
 
@@ -298,6 +435,7 @@ class CapacityAwareDriver:
             placeholder_namespace=self.namespace, max_runners=spec.max_runners,
             min_runners=spec.min_runners, ars_name=spec.name,
         )
+        self.source: StoreCacheView | None = None
         self.sink = _GateSink(ctx.listener.gate, ctx.listener)
         self.reconciler = Reconciler(
             self.config,
@@ -326,18 +464,11 @@ class CapacityAwareDriver:
 
     def start(self) -> None:
         ctx = self.ctx
-        ctx.router.on_scale_set(ctx.spec.name, self._on_pod)
-        ctx.store.subscribe(self._on_node, kinds=("Node",))
+        self.source = StoreCacheView(ctx.store, ctx.router, self.target, self.trigger)
         self._poll_hud()
         self._arm()
 
     # --- triggers -----------------------------------------------------------------------
-
-    def _on_pod(self, event_type: str, pod: Obj) -> None:
-        self.trigger()
-
-    def _on_node(self, event_type: str, node: Obj) -> None:
-        self.trigger()
 
     def trigger(self) -> None:
         self.schedule.trigger(self.ctx.loop.now())
@@ -366,13 +497,18 @@ class CapacityAwareDriver:
 
     # --- one step ------------------------------------------------------------------------
 
+    def _source(self) -> StoreCacheView:
+        if self.source is None:
+            raise RuntimeError("CapacityAwareDriver stepped before start()")
+        return self.source
+
     def _fit_estimate(self, now: float) -> FitEstimate | None:
         if not self.use_fit:
             return None
         if now - self._fit_at >= self.fit_refresh:
             self._fit_at = now
             self._fit = fit_estimate(
-                self.ctx.store, self.target, self.builder.runner_requests,
+                self._source(), self.target, self.builder.runner_requests,
                 self.builder.workflow_requests,
                 tolerations=self.ctx.spec.workflow_placement.get("tolerations") or (),
             )
@@ -382,7 +518,7 @@ class CapacityAwareDriver:
         self._timer = None
         now = self.ctx.loop.now()
         snapshot = build_snapshot(
-            self.ctx.store, self.target, now=now, demand=self.demand, fit=self._fit_estimate(now)
+            self._source(), self.target, now=now, demand=self.demand, fit=self._fit_estimate(now)
         )
         try:
             result = self.reconciler.step(snapshot)

@@ -31,7 +31,9 @@ class TestAppJwt:
         assert jwt.decode(token, options={"verify_signature": False})["iss"] == "Iv1.abc"
 
     def test_a_bad_key_is_an_auth_error_without_the_key(self) -> None:
-        key = "-----BEGIN RSA PRIVATE KEY-----\nNOTAKEYnotakeyNOTAKEY\n-----END RSA PRIVATE KEY-----"
+        key = (
+            "-----BEGIN RSA PRIVATE KEY-----\nNOTAKEYnotakeyNOTAKEY\n-----END RSA PRIVATE KEY-----"
+        )
         with pytest.raises(AuthError, match="not a usable RSA private key") as info:
             mint_app_jwt(AppAuth("1", 1, SecretStr(key)), now=NOW)
         assert "NOTAKEY" not in str(info.value)
@@ -56,9 +58,7 @@ def test_admin_token_is_refreshed_60s_before_exp_and_never_by_queue_calls(
     feed: ScriptedJobFeed, sleeps: SleepRecorder
 ) -> None:
     clock = ManualClock(time.time())
-    with ActionsFace(
-        feed, pat=PAT, poll_window=0.05, admin_token_ttl=600, clock=clock.now
-    ) as face:
+    with ActionsFace(feed, pat=PAT, poll_window=0.05, admin_token_ttl=600, clock=clock.now) as face:
         client = pat_client(face, sleeps, clock=clock.now)
         session = session_for(client, sleeps)
 

@@ -178,7 +178,9 @@ class TestProtocolSequence:
             "kind",
         ]
         assert '"scale_set_id":42,"subsystem":"ghalistener"' in agent
-        assert agent.endswith('"build_version":"v0.4.0","build_commit_sha":"v0.4.0","kind":"scaleset"}')
+        assert agent.endswith(
+            '"build_version":"v0.4.0","build_commit_sha":"v0.4.0","kind":"scaleset"}'
+        )
 
     def test_app_auth_sequence(self, face: ActionsFace, sleeps, app_keys: tuple[str, str]):
         client = app_client(face, sleeps, app_keys[0])
@@ -239,10 +241,7 @@ class TestSessionFaults:
             face.expire_queue_tokens()
             assert await session.get_message(0, 2) is None
             assert session.refreshes == 1
-            assert (
-                session.session.message_queue_access_token
-                != first.message_queue_access_token
-            )
+            assert session.session.message_queue_access_token != first.message_queue_access_token
             await client.aclose()
 
         run(story())
@@ -301,7 +300,7 @@ class TestSessionFaults:
     def test_other_session_errors_are_not_retried(self, face: ActionsFace, sleeps) -> None:
         face.fail_next("create_session", Fault.http(404))
         client = pat_client(face, sleeps)
-        with pytest.raises(ActionsHttpError, match="create session: POST .* HTTP 404"):
+        with pytest.raises(ActionsHttpError, match=r"create session: POST .* HTTP 404"):
             run(opened_then_closed(client, sleeps))
         assert sleeps.delays == []
 
@@ -320,7 +319,7 @@ class TestTransportFaults:
 
     def test_5xx_gives_up_after_five_attempts(self, face: ActionsFace, sleeps) -> None:
         face.fail_next("get_message", Fault.server_error(503), times=5)
-        with pytest.raises(RetriesExhaustedError, match="get message: GET .* giving up after 5"):
+        with pytest.raises(RetriesExhaustedError, match=r"get message: GET .* giving up after 5"):
             run(with_session(face, sleeps, lambda s: s.get_message(0, 1)))
         assert sleeps.delays == [1, 2, 4, 8]
 
@@ -351,7 +350,7 @@ class TestTransportFaults:
             face.expire_admin_tokens()
             return await session.refresh()
 
-        with pytest.raises(ActionsHttpError, match="refresh session: PATCH .* HTTP 401"):
+        with pytest.raises(ActionsHttpError, match=r"refresh session: PATCH .* HTTP 401"):
             run(with_session(face, sleeps, refresh_after_expiry))
 
 
@@ -456,9 +455,15 @@ def tls_server_context(tmp_path: Path) -> tuple[str, ssl.SSLContext]:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                crl_sign=True, encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )

@@ -17,7 +17,9 @@ from providers.actions.config_url import ConfigUrlError, Scope, parse_config_url
         ("  https://github.com/acme/// ", Scope.ORGANIZATION, "", "acme", ""),
     ],
 )
-def test_scopes(url: str, scope: Scope, enterprise: str, organization: str, repository: str) -> None:
+def test_scopes(
+    url: str, scope: Scope, enterprise: str, organization: str, repository: str
+) -> None:
     config = parse_config_url(url, env={})
     assert (config.scope, config.enterprise, config.organization, config.repository) == (
         scope,
@@ -32,7 +34,7 @@ def test_scopes(url: str, scope: Scope, enterprise: str, organization: str, repo
     ["https://github.com", "https://github.com/a/b/c", "github.com/acme", "https:///acme", ""],
 )
 def test_invalid_urls_say_what_is_allowed(url: str) -> None:
-    with pytest.raises(ConfigUrlError, match="enterprise, org, or repository|http"):
+    with pytest.raises(ConfigUrlError, match=r"enterprise, org, or repository|http"):
         parse_config_url(url, env={})
 
 

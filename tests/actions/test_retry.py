@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ssl
-from email.utils import format_datetime
 from datetime import UTC, datetime
+from email.utils import format_datetime
 
 import httpx
 import pytest
@@ -70,9 +70,9 @@ class TestDelays:
             RetryPolicy(max_retries=-1)
 
 
-def scripted(*answers: int | Exception, headers: dict[str, str] | None = None) -> tuple[
-    httpx.AsyncClient, list[httpx.Request]
-]:
+def scripted(
+    *answers: int | Exception, headers: dict[str, str] | None = None
+) -> tuple[httpx.AsyncClient, list[httpx.Request]]:
     """A client whose transport plays ``answers`` in order and records the requests."""
     seen: list[httpx.Request] = []
     queue = list(answers)

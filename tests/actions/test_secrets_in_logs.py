@@ -140,4 +140,8 @@ class TestRedactingFilter:
         registry = SecretRegistry(max_entries=3)
         for n in range(5):
             registry.add(f"secret-number-{n}")
-        assert sorted(registry.values()) == ["secret-number-2", "secret-number-3", "secret-number-4"]
+        assert sorted(registry.values()) == [
+            "secret-number-2",
+            "secret-number-3",
+            "secret-number-4",
+        ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -205,7 +205,7 @@ class TestZeroTimes:
     def test_offsets_are_kept(self) -> None:
         moment = parse_rfc3339("2026-05-01T12:00:00+02:00")
         assert moment.utcoffset() == timedelta(hours=2)
-        assert moment == datetime(2026, 5, 1, 10, tzinfo=timezone.utc)
+        assert moment == datetime(2026, 5, 1, 10, tzinfo=UTC)
 
     def test_format_round_trips(self) -> None:
         assert format_rfc3339(ZERO_TIME) == "0001-01-01T00:00:00Z"
@@ -239,7 +239,9 @@ class TestMalformedMessages:
 
     def test_types_are_strict_like_go(self) -> None:
         body = [{"messageType": "JobStarted", "runnerRequestId": "9001"}]
-        with pytest.raises(MessageDecodeError, match=r"job message 0 \(JobStarted\): runnerRequestId"):
+        with pytest.raises(
+            MessageDecodeError, match=r"job message 0 \(JobStarted\): runnerRequestId"
+        ):
             decode_message(outer(body))
 
     def test_job_id_is_a_string_on_the_wire(self) -> None:

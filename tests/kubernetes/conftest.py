@@ -62,7 +62,7 @@ def changes() -> list[str]:
 
 
 @pytest.fixture
-def cache(api: client.ApiClient, changes: list[str]) -> Iterator[KubeCache]:
+def cache(api: client.ApiClient, face: K8sFace, changes: list[str]) -> Iterator[KubeCache]:
     c = KubeCache(
         api,
         default_targets(TARGET),
@@ -74,5 +74,7 @@ def cache(api: client.ApiClient, changes: list[str]) -> Iterator[KubeCache]:
     )
     c.start()
     assert c.wait_synced(10), f"cache did not sync: {c.unsynced()}"
+    # Lists are done; wait for the 8 watches (10 targets, Karpenter's 2 absent) to be open.
+    assert face.wait_watches(8, 10)
     yield c
     c.stop()

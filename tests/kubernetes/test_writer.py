@@ -103,3 +103,25 @@ def test_failures_are_counted_not_raised(writer: KubernetesPlaceholderWriter, st
     writer.create_pair(SPEC)  # admission refuses the runner half (403)
     assert writer.outcomes == {"failed_create": 1, "created": 1}
     assert store.find("Pod", o.NS, WORKFLOW) is not None
+
+
+def test_the_api_server_stores_exactly_what_the_builder_built(
+    writer: KubernetesPlaceholderWriter, store: ObjectStore
+):
+    runner, workflow = writer.builder.build(SPEC)
+    writer.create_pair(SPEC)
+    for built, priority in ((runner, -10), (workflow, 10)):
+        stored = store.get("Pod", o.NS, built["metadata"]["name"])
+        assert stored["spec"] == built["spec"] | {"priority": priority, "preemptionPolicy": "Never"}
+        assert {k: stored["metadata"][k] for k in built["metadata"]} == built["metadata"]
+
+
+def test_a_pod_preempted_before_its_delete_costs_no_call(
+    writer: KubernetesPlaceholderWriter, store: ObjectStore, cache: KubeCache
+):
+    writer.create_pair(SPEC)
+    uid = store.get("Pod", o.NS, RUNNER)["metadata"]["uid"]
+    store.delete("Pod", o.NS, RUNNER, grace_period_seconds=0)  # the scheduler preempted it
+    assert cache.wait_until(lambda c: c.was_deleted("Pod", o.NS, RUNNER, uid), 10)
+    writer.delete_pods([PodRef(o.NS, RUNNER)])
+    assert writer.calls["delete"] == 0 and writer.outcomes["skipped"] == 1

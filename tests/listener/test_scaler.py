@@ -21,7 +21,7 @@ from listener.scaler import (
     ScalerError,
     go_json,
 )
-from providers.actions.models import JobStarted
+from providers.actions.models import JobCompleted, JobStarted
 
 NS, ERS = "arc-runners", "arc-runners-r6jw6"
 
@@ -124,7 +124,7 @@ class TestDesiredRunnerCount:
         writer = RecordingWriter()
         s = scaler(writer)
         s.handle_desired_runner_count(0)
-        s.handle_job_completed(JOB_STARTED.model_copy())  # type: ignore[arg-type]
+        s.handle_job_completed(JobCompleted(message_type="JobCompleted", result="succeeded"))
         assert writer.statuses == []
         s.handle_desired_runner_count(0)
         assert writer.sets[-1] == ers(1, None)
@@ -187,6 +187,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: bytes
+    answered: int
 
 
 class ApiServerRecorder:
@@ -204,13 +205,15 @@ class ApiServerRecorder:
 
             def do_PATCH(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                recorder.requests.append(
-                    Recorded("PATCH", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                # /apis/<group>/<version>/namespaces/<ns>/<plural>/<name>[/status]
+                name = self.path.split("/")[7]
+                status, answer = (
+                    (404, b'{"kind":"Status","message":"not found"}')
+                    if name in missing
+                    else (200, b"{}")
                 )
-                name = self.path.split("/")[8] if self.path.count("/") >= 8 else ""
-                status, answer = (404, b'{"kind":"Status","message":"not found"}') if (
-                    name in missing
-                ) else (200, b"{}")
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                recorder.requests.append(Recorded("PATCH", self.path, headers, body, status))
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
@@ -218,7 +221,9 @@ class ApiServerRecorder:
                 self.wfile.write(answer)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     @property
@@ -237,7 +242,9 @@ def apiserver() -> Iterator[ApiServerRecorder]:
     server.close()
 
 
-def kube_writer(apiserver: ApiServerRecorder, *, exact_bytes: bool = True) -> KubernetesScalerWriter:
+def kube_writer(
+    apiserver: ApiServerRecorder, *, exact_bytes: bool = True
+) -> KubernetesScalerWriter:
     configuration = k8s.Configuration(host=apiserver.url)
     configuration.api_key = {"authorization": "test-sa-token"}
     configuration.api_key_prefix = {"authorization": "Bearer"}
@@ -300,11 +307,14 @@ class TestOnTheWire:
         s = scaler(RecordingWriter())
         s.writer = kube_writer(apiserver, exact_bytes=exact_bytes)  # type: ignore[assignment]
         gone = JOB_STARTED.model_copy(update={"runner_name": "gone-runner"})
-        s.handle_job_started(gone)
+        s.handle_job_started(gone)  # no exception: a 404 is logged and ignored
         assert apiserver.requests[0].path.endswith("/ephemeralrunners/gone-runner/status")
+        assert apiserver.requests[0].answered == 404
 
     def test_not_found_set_ends_the_run(self, apiserver: ApiServerRecorder) -> None:
-        s = Scaler(kube_writer(apiserver), namespace=NS, name="gone-runner", min_runners=0,
-                   max_runners=3)
+        s = Scaler(
+            kube_writer(apiserver), namespace=NS, name="gone-runner", min_runners=0, max_runners=3
+        )
         with pytest.raises(ScalerError, match="could not patch ephemeral runner set"):
             s.handle_desired_runner_count(1)
+        assert apiserver.requests[0].answered == 404

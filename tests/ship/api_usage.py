@@ -60,11 +60,34 @@ class Kind:
     namespaced: bool
 
 
-def kinds() -> dict[str, Kind]:
-    """Kind name -> (group, plural, namespaced), from the watch cache's own table."""
-    from providers.kubernetes.cache import RESOURCES
+CACHE = ROOT / "providers" / "kubernetes" / "cache.py"
 
-    return {name: Kind(r.group, r.plural, r.namespaced) for name, r in RESOURCES.items()}
+
+def kinds() -> dict[str, Kind]:
+    """Kind name -> (group, plural, namespaced), read from the watch cache's ``RESOURCES``
+    table in its source: ``Resource("Pod", "", "v1", "pods", True)``, group and version as
+    literals or ``labels`` constants (``L.ARC_GROUP``).
+
+    Parsed rather than imported: importing the cache imports ``kubernetes.client``, whose lazy
+    model loading breaks freezegun-based tests that run later in the same process.
+    """
+    from providers.kubernetes import labels
+
+    def resolve(node: ast.AST) -> object:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Attribute):
+            return getattr(labels, node.attr)
+        raise ValueError(f"cache.py:{node.lineno}: cannot resolve {ast.dump(node)}")
+
+    table: dict[str, Kind] = {}
+    for node in ast.walk(ast.parse(CACHE.read_text(), filename=str(CACHE))):
+        if isinstance(node, ast.Call) and _call_name(node) == "Resource" and len(node.args) == 5:
+            kind, group, _version, plural, namespaced = (resolve(a) for a in node.args)
+            table[str(kind)] = Kind(str(group), str(plural), bool(namespaced))
+    if not table:
+        raise ValueError(f"{CACHE}: no Resource(...) entries found; has the table moved?")
+    return table
 
 
 def _snake_to_plural(kind: str, table: dict[str, Kind]) -> Kind | None:

@@ -16,7 +16,9 @@ GUIDES = ("quickstart.md", "operations.md", "troubleshooting.md", "metrics.md")
 
 def test_metrics_doc_is_up_to_date() -> None:
     current = (DOCS / "metrics.md").read_text(encoding="utf-8")
-    assert current == render_metrics_doc(), "docs/metrics.md is stale: run `python -m listener.metrics`"
+    assert current == render_metrics_doc(), (
+        "docs/metrics.md is stale: run `python -m listener.metrics`"
+    )
 
 
 def test_the_check_command_detects_a_stale_file(tmp_path: Path) -> None:
@@ -50,3 +52,13 @@ def test_the_operations_guide_explains_every_state_and_capacity_metric() -> None
         assert f"`{state.value}`" in text, state
     for family in CAPACITY_FAMILIES:
         assert family.name in text, family.name
+
+
+def test_the_operations_guide_documents_every_capacity_aware_key() -> None:
+    from reconciler.settings import CapacityAwareSettings, HudSettings
+
+    text = (DOCS / "operations.md").read_text(encoding="utf-8")
+    keys = [f.alias for f in CapacityAwareSettings.model_fields.values() if f.alias != "hud"]
+    keys += [f"hud.{f.alias}" for f in HudSettings.model_fields.values()]
+    missing = [key for key in keys if f"| `{key}` |" not in text]
+    assert not missing, f"docs/operations.md lacks rows for {missing}"

@@ -220,3 +220,14 @@ def test_the_filter_never_drops_a_record_even_with_a_bad_format_string(
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "%d apples", ("many",), None)
     assert RedactionFilter(registry).filter(record) is True
     assert "apples" in record.getMessage()
+
+
+def test_empty_level_and_format_mean_info_and_text(registry: SecretRegistry) -> None:
+    stream = io.StringIO()
+    handler = configure_logging("", "", stream=stream, registry=registry)
+    try:
+        assert logging.getLogger().level == logging.INFO
+        logging.getLogger("tests.ship.logging").info("plain")
+        assert not stream.getvalue().startswith("{")
+    finally:
+        logging.getLogger().removeHandler(handler)

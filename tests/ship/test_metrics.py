@@ -541,3 +541,36 @@ def test_every_capacity_family_is_prefixed_and_labelled_with_the_scale_set() -> 
         assert family.name.startswith("arc_capacity_")
         assert family.name.removesuffix("_total") in names
         assert set(family.labels) >= S_LABELS
+
+
+# --- contracts with the rest of the listener -------------------------------------------------
+
+
+def test_the_listener_configs_own_metrics_model_is_accepted() -> None:
+    arc_config = pytest.importorskip("listener.arc_config")
+    import json
+    from pathlib import Path
+
+    example = json.loads(
+        (Path(__file__).parents[2] / "config" / "listener-config.example.json").read_text()
+    )
+    example["metrics"] = {"gauges": {"gha_assigned_jobs": {"labels": ["name"]}}}
+    config = arc_config.parse_listener_config(example)
+    metrics = make(config.metrics)
+    assert metrics.arc_families() == {"gha_assigned_jobs": ("name",)}
+
+
+def test_implements_the_listener_loops_metrics_hooks() -> None:
+    loop = pytest.importorskip("listener.loop")
+    hooks = [name for name in vars(loop.ListenerMetrics) if name.startswith("record_")]
+    assert hooks, "listener.loop.ListenerMetrics declares no hooks"
+    metrics = make()
+    for name in hooks:
+        assert callable(getattr(metrics, name, None)), name
+
+
+def test_advertised_can_follow_the_capacity_sink_directly() -> None:
+    """With capacity-aware mode off there is no reconciler: the sink's value is what counts."""
+    metrics = make()
+    metrics.record_advertised(20)
+    assert value(metrics, "arc_capacity_advertised", **SCALE_SET) == 20

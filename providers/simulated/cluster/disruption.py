@@ -4,10 +4,10 @@ Every ``timings.disruption_poll`` seconds (10 s):
 
 1. If a decision is waiting for validation and ``timings.consolidation_validation`` (15 s) has
    passed, re-check it; execute it if still valid, drop it otherwise. Nothing else this poll.
-2. Candidates: Initialized Karpenter nodes not being deleted, whose pool has a
-   ``consolidateAfter`` (not Never) that has elapsed since the node's last pod event (a pod
-   bound to or left it), without ``karpenter.sh/do-not-disrupt=true`` on the node or on any of
-   its pods that have not ended.
+2. Candidates: Initialized Karpenter nodes not being deleted nor nominated for a pending
+   pod, whose pool has a ``consolidateAfter`` (not Never) that has elapsed since the node's
+   last pod event (a pod bound to or left it), without ``karpenter.sh/do-not-disrupt=true`` on
+   the node or on any of its pods that have not ended.
 3. Emptiness (both policies): candidates with no reschedulable pod (ended, terminating and
    DaemonSet pods do not count), as many per pool as its disruption budget allows
    (``nodes: 10%`` of the pool's nodes, rounded up, minus nodes already being disrupted).
@@ -72,6 +72,9 @@ class Disruption(Observer):
         self.period = spec.timings.disruption_poll
         self.validation = spec.timings.consolidation_validation
         self._decision: Decision | None = None
+        self._quiet = -1  # state.changes when the last decision found nothing to do
+        self._quiet_until = 0.0
+        self._next_eligible = float("inf")
         self._timer: Timer | None = None
         self.consolidated = 0
 
@@ -91,8 +94,12 @@ class Disruption(Observer):
                 if self._still_valid(decision, now):
                     self._execute(decision)
             return
+        if self._quiet == self.state.changes and now < self._quiet_until:
+            return  # nothing moved and no node's consolidateAfter elapsed since last time
+        self._next_eligible = float("inf")
         decision = self._decide(now)
         if decision is None:
+            self._quiet, self._quiet_until = self.state.changes, self._next_eligible
             return
         if self.validation <= 0:
             self._execute(decision)
@@ -108,12 +115,14 @@ class Disruption(Observer):
             claim = self.lifecycle.claims.get(node.name)
             if claim is None or claim.phase != "Initialized":
                 continue
-            if node.deleting or node.name in self.lifecycle.draining:
-                continue
+            if node.deleting or node.name in self.lifecycle.draining or node.nominated:
+                continue  # a node a preemptor waits for is not a candidate either
             pool = pools.get(claim.pool)
             if pool is None or pool.consolidate_after is None:
                 continue
             if now - node.last_pod_event < pool.consolidate_after:
+                self._next_eligible = min(self._next_eligible,
+                                          node.last_pod_event + pool.consolidate_after)
                 continue
             annotations = node.obj["metadata"].get("annotations") or {}
             if annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true":
@@ -157,38 +166,17 @@ class Disruption(Observer):
             for node, pool in candidates
             if pool.consolidation_policy == "WhenEmptyOrUnderutilized"
         ]
+        if not under:
+            return None
         under.sort(key=lambda c: (c[0], c[1]))
+        sim = _Simulation(self)
         for _cost, _name, node, pool in under:
-            if self._allowed(pool) <= 0:
-                continue
-            if self._fits_elsewhere(node):
+            if self._allowed(pool) > 0 and sim.fits_elsewhere(node):
                 return Decision("underutilized", (node.name,), now + self.validation)
         return None
 
     def _fits_elsewhere(self, candidate: NodeInfo) -> bool:
-        others = [
-            n for n in self.state.sorted_nodes()
-            if n is not candidate and n.ready and not n.unschedulable and not n.deleting
-            and n.name not in self.lifecycle.draining
-            and not any(t[0] == TAINT_KARPENTER_DISRUPTED for t in n.taints)
-        ]
-        free: dict[str, Resources] = {n.name: n.free() for n in others}
-
-        def place(pod: PodInfo) -> bool:
-            for n in others:
-                if self.scheduler._static_reason(pod, n) is None and _fits(pod.requests,
-                                                                          free[n.name]):
-                    free[n.name] = free[n.name] - pod.requests
-                    return True
-            return False
-
-        def size(p: PodInfo) -> tuple[int, int, int, int]:
-            return (-p.requests.cpu, -p.requests.memory, -p.requests.gpu, p.seq)
-
-        for pod in sorted(self.provisioner.pending.values(), key=size):
-            place(pod)  # pods already waiting for capacity keep their claim on free space
-        moving = sorted((p for p in candidate.pods.values() if p.reschedulable), key=size)
-        return all(place(p) for p in moving)
+        return _Simulation(self).fits_elsewhere(candidate)
 
     def _still_valid(self, decision: Decision, now: float) -> bool:
         current = {node.name: node for node, _pool in self._candidates(now)}
@@ -214,3 +202,65 @@ class Disruption(Observer):
                       pods=len(node.pods) if node else 0)
             self.consolidated += 1
             self.lifecycle.terminate(name, "consolidated")
+
+
+def _positive(r: Resources) -> Resources:
+    return Resources(max(r.cpu, 0), max(r.memory, 0), max(r.gpu, 0), max(r.pods, 0))
+
+
+def _size(p: PodInfo) -> tuple[int, int, int, int]:
+    return (-p.requests.cpu, -p.requests.memory, -p.requests.gpu, p.seq)
+
+
+class _Simulation:
+    """Where would a node's pods go? First fit with the scheduler's filters.
+
+    Built once per poll: pods already waiting for capacity (the provisioner's pending pods)
+    are placed first on every schedulable node, so consolidation does not count space they
+    need. For a candidate, its reschedulable pods plus the pending pods the base placement
+    put on it must all fit on the other nodes.
+    """
+
+    def __init__(self, d: Disruption) -> None:
+        self.static = d.scheduler._static_reason
+        draining = d.lifecycle.draining
+        self.nodes = [
+            n for n in d.state.sorted_nodes()
+            if n.ready and not n.unschedulable and not n.deleting and n.name not in draining
+            and not any(t[0] == TAINT_KARPENTER_DISRUPTED for t in n.taints)
+        ]
+        self.base: dict[str, Resources] = {n.name: n.free() for n in self.nodes}
+        self.pending_on: dict[str, list[PodInfo]] = {}
+        for pod in sorted(d.provisioner.pending.values(), key=_size):
+            target = self._place(pod, self.nodes, self.base)
+            if target is not None:
+                self.pending_on.setdefault(target, []).append(pod)
+        self.room = Resources()
+        for r in self.base.values():
+            self.room = self.room + _positive(r)
+
+    def _place(self, pod: PodInfo, nodes: list[NodeInfo], free: dict[str, Resources]
+               ) -> str | None:
+        req = pod.requests
+        for n in nodes:
+            room = free[n.name]
+            if _fits(req, room) and self.static(pod, n) is None:
+                free[n.name] = room - req
+                return n.name
+        return None
+
+    def fits_elsewhere(self, candidate: NodeInfo) -> bool:
+        moving = [p for p in candidate.pods.values() if p.reschedulable]
+        moving += self.pending_on.get(candidate.name, [])
+        others = [n for n in self.nodes if n is not candidate]
+        free = {n.name: self.base[n.name] for n in others}
+        # Cheap necessary condition first: the totals must fit.
+        need = Resources()
+        for p in moving:
+            need = need + p.requests
+        mine = self.base.get(candidate.name)
+        room = self.room - _positive(mine) if mine is not None else self.room
+        if not need.fits_in(room):
+            return False
+        moving.sort(key=_size)
+        return all(self._place(p, others, free) is not None for p in moving)

@@ -27,10 +27,11 @@ from collections.abc import Callable
 
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.errors import PodStateError
+from providers.simulated.cluster.scheduler import iso_cached as iso
 from providers.simulated.cluster.scheduler import set_condition
 from providers.simulated.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
 from providers.simulated.engine import EventLoop
-from providers.simulated.store import Obj, StoreError, iso
+from providers.simulated.store import Obj, StoreError
 
 
 class Kubelet(Observer):

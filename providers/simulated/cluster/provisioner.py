@@ -58,19 +58,24 @@ class PoolCache:
     def __init__(self, state: ClusterState, spec: ClusterSpec) -> None:
         self.store = state.store
         self.offerings = all_offerings(spec)
-        self._views: dict[str, tuple[str, PoolView]] = {}
+        self._views: dict[str, tuple[str, PoolView]] = {}  # name -> (resourceVersion, view)
+        self._specs: dict[str, tuple[str, PoolView]] = {}  # name -> (spec fingerprint, view)
         self._labels: dict[tuple[str, tuple[str, str, str]], dict[str, str]] = {}
 
     def views(self) -> list[PoolView]:
         out = []
         for obj in self.store.list("NodePool"):
             name = obj["metadata"]["name"]
-            fingerprint = json.dumps(obj.get("spec"), sort_keys=True)
+            rv = obj["metadata"].get("resourceVersion", "")
             cached = self._views.get(name)
-            if cached is None or cached[0] != fingerprint:
-                cached = (fingerprint, read_pool(obj, self.offerings))
+            if cached is None or cached[0] != rv:
+                # Status writes bump resourceVersion too: re-parse only if the spec changed.
+                fingerprint = json.dumps(obj.get("spec"), sort_keys=True)
+                if name not in self._specs or self._specs[name][0] != fingerprint:
+                    self._specs[name] = (fingerprint, read_pool(obj, self.offerings))
+                    self._labels = {k: v for k, v in self._labels.items() if k[0] != name}
+                cached = (rv, self._specs[name][1])
                 self._views[name] = cached
-                self._labels = {k: v for k, v in self._labels.items() if k[0] != name}
             out.append(cached[1])
         out.sort(key=lambda p: (-p.weight, p.name))
         return out
@@ -173,9 +178,15 @@ class Provisioner(Observer):
         usage = {pool.name: self.lifecycle.pool_usage(pool.name) for pool in pools}
         new: list[_NewClaim] = []
         compat: dict[tuple[str, str], bool] = {}
+        # Within a batch room only shrinks, so a pod class that found no home fails again.
+        homeless: set[tuple[str, Resources]] = set()
         for pod in pods:
             req = pod.requests
             placement = pod.placement
+            cls = (placement.key, req)
+            if cls in homeless:
+                self.unplaced += 1
+                continue
             placed = False
             for t in targets:
                 key = (placement.key, t.name)
@@ -223,6 +234,7 @@ class Provisioner(Observer):
                     placed = True
                     break
             if not placed:
+                homeless.add(cls)
                 self.unplaced += 1
         created = 0
         for nc in new:

@@ -65,6 +65,21 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 PASS_GAP = 0.001  # seconds between two passes triggered at the same instant
 
 PodClass = tuple[str, Resources, int, bool]
+_UNKNOWN = object()
+
+
+_ISO: dict[int, str] = {}
+
+
+def iso_cached(ts: float) -> str:
+    """``store.iso`` memoised per second (timestamps have one-second resolution)."""
+    key = int(ts)
+    text = _ISO.get(key)
+    if text is None:
+        if len(_ISO) > 4096:
+            _ISO.clear()
+        text = _ISO[key] = iso(ts)
+    return text
 
 
 def set_condition(obj: Obj, ctype: str, status: str, reason: str, message: str, now: float) -> None:
@@ -73,11 +88,11 @@ def set_condition(obj: Obj, ctype: str, status: str, reason: str, message: str, 
     for cond in conditions:
         if cond.get("type") == ctype:
             if cond.get("status") != status:
-                cond["lastTransitionTime"] = iso(now)
+                cond["lastTransitionTime"] = iso_cached(now)
             cond.update(status=status, reason=reason, message=message)
             return
     conditions.append({"type": ctype, "status": status, "reason": reason, "message": message,
-                       "lastTransitionTime": iso(now)})
+                       "lastTransitionTime": iso_cached(now)})
 
 
 def _fits(req: Resources, free: Resources) -> bool:
@@ -129,7 +144,13 @@ class Scheduler(Observer):
         self._last_pass_at = float("-inf")
         self._in_pass = False
         self._rerun = False
-        self._static: dict[tuple[str, str, int], str | None] = {}
+        #: A pod class that failed stays failed until capacity may have appeared (a pod
+        #: released resources, a node changed, a nomination was cleared: ``_capacity_version``)
+        #: or, for classes that may preempt, until a lower-priority pod was bound (a potential
+        #: new victim).
+        self._failed: dict[PodClass, tuple[int, int, str]] = {}
+        self._capacity_version = 0
+        self._binds: dict[int, int] = {}  # bindings so far by pod priority
         self.passes = 0
         self.bindings = 0
         self.preemptions = 0
@@ -143,6 +164,7 @@ class Scheduler(Observer):
         self._request_pass()
 
     def pod_bound(self, pod: PodInfo, node: NodeInfo) -> None:
+        self._binds[pod.priority] = self._binds.get(pod.priority, 0) + 1
         self._active.pop(pod.uid, None)
         self._unsched.pop(pod.uid, None)
 
@@ -156,8 +178,6 @@ class Scheduler(Observer):
             self._wake_all()  # its reservation is gone
 
     def node_changed(self, node: NodeInfo, added: bool) -> None:
-        if len(self._static) > 50_000:
-            self._static.clear()
         self._wake_all()
 
     def node_removed(self, node: NodeInfo, orphans: list[PodInfo]) -> None:
@@ -170,6 +190,7 @@ class Scheduler(Observer):
         return len(self._active) + len(self._unsched)
 
     def _wake_all(self) -> None:
+        self._capacity_version += 1
         if self._in_pass:
             self._rerun = True  # e.g. a grace-0 victim vanished mid-pass: look again after it
             return
@@ -187,8 +208,13 @@ class Scheduler(Observer):
         self._pass_timer = self.loop.call_at(at, self._run_pass)
 
     def _retry_due(self) -> None:
+        """The periodic flush of unschedulable pods (a safety net: it does not invalidate
+        the failure cache, every change that can help already does)."""
         self._retry_timer = None
-        self._wake_all()
+        if self._unsched:
+            self._active.update(self._unsched)
+            self._unsched.clear()
+            self._request_pass()
 
     def _arm_retry(self) -> None:
         if self._unsched and self._retry_timer is None:
@@ -212,33 +238,41 @@ class Scheduler(Observer):
         self._arm_retry()
 
     def _schedule(self, batch: list[PodInfo]) -> None:
-        failed: dict[PodClass, str] = {}
+        failed = self._failed
+        if len(failed) > 10_000:
+            failed.clear()
         pods = self.state.pods
         for pod in batch:
             if pod.uid not in pods or not pod.pending_unbound:
                 continue
             nodes = self.state.sorted_nodes()
             cls: PodClass = (pod.placement.key, pod.requests, pod.priority, pod.preempt_never)
-            if pod.nominated is None and cls in failed:
-                self._park(pod, failed[cls])
-                continue
+            if pod.nominated is None:
+                cached = failed.get(cls)
+                if (
+                    cached is not None
+                    and cached[0] == self._capacity_version
+                    and (pod.preempt_never or cached[1] == self._binds_below(pod.priority))
+                ):
+                    self._park(pod, cached[2])
+                    continue
             node, diagnosis = self._find_node(pod, nodes)
             if node is not None:
                 self._bind(pod, node)
                 continue
             message = self._fit_message(diagnosis, len(nodes))
-            if not nodes:
-                self._park(pod, message)
-                failed[cls] = message
-                continue
-            chosen, post = self._preempt(pod, nodes)
-            if chosen is not None:
-                self._park(pod, f"{message} {post}", nominate=chosen.name)
-                continue
-            message = f"{message} {post}"
+            if nodes:
+                chosen, post = self._preempt(pod, nodes)
+                if chosen is not None:
+                    self._park(pod, f"{message} {post}", nominate=chosen.name)
+                    continue
+                message = f"{message} {post}"
             self._park(pod, message)
             if pod.nominated is None:
-                failed[cls] = message
+                failed[cls] = (self._capacity_version, self._binds_below(pod.priority), message)
+
+    def _binds_below(self, priority: int) -> int:
+        return sum(n for p, n in self._binds.items() if p < priority)
 
     def _park(self, pod: PodInfo, message: str, *, nominate: str | None = None) -> None:
         """Mark Unschedulable (write only if the condition or nomination changes) and park."""
@@ -273,9 +307,12 @@ class Scheduler(Observer):
     # --- filtering and scoring --------------------------------------------------------
 
     def _static_reason(self, pod: PodInfo, node: NodeInfo) -> str | None:
-        key = (pod.placement.key, node.name, node.version)
+        """Why the node is out for the pod regardless of resources (None: it is not).
+        Memoised per node and placement; the node's memo is reset when the node changes."""
+        key = pod.placement.key
+        memo = node.filter_memo
         try:
-            return self._static[key]
+            return memo[key]
         except KeyError:
             pass
         reason: str | None = None
@@ -288,29 +325,33 @@ class Scheduler(Observer):
                 reason = f"node(s) had untolerated taint {{{taint[0]}: {taint[1]}}}"
             elif not placement.matches(node.labels, node.name):
                 reason = REASON_AFFINITY
-        self._static[key] = reason
+        memo[key] = reason
         return reason
 
     @staticmethod
-    def _reserved(pod: PodInfo, node: NodeInfo) -> Resources | None:
-        """Requests of other pods nominated here with priority >= the pod's."""
-        if not node.nominated:
-            return None
-        total = Resources()
-        for other in node.nominated.values():
-            if other is not pod and other.priority >= pod.priority:
-                total = total + other.requests
-        return total
+    def _free(pod: PodInfo, node: NodeInfo) -> tuple[int, int, int, int]:
+        """Free (cpu, memory, gpu, pods) for ``pod``: allocatable minus requests of pods
+        holding resources minus pods nominated here with priority >= the pod's."""
+        a = node.allocatable
+        cpu = a.cpu - node.req_cpu
+        mem = a.memory - node.req_mem
+        gpu = a.gpu - node.req_gpu
+        pods = a.pods - node.npods
+        if node.nominated:
+            for other in node.nominated.values():
+                if other is not pod and other.priority >= pod.priority:
+                    r = other.requests
+                    cpu, mem, gpu, pods = cpu - r.cpu, mem - r.memory, gpu - r.gpu, pods - 1
+        return cpu, mem, gpu, pods
 
     def _free_for(self, pod: PodInfo, node: NodeInfo) -> Resources:
-        free = node.free()
-        reserved = self._reserved(pod, node)
-        return free - reserved if reserved is not None else free
+        return Resources(*self._free(pod, node))
 
     def _find_node(
         self, pod: PodInfo, nodes: list[NodeInfo]
     ) -> tuple[NodeInfo | None, dict[str, int]]:
         req = pod.requests
+        rc, rm, rg = req.cpu, req.memory, req.gpu
         if pod.nominated:
             nominated = self.state.nodes.get(pod.nominated)
             if (
@@ -319,30 +360,45 @@ class Scheduler(Observer):
                 and _fits(req, self._free_for(pod, nominated))
             ):
                 return nominated, {}
-        diagnosis: dict[str, int] = {}
+        static_failures: list[str] = []
+        short: list[tuple[int, int, int, int]] = []
         best: NodeInfo | None = None
         best_score = -1.0
+        key = pod.placement.key
+        most = self._most
         for node in nodes:
-            reason = self._static_reason(pod, node)
+            # Hot loop (every pending pod x every node): the filters and the fit are inlined.
+            reason = node.filter_memo.get(key, _UNKNOWN)
+            if reason is _UNKNOWN:
+                reason = self._static_reason(pod, node)
             if reason is not None:
-                diagnosis[reason] = diagnosis.get(reason, 0) + 1
+                static_failures.append(reason)  # type: ignore[arg-type]
                 continue
-            free = self._free_for(pod, node)
-            if not _fits(req, free):
-                for r in _insufficient(req, free):
-                    diagnosis[r] = diagnosis.get(r, 0) + 1
+            a = node.allocatable
+            if node.nominated:
+                fc, fm, fg, fp = self._free(pod, node)
+            else:
+                fc, fm = a.cpu - node.req_cpu, a.memory - node.req_mem
+                fg, fp = a.gpu - node.req_gpu, a.pods - node.npods
+            if (rc and rc > fc) or (rm and rm > fm) or (rg and rg > fg) or fp < 1:
+                short.append((fc, fm, fg, fp))
                 continue
-            score = self._score(req, node)
+            # LeastAllocated / MostAllocated on cpu and memory, equal weights.
+            used = ((node.req_cpu + rc) / a.cpu if a.cpu else 1.0) + (
+                (node.req_mem + rm) / a.memory if a.memory else 1.0)
+            score = used if most else 2.0 - used
             if score > best_score:
                 best, best_score = node, score
-        return best, diagnosis
-
-    def _score(self, req: Resources, node: NodeInfo) -> float:
-        alloc = node.allocatable
-        cpu = (node.req_cpu + req.cpu) / alloc.cpu if alloc.cpu else 1.0
-        mem = (node.req_mem + req.memory) / alloc.memory if alloc.memory else 1.0
-        used = (cpu + mem) / 2
-        return used if self._most else 1.0 - used
+        if best is not None:
+            return best, {}
+        # Only a failure needs the per-reason histogram of the message.
+        diagnosis: dict[str, int] = {}
+        for reason in static_failures:
+            diagnosis[reason] = diagnosis.get(reason, 0) + 1
+        for free in short:
+            for reason in _insufficient(req, Resources(*free)):
+                diagnosis[reason] = diagnosis.get(reason, 0) + 1
+        return None, diagnosis
 
     @staticmethod
     def _fit_message(diagnosis: dict[str, int], n_nodes: int) -> str:
@@ -401,23 +457,27 @@ class Scheduler(Observer):
 
     def _select_victims(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo] | None:
         """Minimal victim set on ``node`` (most important first), or None if none helps."""
-        potential = [v for v in node.pods.values() if v.priority < pod.priority]
+        prio = pod.priority
+        potential = [v for v in node.pods.values() if v.priority < prio]
         if not potential:
             return None
-        avail = self._free_for(pod, node)
+        cpu, mem, gpu, pods = self._free(pod, node)
         for v in potential:
-            avail = avail + v.requests
+            r = v.requests
+            cpu, mem, gpu, pods = cpu + r.cpu, mem + r.memory, gpu + r.gpu, pods + 1
         req = pod.requests
-        if not _fits(req, avail):
+        rc, rm, rg = req.cpu, req.memory, req.gpu
+        if (rc and rc > cpu) or (rm and rm > mem) or (rg and rg > gpu) or pods < 1:
             return None
         potential.sort(key=lambda v: (-v.priority, _start(v), v.seq))
         victims = []
         for v in potential:
-            without = avail - v.requests
-            if _fits(req, without):
-                avail = without  # reprieved: it stays
-            else:
+            r = v.requests
+            c, m, g, p = cpu - r.cpu, mem - r.memory, gpu - r.gpu, pods - 1
+            if (rc and rc > c) or (rm and rm > m) or (rg and rg > g) or p < 1:
                 victims.append(v)
+            else:
+                cpu, mem, gpu, pods = c, m, g, p  # reprieved: it stays
         return victims
 
     def _prepare(self, pod: PodInfo, node: NodeInfo, victims: list[PodInfo]) -> None:
@@ -443,6 +503,8 @@ class Scheduler(Observer):
                 self._clear_nomination(other)
 
     def _clear_nomination(self, pod: PodInfo) -> None:
+        self._capacity_version += 1
+
         def change(obj: Obj) -> None:
             obj.setdefault("status", {}).pop("nominatedNodeName", None)
 

@@ -189,6 +189,9 @@ class NodeInfo:
     nominated: dict[str, PodInfo] = field(default_factory=dict)  # uid -> nominated pod
     #: Last time a pod was bound to or left this node (Karpenter's lastPodEventTime).
     last_pod_event: float = 0.0
+    #: Placement key -> why this node is out for such pods (the scheduler's filter memo);
+    #: reset whenever the node's labels, taints, readiness or allocatable change.
+    filter_memo: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def pool(self) -> str | None:
@@ -269,6 +272,9 @@ class ClusterState:
         self.admit_pinned: Callable[[PodInfo, NodeInfo | None], str | None] = lambda p, n: None
         self._seq = 0
         self._sorted_nodes: list[NodeInfo] | None = None
+        #: Bumped on every change of what pods hold, where, and of nodes: lets periodic
+        #: controllers (disruption) skip work when nothing moved.
+        self.changes = 0
 
     # --- subscription -----------------------------------------------------------------
 
@@ -331,6 +337,7 @@ class ClusterState:
 
     def _on_node(self, event: str, obj: Obj) -> None:
         name = obj["metadata"]["name"]
+        self.changes += 1
         if event == "DELETED":
             node = self.nodes.pop(name, None)
             if node is None:
@@ -371,6 +378,7 @@ class ClusterState:
             node.labels, node.taints, node.unschedulable = labels, taints, unschedulable
             node.ready, node.allocatable = ready, allocatable
             node.version += 1
+            node.filter_memo = {}
             for o in self.observers:
                 o.node_changed(node, False)
 
@@ -488,6 +496,7 @@ class ClusterState:
         # 4. deletion requested
         if meta.get("deletionTimestamp") and not pod.terminating:
             pod.terminating = True
+            self.changes += 1
             for o in self.observers:
                 o.pod_terminating(pod)
         self._update_provisionable(pod)
@@ -529,6 +538,7 @@ class ClusterState:
         node.pods[pod.uid] = pod
         node.last_pod_event = self.now()
         pod.counted = True
+        self.changes += 1
 
     def _uncount(self, pod: PodInfo, node: NodeInfo) -> None:
         r = pod.requests
@@ -539,6 +549,7 @@ class ClusterState:
         node.pods.pop(pod.uid, None)
         node.last_pod_event = self.now()
         pod.counted = False
+        self.changes += 1
 
     def _release(self, pod: PodInfo) -> None:
         if not pod.counted:
@@ -571,6 +582,7 @@ class ClusterState:
         )
         if now != pod.provisionable:
             pod.provisionable = now
+            self.changes += 1
             for o in self.observers:
                 o.pod_provisionable(pod, now)
 

@@ -41,10 +41,11 @@ import logging
 import random
 import socket
 import string
+import sys
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -52,7 +53,7 @@ from urllib.parse import parse_qs, urlsplit
 from providers.simulated.k8s_face import discovery
 from providers.simulated.k8s_face.patching import PatchError, json_patch, merge_patch
 from providers.simulated.k8s_face.selectors import FieldSelector, LabelSelector, SelectorError
-from providers.simulated.store import KINDS, Gone, KindInfo, ObjectStore, StoreError
+from providers.simulated.store import KINDS, Gone, KindInfo, ObjectStore, StoreError, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ _BUILTIN_GROUPS = {"", "scheduling.k8s.io"}
 MAX_WATCH_SECONDS = 1800.0
 #: Most bytes accepted in a request body.
 MAX_BODY = 8 * 1024 * 1024
+#: Requests remembered in ``K8sFace.request_log``.
+REQUEST_LOG = 100_000
 
 
 class ApiError(Exception):
@@ -140,16 +143,19 @@ class K8sFace:
         self.strict_priority_classes = strict_priority_classes
         self.monotonic = monotonic
         self.calls: Counter[str] = Counter()
+        #: The latest requests as (verb, kind, namespace, name), bounded, for tests/benchmarks.
+        self.request_log: deque[tuple[str, str, str, str]] = deque(maxlen=REQUEST_LOG)
         self._calls_lock = threading.Lock()
         self._drop_generation = 0
         self._stopping = False
         self._watch_sockets: set[socket.socket] = set()
         self._sockets_lock = threading.Lock()
+        self._watches_changed = threading.Condition(self._sockets_lock)
         self._rng = random.Random(0)
         self._by_path: dict[tuple[str, str, str], KindInfo] = {
             (k.group, k.version, k.plural): k for k in KINDS.values()
         }
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
+        self._server = _Server((host, port), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -158,7 +164,8 @@ class K8sFace:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        text = host.decode() if isinstance(host, bytes) else host
+        return f"http://{text}:{port}"
 
     def start(self) -> K8sFace:
         self._thread = threading.Thread(
@@ -206,9 +213,17 @@ class K8sFace:
         with self._sockets_lock:
             return len(self._watch_sockets)
 
-    def count(self, verb: str, kind: str) -> None:
+    def wait_watches(self, count: int, timeout: float) -> bool:
+        """Block until at least ``count`` watch streams are open; False after ``timeout``."""
+        with self._watches_changed:
+            return self._watches_changed.wait_for(
+                lambda: len(self._watch_sockets) >= count, timeout=timeout
+            )
+
+    def count(self, verb: str, kind: str, namespace: str | None = None, name: str = "") -> None:
         with self._calls_lock:
             self.calls[f"{verb} {kind}"] += 1
+            self.request_log.append((verb, kind, namespace or "", name))
 
     def calls_by_verb(self) -> dict[str, int]:
         out: Counter[str] = Counter()
@@ -298,7 +313,7 @@ class K8sFace:
         info = route.info
         labels = LabelSelector.parse(query.get("labelSelector"))
         fields = FieldSelector.parse(query.get("fieldSelector"), kind=info.kind)
-        self.count("list", info.kind)
+        self.count("list", info.kind, route.namespace)
         with self.store.lock:
             items = [
                 self.list_item(info, o)
@@ -314,7 +329,7 @@ class K8sFace:
             return json.dumps(body, separators=(",", ":")).encode()
 
     def do_get(self, route: _Route) -> bytes:
-        self.count("get", route.info.kind)
+        self.count("get", route.info.kind, route.namespace, route.name or "")
         with self.store.lock:
             obj = self._get(route)
             return json.dumps(obj, separators=(",", ":")).encode()
@@ -329,11 +344,11 @@ class K8sFace:
 
     def do_create(self, route: _Route, body: Any) -> bytes:
         info = route.info
-        self.count("create", info.kind)
         if route.name is not None:
             raise ApiError(405, "MethodNotAllowed", "POST is only allowed on collections")
         obj = self._object_body(route, body)
         meta = obj["metadata"]
+        self.count("create", info.kind, route.namespace, str(meta.get("name") or ""))
         if not meta.get("name") and meta.get("generateName"):
             suffix = "".join(
                 self._rng.choice(string.ascii_lowercase + string.digits) for _ in range(5)
@@ -406,7 +421,7 @@ class K8sFace:
 
     def do_replace(self, route: _Route, body: Any) -> bytes:
         info = route.info
-        self.count("update", info.kind)
+        self.count("update", info.kind, route.namespace, route.name or "")
         obj = self._object_body(route, body)
         if obj["metadata"].get("name") != route.name:
             raise ApiError(400, "BadRequest", "the name of the object does not match the URL")
@@ -426,7 +441,7 @@ class K8sFace:
 
     def do_patch(self, route: _Route, body: Any, content_type: str) -> bytes:
         info = route.info
-        self.count("patch", info.kind)
+        self.count("patch", info.kind, route.namespace, route.name or "")
         kind = content_type.split(";")[0].strip()
         with self.store.lock:
             current = self._get(route)
@@ -506,7 +521,7 @@ class K8sFace:
 
     def do_delete(self, route: _Route, body: Any, query: Mapping[str, str]) -> bytes:
         info = route.info
-        self.count("delete", info.kind)
+        self.count("delete", info.kind, route.namespace, route.name or "")
         if route.name is None or route.subresource is not None:
             raise ApiError(405, "MethodNotAllowed", "DELETE of collections is not supported here")
         options = body if isinstance(body, dict) else {}
@@ -581,7 +596,7 @@ class K8sFace:
             raise ApiError(400, "BadRequest", "timeoutSeconds must be a number") from None
         deadline = self.monotonic() + min(max(timeout, 0.0), MAX_WATCH_SECONDS)
         generation = self._drop_generation
-        self.count("watch", info.kind)
+        self.count("watch", info.kind, route.namespace)
 
         def selected(obj: Mapping[str, Any]) -> bool:
             ns = route.namespace
@@ -611,7 +626,8 @@ class K8sFace:
                         400, "BadRequest", f"invalid resourceVersion {start!r}"
                     ) from None
                 try:
-                    later = self.store.events_since(rv, info.kind)
+                    # (typed loosely: the store's own ``list`` method shadows the builtin)
+                    later: Sequence[WatchEvent] = self.store.events_since(rv, info.kind)
                 except Gone as exc:
                     write(self._gone_event(exc))
                     return
@@ -620,15 +636,15 @@ class K8sFace:
                 # at rv; assumed to have matched, so leaving the selector sends DELETED,
                 # which a client ignores for an object it does not hold).
                 first: dict[tuple[str, str], str] = {}
-                for event in later:
-                    first.setdefault(key(event.object), event.type)
+                for change in later:
+                    first.setdefault(key(change.object), change.type)
                 seen.update(key(o) for o in current if key(o) not in first)
                 seen.update(k for k, t in first.items() if t != "ADDED")
         write(None)
         last_bookmark = self.monotonic()
         while True:
-            for event in pending:
-                write(event)
+            for out in pending:
+                write(out)
             pending = []
             if self._stopping or generation != self._drop_generation:
                 raise ConnectionAbortedError("watch dropped")
@@ -649,7 +665,7 @@ class K8sFace:
                 last_bookmark = now
             with self.store.changed:
                 try:
-                    events = self.store.events_since(rv, info.kind)
+                    events: Sequence[WatchEvent] = self.store.events_since(rv, info.kind)
                 except Gone as exc:
                     pending = [self._gone_event(exc)]
                     events = []
@@ -685,11 +701,23 @@ class K8sFace:
         return {"type": "ERROR", "object": ApiError(410, "Expired", str(exc)).status()}
 
     def register_watch(self, sock: socket.socket, add: bool) -> None:
-        with self._sockets_lock:
+        with self._watches_changed:
             if add:
                 self._watch_sockets.add(sock)
             else:
                 self._watch_sockets.discard(sock)
+            self._watches_changed.notify_all()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client closing its keep-alive connection is routine; anything else is logged.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return
+        log.exception("k8s-face: error while serving %s", client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
