@@ -189,7 +189,7 @@ class ListenerApp:
         side_tasks: list[asyncio.Task[Any]] = []
         try:
             if self.capacity.enabled:
-                side_tasks = await self._start_capacity_aware(api_client, session)
+                side_tasks = await self._start_capacity_aware(api_client, session, listener)
             listen = asyncio.create_task(serve(session, listener), name="listener")
             stopped = asyncio.create_task(self.stop.wait(), name="stop")
             done, _ = await asyncio.wait({listen, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -235,7 +235,7 @@ class ListenerApp:
     # --- capacity-aware ------------------------------------------------------------------
 
     async def _start_capacity_aware(
-        self, api_client: k8s.ApiClient, session: MessageSession
+        self, api_client: k8s.ApiClient, session: MessageSession, listener: Listener
     ) -> list[asyncio.Task[Any]]:
         config, capacity = self.config, self.capacity
         placeholder_ns = capacity.placeholder_namespace or config.ephemeral_runner_set_namespace
@@ -287,7 +287,8 @@ class ListenerApp:
             if not cache.has_synced:
                 return None
             snap = build_snapshot(cache, target, now=self.clock.now(), demand=self.demand.value)
-            self.gate.set_live_max_runners(snap.max_runners)
+            # A live maxRunners (ARS) change moves the header and the scaler's clamp together.
+            listener.set_live_max_runners(snap.max_runners)
             return snap
 
         writes_seen: dict[str, int] = {}
