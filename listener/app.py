@@ -110,15 +110,20 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
     return 0
 
 
+#: One connection per long-lived watch plus room for writes (the client's default is 10).
+CONNECTION_POOL_SIZE = 32
+
+
 def kubernetes_api_client(env: Mapping[str, str]) -> k8s.ApiClient:
     """In-cluster service account when running in a pod; otherwise $KUBECONFIG / ~/.kube."""
-    if env.get("KUBERNETES_SERVICE_HOST"):
-        k8s_config.load_incluster_config()
-        return k8s.ApiClient()
     configuration = k8s.Configuration()
-    k8s_config.load_kube_config(
-        config_file=env.get("KUBECONFIG"), client_configuration=configuration
-    )
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    else:
+        k8s_config.load_kube_config(
+            config_file=env.get("KUBECONFIG"), client_configuration=configuration
+        )
+    configuration.connection_pool_maxsize = CONNECTION_POOL_SIZE
     return k8s.ApiClient(configuration)
 
 
