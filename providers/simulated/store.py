@@ -17,6 +17,7 @@ faces and the world's driver thread can share one store.
 
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
 from collections import deque
@@ -283,7 +284,7 @@ class ObjectStore:
         """Call ``listener(event_type, obj)`` after every change (of ``kinds``)."""
         self._listeners.append((frozenset(kinds) if kinds else None, listener))
 
-    def events_since(self, resource_version: int, kind: str) -> list[WatchEvent]:
+    def events_since(self, resource_version: int, kind: str) -> builtins.list[WatchEvent]:
         """Watch events after ``resource_version``; :class:`Gone` if compacted away."""
         with self.lock:
             if not self._keep_history:
