@@ -45,7 +45,11 @@ def load_capacity_aware(env: Mapping[str, str]) -> CapacityAwareSettings:
 
 def _read_file(path: Path) -> Any:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(
+            f"{path}: the capacityAware file is not UTF-8 text (byte {exc.start})"
+        ) from None
     except OSError as exc:
         raise SettingsError(
             f"{path}: cannot read the capacityAware file ({exc.strerror})"

@@ -81,7 +81,14 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
     """Parse a ``configure_url``; raises :class:`ConfigUrlError` naming what is wrong."""
     environ = os.environ if env is None else env
     trimmed = url.strip().strip("/")
-    parts = urlsplit(trimmed)
+    try:
+        parts = urlsplit(trimmed)
+        parts.port  # noqa: B018 - parses the port now, so a bad one is our error, not later
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL" for "https://[x/org"
+        raise ConfigUrlError(
+            f"configure_url {trimmed[:100]!r} is not a valid URL ({exc}), "
+            "e.g. https://github.com/my-org"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigUrlError(
             f"configure_url {trimmed[:100]!r} is not an http(s) URL with a host, "
