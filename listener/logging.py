@@ -41,7 +41,7 @@ LEVELS: dict[str, int] = {
 }
 FORMATS = ("text", "json")
 #: Chatty libraries that log request URLs per call; quiet unless we debug.
-_NOISY = ("httpx", "httpcore", "urllib3", "kubernetes")
+_NOISY = ("httpx", "httpcore", "urllib3", "kubernetes", "transitions")
 
 
 class LoggingConfigError(ValueError):

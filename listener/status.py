@@ -38,7 +38,7 @@ def render_status(payload: dict[str, Any]) -> str:
         lines.append(f"{'PAIR':<16} {'STATE':<10} {'V':>3} {'AGE':>7}  REASON")
         for pair in pairs:
             lines.append(
-                f"{pair.get('pair_id', '?'):<16} {pair.get('state', '?'):<10} "
+                f"{pair.get('id', '?'):<16} {pair.get('state', '?'):<10} "
                 f"{pair.get('version', 0):>3} {pair.get('age_seconds', 0):>6.0f}s  "
                 f"{pair.get('reason', '')}"
             )

@@ -25,10 +25,10 @@ import contextlib
 import random
 from collections.abc import Callable
 
+from providers.simulated.cluster.conditions import iso_cached as iso
+from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.errors import PodStateError
-from providers.simulated.cluster.scheduler import iso_cached as iso
-from providers.simulated.cluster.scheduler import set_condition
 from providers.simulated.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
 from providers.simulated.engine import EventLoop
 from providers.simulated.store import Obj, StoreError
@@ -60,13 +60,17 @@ class Kubelet(Observer):
         if node is None:
             return "NodeNotFound"
         if not pod.placement.matches(node.labels, node.name):
-            pod.rejected_message = ("Pod was rejected: Predicate NodeAffinity failed: node(s) "
-                                    "didn't match Pod's node affinity/selector")
+            pod.rejected_message = (
+                "Pod was rejected: Predicate NodeAffinity failed: node(s) "
+                "didn't match Pod's node affinity/selector"
+            )
             return "NodeAffinity"
         for taint in node.taints:
             if taint[2] == "NoExecute" and pod.placement.untolerated((taint,)) is not None:
-                pod.rejected_message = ("Pod was rejected: Predicate TaintToleration failed: "
-                                        "node(s) had untolerated taint")
+                pod.rejected_message = (
+                    "Pod was rejected: Predicate TaintToleration failed: "
+                    "node(s) had untolerated taint"
+                )
                 return "Taint"
         req, alloc = pod.requests, node.allocatable
         checks = (
@@ -104,8 +108,7 @@ class Kubelet(Observer):
 
     def _gc(self, pod: PodInfo) -> None:
         with contextlib.suppress(StoreError):
-            self.store.delete("Pod", pod.namespace, pod.name, uid=pod.uid,
-                              grace_period_seconds=0)
+            self.store.delete("Pod", pod.namespace, pod.name, uid=pod.uid, grace_period_seconds=0)
 
     # --- running ----------------------------------------------------------------------
 
@@ -128,8 +131,16 @@ class Kubelet(Observer):
             for ctype in ("Initialized", "ContainersReady", "Ready"):
                 set_condition(obj, ctype, "True", "", "", now)
             status["containerStatuses"] = [
-                {"name": c.get("name", ""), "ready": True, "started": True, "restartCount": 0,
-                 "state": {"running": {"startedAt": iso(now)}}}
+                {
+                    "name": c.get("name", ""),
+                    # image/imageID are required fields of V1ContainerStatus in the client.
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": iso(now)}},
+                }
                 for c in obj["spec"].get("containers") or ()
             ]
 
@@ -138,8 +149,13 @@ class Kubelet(Observer):
     def _deadline(self, pod: PodInfo) -> None:
         if not pod.counted or pod.terminal:
             return
-        self._end(pod, "Failed", "DeadlineExceeded",
-                  "Pod was active on the node longer than the specified deadline", "Error")
+        self._end(
+            pod,
+            "Failed",
+            "DeadlineExceeded",
+            "Pod was active on the node longer than the specified deadline",
+            "Error",
+        )
 
     def finish_pod(self, namespace: str, name: str, succeeded: bool) -> bool:
         pod = self.state.pod(namespace, name)
@@ -156,8 +172,15 @@ class Kubelet(Observer):
             self._end(pod, "Failed", "", "", "Error", exit_code=1)
         return True
 
-    def _end(self, pod: PodInfo, phase: str, reason: str, message: str, container_reason: str,
-             exit_code: int = 1) -> None:
+    def _end(
+        self,
+        pod: PodInfo,
+        phase: str,
+        reason: str,
+        message: str,
+        container_reason: str,
+        exit_code: int = 1,
+    ) -> None:
         now = self.loop.now()
 
         def change(obj: Obj) -> None:
@@ -169,9 +192,21 @@ class Kubelet(Observer):
             for ctype in ("ContainersReady", "Ready"):
                 set_condition(obj, ctype, "False", "PodCompleted", "", now)
             status["containerStatuses"] = [
-                {"name": c.get("name", ""), "ready": False, "started": False, "restartCount": 0,
-                 "state": {"terminated": {"exitCode": exit_code, "reason": container_reason,
-                                          "finishedAt": iso(now)}}}
+                {
+                    "name": c.get("name", ""),
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": False,
+                    "started": False,
+                    "restartCount": 0,
+                    "state": {
+                        "terminated": {
+                            "exitCode": exit_code,
+                            "reason": container_reason,
+                            "finishedAt": iso(now),
+                        }
+                    },
+                }
                 for c in obj["spec"].get("containers") or ()
             ]
 
