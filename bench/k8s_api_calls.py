@@ -85,7 +85,7 @@ def seed(store: ObjectStore) -> dict[str, Any]:
     )
     for name, value, policy in (
         ("arc-placeholder-runner", -10, "Never"),
-        ("arc-runner", 0, "PreemptLowerPriority"),
+        ("arc-runner", 20, "PreemptLowerPriority"),
         ("arc-placeholder-workflow", 10, "Never"),
         ("arc-workflow", 20, "PreemptLowerPriority"),
     ):
@@ -310,7 +310,8 @@ def main() -> None:
         f"({writes} writes: {after.get('create Pod', 0)} creates, "
         f"{after.get('delete Pod', 0)} deletes, {after.get('patch Pod', 0)} patches)"
     )
-    ok = max(creates) <= 2 and max(deletes) <= 2 and lists_after == 0
+    failed = sum(n for k, n in writer.outcomes.items() if k.startswith("failed"))
+    ok = max(creates) <= 2 and max(deletes) <= 2 and lists_after == 0 and failed == 0
     print("bounds hold" if ok else "BOUNDS VIOLATED")
     if not ok:
         raise SystemExit(1)

@@ -333,6 +333,17 @@ class KubeCache:
             if t.kind not in RESOURCES:
                 raise CacheError(f"unknown kind {t.kind!r}; known: {', '.join(RESOURCES)}")
         self.api_client = api_client
+        pool = getattr(getattr(api_client, "configuration", None), "connection_pool_maxsize", None)
+        if isinstance(pool, int) and pool < len(targets) + 4:
+            # Every target holds a connection for its watch; a smaller pool makes urllib3
+            # discard connections after each call (no keep-alive, "pool is full" warnings).
+            log.warning(
+                "kubernetes client connection_pool_maxsize=%d is below %d watch targets + "
+                "writers; set Configuration.connection_pool_maxsize to at least %d",
+                pool,
+                len(targets),
+                len(targets) + 8,
+            )
         self.on_change = on_change
         self.watch_timeout = watch_timeout
         self.connect_timeout = connect_timeout

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from itertools import pairwise
 from typing import Any
 
 from providers.kubernetes import labels as L
@@ -122,19 +121,38 @@ def check_priority_classes(source: ObjectSource, names: PriorityClassNames) -> l
                     f"value {value}; set globalDefault: false",
                 )
             )
-    order = [k.key for k in LADDER]
-    if len(values) == len(order):
-        for low, high in pairwise(order):
-            if values[low] >= values[high]:
-                out.append(
-                    Finding(
-                        Severity.ERROR,
-                        "priority-classes",
-                        f"PriorityClass {getattr(names, low)} ({values[low]}) must be lower than "
-                        f"{getattr(names, high)} ({values[high]}); fix the values so that runner "
-                        "placeholder < runner < workflow placeholder < workflow",
-                    )
+    if len(values) == len(LADDER):
+        out.extend(_ladder_findings(values, names))
+    return out
+
+
+#: The ladder's rules: (lower, higher, strict). Real pods preempt only placeholders and never
+#: each other, so runner and workflow pods share one value (see labels.DEFAULT_PRIORITY_CLASSES
+#: for why the reference design's runner-below-workflow order fails jobs).
+LADDER_RULES = (
+    ("runner_placeholder", "workflow_placeholder", True),
+    ("workflow_placeholder", "runner", True),
+    ("runner", "workflow", False),
+    ("workflow", "runner", False),
+)
+LADDER_TEXT = "runner placeholder < workflow placeholder < runner = workflow"
+
+
+def _ladder_findings(values: Mapping[str, int], names: PriorityClassNames) -> list[Finding]:
+    out = []
+    for low, high, strict in LADDER_RULES:
+        broken = values[low] >= values[high] if strict else values[low] > values[high]
+        if broken:
+            relation = "lower than" if strict else "at most"
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "priority-classes",
+                    f"PriorityClass {getattr(names, low)} ({values[low]}) must be {relation} "
+                    f"{getattr(names, high)} ({values[high]}); fix the values so that "
+                    f"{LADDER_TEXT}",
                 )
+            )
     return out
 
 

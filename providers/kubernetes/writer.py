@@ -174,7 +174,7 @@ class KubernetesPlaceholderWriter:
                 _preload_content=False,
                 _request_timeout=self.request_timeout,
             )
-            resp.release_conn()
+            _finish(resp)
             self._count("delete", "deleted")
         except ApiException as exc:
             if exc.status == 404:
@@ -214,7 +214,7 @@ class KubernetesPlaceholderWriter:
                 _preload_content=False,
                 _request_timeout=self.request_timeout,
             )
-            resp.release_conn()
+            _finish(resp)
             self._count("patch", "renewed")
         except ApiException as exc:
             if exc.status == 404:
@@ -231,6 +231,18 @@ class KubernetesPlaceholderWriter:
         except Exception as exc:
             self._count("patch", "failed_patch")
             log.warning("renew lease of pod %s/%s failed: %s", ref.namespace, ref.name, exc)
+
+
+def _finish(resp: Any) -> None:
+    """Read the whole body, then return the connection to the pool.
+
+    Releasing an unread response would leave its body on the keep-alive connection, and
+    the next request on it would read that body as its status line.
+    """
+    try:
+        resp.read()
+    finally:
+        resp.release_conn()
 
 
 def _message(exc: ApiException) -> str:

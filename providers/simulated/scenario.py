@@ -13,6 +13,40 @@ durations take seconds or ``"30s"``, ``"5m"``, ``"1h"``. Unknown keys are errors
 raises :class:`ScenarioError` with one line per problem:
 ``<file>: <field path>: <reason> (got <value>)``, e.g.
 ``ice.yaml: clusters[0].spec.nodepools[1].limits: limits: unknown resource 'gpu' ...``.
+
+Skeleton (see config/scenarios/ for complete files)::
+
+    name: ice-failover            # also the output directory name
+    seed: 7                        # default seed (``simulate --seed`` overrides)
+    duration: 24h
+    stuck_after: 1h                # assigned and not started this long = stuck
+    clusters:                      # spec = providers.simulated.cluster.ClusterSpec
+      - {name: east, spec: {nodepools: [...], static_nodes: [...], ice_windows: [...]}}
+    scale_sets:
+      - name: gpu-east
+        cluster: east
+        labels: [linux-gpu]
+        min_runners: 0
+        max_runners: 80
+        container_mode: kubernetes-novolume     # or kubernetes (classic, pinned)
+        runner:   {requests: {cpu: 500m, memory: 1Gi}, node_selector: {pool: runners}}
+        workflow: {requests: {cpu: "3", nvidia.com/gpu: "1"}, node_selector: {...},
+                   tolerations: [...]}
+        warm_slots: 4                           # overprovision pool size (optional)
+        changes: [{at: 90m, max_runners: 0}]    # e.g. a drain
+    jobs:
+      - labels: [linux-gpu]
+        duration: {median: 8m, sigma: 0.6, min: 1m, max: 1h}
+        per_hour: 100                # or schedule: [{at: 7h, per_hour: 330}, ...]
+        bursts: [{at: 1h, count: 150, over: 3m}]
+        trace: jobs.csv              # queue_time,labels,duration (relative path)
+    hud: {outages: [{start: 2h, end: 150m}]}
+    arc: {prepare_job_timeout: 10m, hook_delay: [2, 5], runner_startup: [3, 6]}
+    listener: {long_poll: 50s}
+    strategies:
+      overprovision: {slots: 4}
+      capacity_aware: {proactiveCapacity: 4, cutPollOnRise: true, ...}  # the Helm block
+      capacity_aware_sim: {fit_estimate: true, fit_refresh: 60s}
 """
 
 from __future__ import annotations
@@ -63,13 +97,15 @@ def _quantities(values: dict[str, Any]) -> dict[str, str]:
 class PodShape(_Model):
     """Requests (= limits for the workflow pod) and placement of a runner or workflow pod."""
 
-    requests: dict[str, str | int | float]
+    requests: dict[str, str]
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
 
-    @field_validator("requests")
+    @field_validator("requests", mode="before")
     @classmethod
-    def _requests(cls, v: dict[str, Any]) -> dict[str, str]:
+    def _requests(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v  # pydantic reports the type error
         if not v:
             raise ValueError("needs at least one resource, e.g. {cpu: '500m', memory: 1Gi}")
         return _quantities(v)
@@ -149,7 +185,9 @@ class Duration(_Model):
     @model_validator(mode="after")
     def _order(self) -> Duration:
         if not self.min <= self.median <= self.max:
-            raise ValueError(f"need min <= median <= max (got {self.min}, {self.median}, {self.max})")
+            raise ValueError(
+                f"need min <= median <= max (got {self.min}, {self.median}, {self.max})"
+            )
         return self
 
 
@@ -271,27 +309,6 @@ class Scenario(_Model):
     listener: ListenerModel = Field(default_factory=ListenerModel)
     strategies: Strategies = Field(default_factory=Strategies)
 
-    @model_validator(mode="after")
-    def _references(self) -> Scenario:
-        clusters = [c.name for c in self.clusters]
-        if len(set(clusters)) != len(clusters):
-            raise ValueError(f"clusters: duplicate names in {clusters}")
-        names = [s.name for s in self.scale_sets]
-        if len(set(names)) != len(names):
-            raise ValueError(f"scale_sets: duplicate names in {names}")
-        for ss in self.scale_sets:
-            if ss.cluster not in clusters:
-                raise ValueError(
-                    f"scale set {ss.name}: unknown cluster {ss.cluster!r}; known: {', '.join(clusters)}"
-                )
-        for i, stream in enumerate(self.jobs):
-            if not any(set(stream.labels) <= set(ss.labels) for ss in self.scale_sets):
-                raise ValueError(
-                    f"jobs[{i}]: no scale set serves labels {stream.labels}; every job would wait "
-                    "forever"
-                )
-        return self
-
     def warm_slots(self, scale_set: str) -> int:
         for ss in self.scale_sets:
             if ss.name == scale_set and ss.warm_slots is not None:
@@ -326,21 +343,57 @@ def format_errors(exc: ValidationError, where: str) -> str:
         if err["type"] == "missing":
             message = "required field is missing"
         elif err["type"] == "extra_forbidden":
-            message = "unknown field (check the spelling; see config/scenarios/README.md)"
-        else:
+            message = "unknown field (check the spelling; fields: providers/simulated/scenario.py)"
+        elif loc:  # a whole-model error would echo the whole document
             message += f" (got {_shown(err.get('input'))})"
         lines.append(f"{where}: {_path(loc)}: {message}")
     return "\n".join(lines)
 
 
+def cross_references(scenario: Scenario) -> list[tuple[str, str]]:
+    """(field path, reason) for references between sections that do not resolve."""
+    problems: list[tuple[str, str]] = []
+    clusters: list[str] = []
+    for i, cluster in enumerate(scenario.clusters):
+        if cluster.name in clusters:
+            problems.append((f"clusters[{i}].name", f"duplicate cluster name {cluster.name!r}"))
+        clusters.append(cluster.name)
+    names: list[str] = []
+    for i, ss in enumerate(scenario.scale_sets):
+        if ss.name in names:
+            problems.append((f"scale_sets[{i}].name", f"duplicate scale set name {ss.name!r}"))
+        names.append(ss.name)
+        if ss.cluster not in clusters:
+            problems.append(
+                (
+                    f"scale_sets[{i}].cluster",
+                    f"unknown cluster {ss.cluster!r}; known: {', '.join(clusters)}",
+                )
+            )
+    for i, stream in enumerate(scenario.jobs):
+        if not any(set(stream.labels) <= set(ss.labels) for ss in scenario.scale_sets):
+            problems.append(
+                (
+                    f"jobs[{i}].labels",
+                    f"no scale set serves labels {stream.labels}: every job would wait forever",
+                )
+            )
+    return problems
+
+
 def parse_scenario(data: Any, *, where: str, base_dir: Path | None = None) -> Scenario:
     if not isinstance(data, dict):
-        raise ScenarioError(f"{where}: the document must be a mapping of fields (got "
-                            f"{type(data).__name__})")
+        raise ScenarioError(
+            f"{where}: the document must be a mapping of fields (got {type(data).__name__})"
+        )
     try:
-        return Scenario.model_validate(data, context={"base_dir": base_dir})
+        scenario = Scenario.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
         raise ScenarioError(format_errors(exc, where)) from None
+    problems = cross_references(scenario)
+    if problems:
+        raise ScenarioError("\n".join(f"{where}: {path}: {reason}" for path, reason in problems))
+    return scenario
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -350,6 +403,10 @@ def load_scenario(path: str | Path) -> Scenario:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{file}: cannot read the scenario: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            f"{file}: byte {exc.start}: not UTF-8 text; save the scenario as UTF-8 YAML"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -368,6 +425,9 @@ def resolve(path: str | Path) -> Path:
 
 
 def shipped() -> list[Path]:
-    """The scenario files shipped in config/scenarios/, by name."""
-    return sorted(SCENARIO_DIR.glob("*.yaml"))
+    """The scenario files shipped in config/scenarios/, by name.
 
+    Side files named ``<scenario>.<something>.yaml`` (e.g. ``chaos.faults.yaml``, read by the
+    fault injector) are not scenarios and are left out.
+    """
+    return sorted(p for p in SCENARIO_DIR.glob("*.yaml") if "." not in p.stem)

@@ -1,7 +1,8 @@
 """The three ways a scale set can advertise capacity, on the same simulated world.
 
 - ``baseline``: stock ARC. ``X-ScaleSetMaxCapacity`` = the static ``maxRunners``; no
-  placeholders. Nodes appear only after jobs were assigned and their pods went Pending.
+  placeholders; runner and workflow pods carry no PriorityClass (priority 0), as in a stock
+  install. Nodes appear only after jobs were assigned and their pods went Pending.
 - ``overprovision``: the cluster-overprovisioner pattern. A fixed number of *warm slots*
   per scale set, each made of two pause pods at priority ``overprovisioning`` (-1, below every
   real pod): one sized and placed like the runner pod, one sized and placed like the workflow
@@ -10,17 +11,20 @@
   nodes exist before they are needed).
 - ``capacity-aware``: this project. The production :class:`reconciler.reconciler.Reconciler`
   with its :class:`reconciler.subscribers.PlaceholderSubscriber`, fed by
-  :func:`providers.kubernetes.translate.build_snapshot` over the cluster's ObjectStore,
+  :func:`providers.kubernetes.translate.build_snapshot` (and ``fit_estimate``) over
+  :class:`StoreCacheView` (the store seen through the production cache's selectors),
   creating pods built by :class:`providers.kubernetes.placeholders.PlaceholderPodBuilder`
   through :class:`StorePlaceholderWriter`, stepped on the schedule of
   :class:`reconciler.loop.Schedule` (periodic ``recalculateInterval`` with jitter, plus
-  debounced triggers on changes of this scale set's pods and of nodes). Its capacity goes
-  to the listener's :class:`listener.loop.CapacityGate`; demand comes from the HUD every
-  ``hud.pollInterval`` (an outage gives ``Demand(None, error)``: the reconciler falls back).
+  debounced triggers on relevant changes). Its capacity goes to the listener's
+  :class:`listener.loop.CapacityGate`; demand comes from the HUD every ``hud.pollInterval``
+  (an outage gives ``Demand(None, error)``: the reconciler falls back). Runner and workflow
+  pods use the product's PriorityClasses (``arc-runner`` / ``arc-workflow``, DESIGN §5).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import string
@@ -47,7 +51,7 @@ from providers.simulated.workload.pods import (
 )
 from reconciler.loop import Schedule
 from reconciler.ports import PairSpec, PodRef
-from reconciler.reconciler import Reconciler, StepResult
+from reconciler.reconciler import Reconciler
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import Demand, FitEstimate
 from reconciler.subscribers import PlaceholderSubscriber
@@ -80,6 +84,9 @@ class ScaleSetContext:
 
 class Strategy:
     name = ""
+    #: PriorityClasses of runner and workflow pods under this strategy (None: no class).
+    runner_priority_class: str | None = None
+    workflow_priority_class: str | None = None
 
     def attach(self, ctx: ScaleSetContext) -> None:
         """Wire this strategy into one scale set before the world runs."""
@@ -87,6 +94,10 @@ class Strategy:
     def stats(self) -> dict[str, int]:
         """Extra counters for results.json."""
         return {}
+
+    def listener_writes(self) -> int:
+        """Kubernetes API writes the listener process makes besides ARC's scaler patches."""
+        return 0
 
 
 class Baseline(Strategy):
@@ -235,10 +246,8 @@ class StorePlaceholderWriter:
             if ref.uid is not None and current["metadata"]["uid"] != ref.uid:
                 continue
             self.writes += 1
-            try:
+            with contextlib.suppress(NotFound, Conflict):
                 self.store.delete("Pod", ref.namespace, ref.name, uid=ref.uid)
-            except (NotFound, Conflict):
-                pass
 
     def renew_lease(self, pods: Sequence[PodRef], expires_at: float) -> None:
         text = format_expiry(expires_at)
@@ -248,12 +257,23 @@ class StorePlaceholderWriter:
 
         for ref in pods:
             self.writes += 1
-            try:
+            with contextlib.suppress(NotFound, Conflict):
                 self.store.mutate("Pod", ref.namespace, ref.name, change, uid=ref.uid)
-            except (NotFound, Conflict):
-                pass
 
 
+#: What the production cache holds (``providers.kubernetes.cache.default_targets``).
+CACHED_KINDS = frozenset(
+    {
+        "Pod",
+        "Node",
+        "EphemeralRunnerSet",
+        "EphemeralRunner",
+        "PriorityClass",
+        "AutoscalingRunnerSet",
+        "NodePool",
+        "NodeClaim",
+    }
+)
 #: Kinds besides pods whose changes can wake the loop (see :func:`_object_facts`).
 WATCHED_KINDS = ("Node", "AutoscalingRunnerSet")
 
@@ -261,7 +281,7 @@ WATCHED_KINDS = ("Node", "AutoscalingRunnerSet")
 def _condition_status(obj: Obj, cond_type: str) -> str | None:
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if cond.get("type") == cond_type:
-            return cond.get("status")
+            return str(cond.get("status"))
     return None
 
 
@@ -284,8 +304,13 @@ def _pod_facts(pod: Obj) -> tuple[Any, ...]:
     deleting = bool(meta.get("deletionTimestamp"))
     ended = phase in ("Succeeded", "Failed")
     if L.LABEL_SCALE_SET in (meta.get("labels") or {}):
-        return (bound, phase == "Running", deleting,
-                _condition_status(pod, "DisruptionTarget") == "True", ended)
+        return (
+            bound,
+            phase == "Running",
+            deleting,
+            _condition_status(pod, "DisruptionTarget") == "True",
+            ended,
+        )
     return (bound, deleting, ended)
 
 
@@ -300,8 +325,11 @@ def _object_facts(obj: Obj) -> tuple[Any, ...] | None:
     kind = obj["kind"]
     if kind == "Node":
         spec = obj.get("spec") or {}
-        return (_condition_status(obj, "Ready"), bool(spec.get("unschedulable")),
-                repr(spec.get("taints")))
+        return (
+            _condition_status(obj, "Ready"),
+            bool(spec.get("unschedulable")),
+            repr(spec.get("taints")),
+        )
     if kind == "AutoscalingRunnerSet":
         spec = obj.get("spec") or {}
         return (spec.get("maxRunners"), spec.get("minRunners"))
@@ -314,8 +342,8 @@ class StoreCacheView:
 
     Pods: this scale set's placeholders (``arc-capacity.dev/scale-set=<ers>`` in the
     placeholder namespace), ARC runner pods (``actions-ephemeral-runner=True``) and workflow
-    pods (``runner-pod`` label) of the runner namespace. Everything else is read from the
-    store as is.
+    pods (``runner-pod`` label) of the runner namespace. The other cached kinds are read from
+    the store as is; kinds the cache does not watch (Events) list empty, as in production.
 
     ``on_change`` (the loop's trigger) is called for *relevant* changes only: a watched
     object added or removed, or a change of a fact the reconciler reads (see
@@ -324,8 +352,13 @@ class StoreCacheView:
     (chiefly the scaler's ERS patch on every poll) do not cause extra steps here.
     """
 
-    def __init__(self, store: ObjectStore, router: PodRouter, target: ScaleSetTarget,
-                 on_change: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        router: PodRouter,
+        target: ScaleSetTarget,
+        on_change: Callable[[], None],
+    ) -> None:
         self.store = store
         self.target = target
         self.on_change = on_change
@@ -384,6 +417,8 @@ class StoreCacheView:
             self.on_change()
 
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
+        if kind not in CACHED_KINDS:
+            return []  # not watched by the production cache (e.g. Events): it has none
         if kind != "Pod":
             return self.store.list(kind, namespace)
         if namespace is None:
@@ -413,8 +448,14 @@ def _instance_id(rng: random.Random) -> str:
 class CapacityAwareDriver:
     """Runs the production reconciler for one scale set in virtual time."""
 
-    def __init__(self, ctx: ScaleSetContext, settings: CapacityAwareSettings, *,
-                 use_fit: bool, fit_refresh: float) -> None:
+    def __init__(
+        self,
+        ctx: ScaleSetContext,
+        settings: CapacityAwareSettings,
+        *,
+        use_fit: bool,
+        fit_refresh: float,
+    ) -> None:
         self.ctx = ctx
         self.settings = settings
         self.use_fit = use_fit
@@ -425,15 +466,21 @@ class CapacityAwareDriver:
         self.instance = _instance_id(ctx.rng)
         ers = ctx.arc.ers()
         self.builder = PlaceholderPodBuilder(
-            settings, ers, instance=self.instance, namespace=self.namespace,
+            settings,
+            ers,
+            instance=self.instance,
+            namespace=self.namespace,
             owner=ers if self.namespace == spec.namespace else None,
             workflow_pod_spec=spec.workflow_pod_spec(),
         )
         self.writer = StorePlaceholderWriter(ctx.store, self.builder)
         self.target = ScaleSetTarget(
-            ers_name=spec.name, runner_namespace=spec.namespace,
-            placeholder_namespace=self.namespace, max_runners=spec.max_runners,
-            min_runners=spec.min_runners, ars_name=spec.name,
+            ers_name=spec.name,
+            runner_namespace=spec.namespace,
+            placeholder_namespace=self.namespace,
+            max_runners=spec.max_runners,
+            min_runners=spec.min_runners,
+            ars_name=spec.name,
         )
         self.source: StoreCacheView | None = None
         self.sink = _GateSink(ctx.listener.gate, ctx.listener)
@@ -441,8 +488,9 @@ class CapacityAwareDriver:
             self.config,
             clock=ctx.loop,
             subscribers=[
-                PlaceholderSubscriber(self.writer, namespace=self.namespace, clock=ctx.loop,
-                                      config=self.config)
+                PlaceholderSubscriber(
+                    self.writer, namespace=self.namespace, clock=ctx.loop, config=self.config
+                )
             ],
             sink=self.sink,
             instance=self.instance,
@@ -459,8 +507,6 @@ class CapacityAwareDriver:
         self._fit_at = float("-inf")
         self.steps = 0
         self.step_errors = 0
-        self.last: StepResult | None = None
-        self.on_step: list[Callable[[StepResult], None]] = []
 
     def start(self) -> None:
         ctx = self.ctx
@@ -508,7 +554,9 @@ class CapacityAwareDriver:
         if now - self._fit_at >= self.fit_refresh:
             self._fit_at = now
             self._fit = fit_estimate(
-                self._source(), self.target, self.builder.runner_requests,
+                self._source(),
+                self.target,
+                self.builder.runner_requests,
                 self.builder.workflow_requests,
                 tolerations=self.ctx.spec.workflow_placement.get("tolerations") or (),
             )
@@ -521,25 +569,24 @@ class CapacityAwareDriver:
             self._source(), self.target, now=now, demand=self.demand, fit=self._fit_estimate(now)
         )
         try:
-            result = self.reconciler.step(snapshot)
+            self.reconciler.step(snapshot)
         except Exception:  # the production loop logs and retries next tick; so do we
             self.step_errors += 1
             log.exception("reconcile step failed for %s", self.ctx.spec.name)
-            result = None
         self.steps += 1
         self.schedule.ran(self.ctx.loop.now())
         self._arm()
-        if result is not None:
-            self.last = result
-            for callback in self.on_step:
-                callback(result)
 
 
 class CapacityAware(Strategy):
     name = CAPACITY_AWARE
+    # The product's install puts runner and workflow pods on the priority ladder (DESIGN §5).
+    runner_priority_class = "arc-runner"
+    workflow_priority_class = "arc-workflow"
 
-    def __init__(self, settings: CapacityAwareSettings, *, use_fit: bool = True,
-                 fit_refresh: float = 10.0) -> None:
+    def __init__(
+        self, settings: CapacityAwareSettings, *, use_fit: bool = True, fit_refresh: float = 10.0
+    ) -> None:
         self.settings = settings
         self.use_fit = use_fit
         self.fit_refresh = fit_refresh
@@ -551,10 +598,14 @@ class CapacityAware(Strategy):
         gate.cut_on_rise = self.settings.cut_poll_on_rise
         gate.debounce = self.settings.cut_poll_debounce
         gate.set_max_runners(0)  # nothing is confirmed before the first step
-        driver = CapacityAwareDriver(ctx, self.settings, use_fit=self.use_fit,
-                                     fit_refresh=self.fit_refresh)
+        driver = CapacityAwareDriver(
+            ctx, self.settings, use_fit=self.use_fit, fit_refresh=self.fit_refresh
+        )
         self.drivers.append(driver)
         ctx.loop.call_soon(driver.start)
+
+    def listener_writes(self) -> int:
+        return sum(d.writer.writes for d in self.drivers)
 
     def stats(self) -> dict[str, int]:
         return {

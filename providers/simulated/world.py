@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from pathlib import Path
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from providers.simulated.cluster import Cluster
 from providers.simulated.engine import EventLoop
 from providers.simulated.eventlog import EventLog
-from providers.simulated.scenario import Scenario
+from providers.simulated.scenario import ScaleSetModel, Scenario
 from providers.simulated.store import ObjectStore
 from providers.simulated.strategies import (
     BASELINE,
@@ -72,7 +72,8 @@ def make_strategy(name: str, scenario: Scenario) -> Strategy:
         return Overprovision(scenario.warm_slots, recreate_delay=s.overprovision.recreate_delay)
     if name == CAPACITY_AWARE:
         return CapacityAware(
-            s.capacity_aware, use_fit=s.capacity_aware_sim.fit_estimate,
+            s.capacity_aware,
+            use_fit=s.capacity_aware_sim.fit_estimate,
             fit_refresh=s.capacity_aware_sim.fit_refresh,
         )
     raise UnknownStrategy(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
@@ -84,8 +85,9 @@ def build_jobs(scenario: Scenario, seed: int) -> list[JobSpec]:
     for i, stream in enumerate(scenario.jobs):
         rng = random.Random(f"{seed}/jobs/{i}")
         labels = tuple(stream.labels)
-        until = min(stream.until if stream.until is not None else scenario.duration,
-                    scenario.duration)
+        until = min(
+            stream.until if stream.until is not None else scenario.duration, scenario.duration
+        )
         dist = None
         if stream.duration is not None:
             d = stream.duration
@@ -96,18 +98,35 @@ def build_jobs(scenario: Scenario, seed: int) -> list[JobSpec]:
             if stream.per_hour is not None:
                 schedule = [RateStep(0.0, stream.per_hour)]
             if schedule:
-                jobs += poisson_stream(rng, schedule, until=until, labels=labels, duration=dist,
-                                       name=stream.name, repository=stream.repository)
+                jobs += poisson_stream(
+                    rng,
+                    schedule,
+                    until=until,
+                    labels=labels,
+                    duration=dist,
+                    name=stream.name,
+                    repository=stream.repository,
+                )
             for b in stream.bursts:
-                jobs += burst(rng, at=b.at, count=b.count, over=b.over, labels=labels,
-                              duration=dist, name=stream.name, repository=stream.repository)
+                jobs += burst(
+                    rng,
+                    at=b.at,
+                    count=b.count,
+                    over=b.over,
+                    labels=labels,
+                    duration=dist,
+                    name=stream.name,
+                    repository=stream.repository,
+                )
         if stream.trace is not None:
-            jobs += [j for j in load_trace(Path(stream.trace), default_labels=labels) if j.at < until]
+            jobs += [
+                j for j in load_trace(Path(stream.trace), default_labels=labels) if j.at < until
+            ]
         streams.append(sorted(jobs, key=lambda j: j.at))
     return merge(streams)
 
 
-def scale_set_spec(model: Any) -> ScaleSetSpec:
+def scale_set_spec(model: ScaleSetModel, strategy: Strategy) -> ScaleSetSpec:
     return ScaleSetSpec(
         name=model.name,
         namespace=model.namespace,
@@ -119,6 +138,8 @@ def scale_set_spec(model: Any) -> ScaleSetSpec:
         runner_placement=model.runner.placement(),
         workflow_requests=dict(model.workflow.requests),
         workflow_placement=model.workflow.placement(),
+        runner_priority_class=strategy.runner_priority_class,
+        workflow_priority_class=strategy.workflow_priority_class,
     )
 
 
@@ -147,7 +168,10 @@ class World:
         self.log = log = EventLog(strategy, loop.now, loop.start)
         self.strategy = make_strategy(strategy, scenario)
         log.emit(
-            "run_started", scenario=scenario.name, seed=self.seed, duration=scenario.duration,
+            "run_started",
+            scenario=scenario.name,
+            seed=self.seed,
+            duration=scenario.duration,
             stuck_after=scenario.stuck_after,
         )
         # 2. clusters
@@ -159,53 +183,78 @@ class World:
             router = PodRouter(store, log, model.name)
             router.on_added(partial(self.accounting.pod_added, model.name))
             router.on_change(partial(self.accounting.pod_changed, model.name))
-            cluster = Cluster(loop, store, model.spec, rng=self._rng(f"cluster/{model.name}"),
-                              log=log)
+            cluster = Cluster(
+                loop, store, model.spec, rng=self._rng(f"cluster/{model.name}"), log=log
+            )
             cluster.start()
             self.accounting.watch_cluster(model.name, partial(store.count, "Node"))
             self.clusters[model.name] = ClusterHandle(model.name, store, router, cluster)
         # 3. service side
-        self.hud = Hud(loop, self.service, log,
-                       [Outage(o.start, o.end) for o in scenario.hud.outages])
+        self.hud = Hud(
+            loop, self.service, log, [Outage(o.start, o.end) for o in scenario.hud.outages]
+        )
         a = scenario.arc
         arc_timings = ArcTimings(
-            controller_delay=a.controller_delay, runner_startup=a.runner_startup,
-            hook_delay=a.hook_delay, prepare_job_timeout=a.prepare_job_timeout,
+            controller_delay=a.controller_delay,
+            runner_startup=a.runner_startup,
+            hook_delay=a.hook_delay,
+            prepare_job_timeout=a.prepare_job_timeout,
             runner_exit=a.runner_exit,
         )
         lt = scenario.listener
         listener_timings = ListenerTimings(
-            long_poll=lt.long_poll, handling_latency=lt.handling_latency,
+            long_poll=lt.long_poll,
+            handling_latency=lt.handling_latency,
             restart_delay=lt.restart_delay,
         )
         # 4. scale sets
         self.scale_sets: dict[str, ScaleSetHandle] = {}
-        for model in scenario.scale_sets:
-            handle = self.clusters[model.cluster]
-            spec = scale_set_spec(model)
-            ss = self.service.add_scale_set(spec.name, spec.labels, cluster=model.cluster)
+        for ss_model in scenario.scale_sets:
+            handle = self.clusters[ss_model.cluster]
+            spec = scale_set_spec(ss_model, self.strategy)
+            ss = self.service.add_scale_set(spec.name, spec.labels, cluster=ss_model.cluster)
             arc = ArcScaleSet(
-                loop=loop, store=handle.store, router=handle.router, cluster=handle.cluster,
-                service=self.service, scale_set=ss, spec=spec, timings=arc_timings,
-                rng=self._rng(f"arc/{spec.name}"), log=log,
+                loop=loop,
+                store=handle.store,
+                router=handle.router,
+                cluster=handle.cluster,
+                service=self.service,
+                scale_set=ss,
+                spec=spec,
+                timings=arc_timings,
+                rng=self._rng(f"arc/{spec.name}"),
+                log=log,
             )
             arc.install()
             listener = ListenerModel(
-                loop=loop, service=self.service, scale_set=ss, store=handle.store,
-                namespace=spec.namespace, ers_name=spec.name, min_runners=spec.min_runners,
-                max_runners=spec.max_runners, timings=listener_timings,
+                loop=loop,
+                service=self.service,
+                scale_set=ss,
+                store=handle.store,
+                namespace=spec.namespace,
+                ers_name=spec.name,
+                min_runners=spec.min_runners,
+                max_runners=spec.max_runners,
+                timings=listener_timings,
             )
             ctx = ScaleSetContext(
-                loop=loop, store=handle.store, router=handle.router, arc=arc,
-                listener=listener, spec=spec, hud=self.hud, log=log,
+                loop=loop,
+                store=handle.store,
+                router=handle.router,
+                arc=arc,
+                listener=listener,
+                spec=spec,
+                hud=self.hud,
+                log=log,
                 rng=self._rng(f"strategy/{strategy}/{spec.name}"),
             )
             self.strategy.attach(ctx)
             loop.call_soon(listener.start)
-            for change in model.changes:
-                loop.call_at(loop.start + change.at, self._change_max_runners, spec.name,
-                             change.max_runners)
-            self.scale_sets[spec.name] = ScaleSetHandle(spec, arc, listener, model.cluster)
+            for change in ss_model.changes:
+                loop.call_at(
+                    loop.start + change.at, self._change_max_runners, spec.name, change.max_runners
+                )
+            self.scale_sets[spec.name] = ScaleSetHandle(spec, arc, listener, ss_model.cluster)
         # 5. jobs
         self.jobs = build_jobs(scenario, self.seed)
         self._next_job = 0
@@ -236,7 +285,9 @@ class World:
 
     # --- running ------------------------------------------------------------------------------
 
-    def run(self, progress: Callable[[float], None] | None = None, chunks: int = 200) -> dict[str, Any]:
+    def run(
+        self, progress: Callable[[float], None] | None = None, chunks: int = 200
+    ) -> dict[str, Any]:
         """Run to the end of the scenario; ``progress(fraction)`` after each chunk."""
         if self._results is not None:
             return self._results
@@ -280,6 +331,10 @@ class World:
             "preemptions": sum(s.preemptions for s in stats),
             "node_hours": round(sum(s.node_seconds for s in stats) / 3600.0, 2),
             "node_cost_usd": round(sum(s.cost for s in stats), 2),
+            # The listener process's own writes: ARC's scaler patches, plus placeholder pods
+            # under capacity-aware (a warm pool is written by its Deployment controller).
+            "listener_api_writes": sum(h.listener.writer.patches for h in self.scale_sets.values())
+            + self.strategy.listener_writes(),
             "listener_polls": sum(h.listener.polls for h in self.scale_sets.values()),
             "listener_poll_cuts": sum(h.listener.cuts for h in self.scale_sets.values()),
             "runners_created": sum(h.arc.runners_created for h in self.scale_sets.values()),

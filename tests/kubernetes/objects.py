@@ -303,7 +303,7 @@ def priority_class(name: str, value: int, policy: str = "PreemptLowerPriority") 
 def ladder() -> list[Obj]:
     return [
         priority_class("arc-placeholder-runner", -10, "Never"),
-        priority_class("arc-runner", 0),
+        priority_class("arc-runner", 20),
         priority_class("arc-placeholder-workflow", 10, "Never"),
         priority_class("arc-workflow", 20),
     ]

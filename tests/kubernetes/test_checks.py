@@ -28,7 +28,7 @@ def test_missing_or_misconfigured_priority_classes_are_errors_with_a_fix():
     ladder[3]["globalDefault"] = True
     src = o.DictSource(*ladder[:1], *ladder[2:])  # arc-runner missing
     messages = [f.message for f in check_priority_classes(src, NAMES)]
-    assert any("arc-runner is missing" in m and "value 0" in m for m in messages)
+    assert any("arc-runner is missing" in m and "value 20" in m for m in messages)
     assert any(
         "arc-placeholder-runner has preemptionPolicy PreemptLowerPriority; set it to Never" in m
         for m in messages
@@ -89,3 +89,15 @@ def test_min_runners_above_zero_is_a_warning_and_a_missing_ers_an_error():
     assert finding.severity is Severity.WARNING and "minRunners is 2" in finding.message
     (finding,) = run_startup_checks(o.DictSource(*o.ladder()), TARGET, NAMES)
     assert "EphemeralRunnerSet arc-runners/arc-runners not found" in finding.message
+
+
+def test_runner_class_below_workflow_class_is_refused_because_workflow_pods_would_kill_jobs():
+    """Regression: with arc-runner (0) < arc-workflow (20), as in the reference design, a
+    workflow pod that finds no free placeholder preempts another running job's runner pod."""
+    ladder = o.ladder()
+    ladder[1]["value"] = 0  # arc-runner
+    findings = errors(check_priority_classes(o.DictSource(*ladder), NAMES))
+    assert [f.message for f in findings if "arc-workflow (20)" in f.message] == [
+        "PriorityClass arc-workflow (20) must be at most arc-runner (0); fix the values so "
+        "that runner placeholder < workflow placeholder < runner = workflow"
+    ]

@@ -260,3 +260,8 @@ def test_unknown_paths_and_absent_groups_are_404(api: client.ApiClient):
         client.CustomObjectsApi(api).list_cluster_custom_object("karpenter.sh", "v1", "nodepools")
     assert err.value.status == 404
     assert status_of(err.value)["message"] == "the server could not find the requested resource"
+
+
+def test_a_store_without_watch_history_is_refused_with_advice():
+    with pytest.raises(ValueError, match="history=N"):
+        K8sFace(ObjectStore(lambda: 0.0))

@@ -10,6 +10,7 @@ from kubernetes import client
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
+from providers.simulated.k8s_face import K8sFace
 from providers.simulated.store import ObjectStore
 from reconciler.ports import PairSpec, PodRef
 from reconciler.settings import parse_capacity_aware
@@ -125,3 +126,27 @@ def test_a_pod_preempted_before_its_delete_costs_no_call(
     assert cache.wait_until(lambda c: c.was_deleted("Pod", o.NS, RUNNER, uid), 10)
     writer.delete_pods([PodRef(o.NS, RUNNER)])
     assert writer.calls["delete"] == 0 and writer.outcomes["skipped"] == 1
+
+
+def test_consecutive_writes_on_one_keep_alive_connection_stay_in_step(
+    face: K8sFace, store: ObjectStore, cache: KubeCache
+):
+    # One pooled connection, one worker: every call reuses the previous call's connection,
+    # so a response body left unread would be parsed as the next status line.
+    config = client.Configuration(host=face.url)
+    config.connection_pool_maxsize = 1
+    ers = store.get("EphemeralRunnerSet", o.NS, o.ERS)
+    builder = PlaceholderPodBuilder(
+        parse_capacity_aware({}, where="test"), ers, instance=o.INSTANCE, namespace=o.NS, owner=ers
+    )
+    with client.ApiClient(config) as api_client:
+        w = KubernetesPlaceholderWriter(api_client, builder, cache=cache, max_workers=1)
+        try:
+            for n in range(3):
+                runner, workflow = pod_names(o.ERS, f"abcde-{n}")
+                w.create_pair(PairSpec(f"abcde-{n}", o.ERS, runner, workflow, o.T0))
+                w.renew_lease([PodRef(o.NS, runner), PodRef(o.NS, workflow)], o.T0 + 1)
+                w.delete_pods([PodRef(o.NS, runner), PodRef(o.NS, workflow)])
+        finally:
+            w.close()
+    assert w.outcomes == {"created": 6, "renewed": 6, "deleted": 6}

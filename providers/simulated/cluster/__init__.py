@@ -38,6 +38,15 @@ Public API (everything else in this package is internal)
 ``Cluster.usage() -> UsageSample``
     The same quantities as instantaneous values (for sampling).
 
+Example::
+
+    loop = EventLoop(); store = ObjectStore(loop.now)
+    cluster = Cluster(loop, store, ClusterSpec.default(), rng=random.Random(7), log=log)
+    cluster.start()
+    store.create(pod)            # the scheduler / Karpenter / kubelet take it from here
+    loop.run_for(120)
+    cluster.finish_pod("arc-runners", "runner-1")   # the runner's job is done
+
 Event log (``log``): ``pod_bound``, ``pod_running``, ``pod_unschedulable``, ``pod_nominated``,
 ``pod_disrupted`` (DisruptionTarget set: reason ``preempted`` / ``consolidated`` / ``evicted``),
 ``pod_ended`` (phase, reason), ``pod_deleted`` (reason ``preempted`` / ``evicted`` /
@@ -64,6 +73,10 @@ Semantics in one screen (details in each module's docstring)
 * Karpenter (:mod:`.provisioner`, :mod:`.lifecycle`, :mod:`.disruption`): batching,
   bin-packing onto the cheapest offering, NodePool limits, NodeClaim lifecycle with ICE and the
   unavailable-offerings cache, emptiness / single-node consolidation, node termination.
+
+Writes: the cluster writes through the store like the real components (binding, pod status,
+DisruptionTarget + delete, Node/NodeClaim/NodePool status, Warning Events for ICE), so
+``store.writes`` counts them with everyone else's.
 
 Not modelled (on purpose): PodDisruptionBudgets, inter-pod (anti-)affinity and topology
 spread, DaemonSets (instance allocatable already subtracts kube-reserved), ephemeral storage,

@@ -19,10 +19,11 @@ from providers.simulated.cluster.kubelet import Kubelet
 from providers.simulated.cluster.lifecycle import ClaimLifecycle, node_object
 from providers.simulated.cluster.matching import compile_taints
 from providers.simulated.cluster.nodepools import nodepool_object, offering_labels
+from providers.simulated.cluster.pods import default_category
 from providers.simulated.cluster.provisioner import PoolCache, Provisioner
 from providers.simulated.cluster.scheduler import Scheduler
 from providers.simulated.cluster.spec import ClusterSpec
-from providers.simulated.cluster.state import ClusterState, default_category
+from providers.simulated.cluster.state import ClusterState
 from providers.simulated.cluster.usage import Machine, Usage
 from providers.simulated.engine import EventLoop
 from providers.simulated.eventlog import EventLog
@@ -87,19 +88,41 @@ class Cluster:
         self.emit = Emitter(log)
         self.state = ClusterState(store, loop.now, self.emit, categorize=categorize)
         self._usage = Usage(loop.now)
-        self.scheduler = Scheduler(loop, self.state, self.emit, retry=spec.timings.scheduler_retry,
-                                   scoring=spec.scoring)
-        self.kubelet = Kubelet(loop, self.state, self.emit, start_latency=spec.latencies.pod_start,
-                               rng=random.Random(seed.getrandbits(64)))
-        self.lifecycle = ClaimLifecycle(loop, self.state, self.emit, self._usage, spec,
-                                        rng=random.Random(seed.getrandbits(64)))
+        self.scheduler = Scheduler(
+            loop, self.state, self.emit, retry=spec.timings.scheduler_retry, scoring=spec.scoring
+        )
+        self.kubelet = Kubelet(
+            loop,
+            self.state,
+            self.emit,
+            start_latency=spec.latencies.pod_start,
+            rng=random.Random(seed.getrandbits(64)),
+        )
+        self.lifecycle = ClaimLifecycle(
+            loop, self.state, self.emit, self._usage, spec, rng=random.Random(seed.getrandbits(64))
+        )
         self.pools = PoolCache(self.state, spec)
-        self.provisioner = Provisioner(loop, self.state, self.emit, self.lifecycle, self.pools,
-                                       spec)
-        self.disruption = Disruption(loop, self.state, self.emit, self.lifecycle, self.pools,
-                                     self.scheduler, self.provisioner, spec)
-        self.state.observers = [self._usage, self.scheduler, self.kubelet, self.lifecycle,
-                                self.provisioner, self.disruption]
+        self.provisioner = Provisioner(
+            loop, self.state, self.emit, self.lifecycle, self.pools, spec
+        )
+        self.disruption = Disruption(
+            loop,
+            self.state,
+            self.emit,
+            self.lifecycle,
+            self.pools,
+            self.scheduler,
+            self.provisioner,
+            spec,
+        )
+        self.state.observers = [
+            self._usage,
+            self.scheduler,
+            self.kubelet,
+            self.lifecycle,
+            self.provisioner,
+            self.disruption,
+        ]
         self._started = False
 
     # --- lifecycle --------------------------------------------------------------------
@@ -138,17 +161,32 @@ class Cluster:
                 if self.store.find("Node", None, name) is not None:
                     continue
                 zone = group.zone or spec.zones[i % len(spec.zones)]
-                labels = offering_labels(it, zone, group.capacity_type, spec.region,
-                                         spec.vm_memory_overhead)
+                labels = offering_labels(
+                    it, zone, group.capacity_type, spec.region, spec.vm_memory_overhead
+                )
                 labels.update(group.labels)
                 taints = compile_taints([t.to_api() for t in group.taints])
                 self._usage.machine_started(Machine(name, allocatable.cpu, allocatable.gpu, price))
-                self.store.create(node_object(
-                    name, labels, taints, capacity, allocatable, ready=True,
-                    provider_id=f"aws:///{zone}/static-{name}",
-                ))
-                self.emit("node_added", node=name, nodepool=None, instance_type=it.name,
-                          zone=zone, capacity_type=group.capacity_type, static=True)
+                self.store.create(
+                    node_object(
+                        name,
+                        labels,
+                        taints,
+                        capacity,
+                        allocatable,
+                        ready=True,
+                        provider_id=f"aws:///{zone}/static-{name}",
+                    )
+                )
+                self.emit(
+                    "node_added",
+                    node=name,
+                    nodepool=None,
+                    instance_type=it.name,
+                    zone=zone,
+                    capacity_type=group.capacity_type,
+                    static=True,
+                )
 
     # --- world hooks ------------------------------------------------------------------
 
@@ -159,8 +197,10 @@ class Cluster:
     def lose_node(self, name: str, reason: str = "node_lost") -> None:
         """The machine is gone: pods, Node and NodeClaim are removed at once."""
         if name not in self.state.nodes:
-            raise NodeNotFound(f"node {name!r} does not exist (known: "
-                               f"{', '.join(sorted(self.state.nodes)) or 'none'})")
+            raise NodeNotFound(
+                f"node {name!r} does not exist (known: "
+                f"{', '.join(sorted(self.state.nodes)) or 'none'})"
+            )
         self.lifecycle.lose(name, reason)
 
     # --- figures ----------------------------------------------------------------------

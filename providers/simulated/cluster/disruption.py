@@ -31,8 +31,8 @@ from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.lifecycle import ClaimLifecycle
 from providers.simulated.cluster.nodepools import PoolView
 from providers.simulated.cluster.provisioner import PoolCache, Provisioner
-from providers.simulated.cluster.quantity import Resources
-from providers.simulated.cluster.scheduler import Scheduler, _fits
+from providers.simulated.cluster.quantity import Resources, fits
+from providers.simulated.cluster.scheduler import Scheduler
 from providers.simulated.cluster.spec import ClusterSpec
 from providers.simulated.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
 from providers.simulated.engine import EventLoop, Timer
@@ -90,9 +90,9 @@ class Disruption(Observer):
         now = self.loop.now()
         if self._decision is not None:
             if now >= self._decision.validate_at:
-                decision, self._decision = self._decision, None
-                if self._still_valid(decision, now):
-                    self._execute(decision)
+                pending, self._decision = self._decision, None
+                if self._still_valid(pending, now):
+                    self._execute(pending)
             return
         if self._quiet == self.state.changes and now < self._quiet_until:
             return  # nothing moved and no node's consolidateAfter elapsed since last time
@@ -111,9 +111,12 @@ class Disruption(Observer):
     def _candidates(self, now: float) -> list[tuple[NodeInfo, PoolView]]:
         pools = {p.name: p for p in self.pools.views()}
         out = []
-        for node in self.state.sorted_nodes():
-            claim = self.lifecycle.claims.get(node.name)
-            if claim is None or claim.phase != "Initialized":
+        nodes = self.state.nodes
+        for claim in self.lifecycle.claims.values():  # creation order
+            if claim.phase != "Initialized":
+                continue
+            node = nodes.get(claim.name)
+            if node is None:
                 continue
             if node.deleting or node.name in self.lifecycle.draining or node.nominated:
                 continue  # a node a preemptor waits for is not a candidate either
@@ -121,8 +124,9 @@ class Disruption(Observer):
             if pool is None or pool.consolidate_after is None:
                 continue
             if now - node.last_pod_event < pool.consolidate_after:
-                self._next_eligible = min(self._next_eligible,
-                                          node.last_pod_event + pool.consolidate_after)
+                self._next_eligible = min(
+                    self._next_eligible, node.last_pod_event + pool.consolidate_after
+                )
                 continue
             annotations = node.obj["metadata"].get("annotations") or {}
             if annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true":
@@ -161,8 +165,12 @@ class Disruption(Observer):
         if empties:
             return Decision("empty", tuple(empties), now + self.validation)
         under = [
-            (sum(eviction_cost(p) for p in node.pods.values() if p.reschedulable), node.name,
-             node, pool)
+            (
+                sum(eviction_cost(p) for p in node.pods.values() if p.reschedulable),
+                node.name,
+                node,
+                pool,
+            )
             for node, pool in candidates
             if pool.consolidation_policy == "WhenEmptyOrUnderutilized"
         ]
@@ -197,9 +205,14 @@ class Disruption(Observer):
             node = self.state.nodes.get(name)
             claim = self.lifecycle.claims.get(name)
             self.lifecycle.add_disrupted_taint(name)
-            self.emit("node_disrupted", node=name, nodeclaim=name,
-                      nodepool=claim.pool if claim else None, reason=decision.kind,
-                      pods=len(node.pods) if node else 0)
+            self.emit(
+                "node_disrupted",
+                node=name,
+                nodeclaim=name,
+                nodepool=claim.pool if claim else None,
+                reason=decision.kind,
+                pods=len(node.pods) if node else 0,
+            )
             self.consolidated += 1
             self.lifecycle.terminate(name, "consolidated")
 
@@ -222,11 +235,15 @@ class _Simulation:
     """
 
     def __init__(self, d: Disruption) -> None:
-        self.static = d.scheduler._static_reason
+        self.static = d.scheduler.static_reason
         draining = d.lifecycle.draining
         self.nodes = [
-            n for n in d.state.sorted_nodes()
-            if n.ready and not n.unschedulable and not n.deleting and n.name not in draining
+            n
+            for n in d.state.sorted_nodes()
+            if n.ready
+            and not n.unschedulable
+            and not n.deleting
+            and n.name not in draining
             and not any(t[0] == TAINT_KARPENTER_DISRUPTED for t in n.taints)
         ]
         self.base: dict[str, Resources] = {n.name: n.free() for n in self.nodes}
@@ -239,12 +256,11 @@ class _Simulation:
         for r in self.base.values():
             self.room = self.room + _positive(r)
 
-    def _place(self, pod: PodInfo, nodes: list[NodeInfo], free: dict[str, Resources]
-               ) -> str | None:
+    def _place(self, pod: PodInfo, nodes: list[NodeInfo], free: dict[str, Resources]) -> str | None:
         req = pod.requests
         for n in nodes:
             room = free[n.name]
-            if _fits(req, room) and self.static(pod, n) is None:
+            if fits(req, room) and self.static(pod, n) is None:
                 free[n.name] = room - req
                 return n.name
         return None

@@ -43,11 +43,11 @@ from providers.kubernetes.labels import (
     LABEL_NODEPOOL,
     TAINT_KARPENTER_DISRUPTED,
 )
+from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.matching import TaintT
 from providers.simulated.cluster.nodepools import NODECLASS_REF, Offering, PoolView
 from providers.simulated.cluster.quantity import GPU, Resources, format_cpu, format_memory
-from providers.simulated.cluster.scheduler import set_condition
 from providers.simulated.cluster.spec import ClusterSpec
 from providers.simulated.cluster.state import (
     LABEL_INSTANCE_TYPE,
@@ -93,10 +93,18 @@ def taints_api(taints: tuple[TaintT, ...]) -> list[dict[str, str]]:
     return out
 
 
-def node_object(name: str, labels: dict[str, str], taints: tuple[TaintT, ...],
-                capacity: Resources, allocatable: Resources, *, ready: bool,
-                provider_id: str, finalizers: list[str] | None = None,
-                owner: dict[str, str] | None = None) -> Obj:
+def node_object(
+    name: str,
+    labels: dict[str, str],
+    taints: tuple[TaintT, ...],
+    capacity: Resources,
+    allocatable: Resources,
+    *,
+    ready: bool,
+    provider_id: str,
+    finalizers: list[str] | None = None,
+    owner: dict[str, str] | None = None,
+) -> Obj:
     meta: dict[str, object] = {"name": name, "labels": {**labels, "kubernetes.io/hostname": name}}
     if finalizers:
         meta["finalizers"] = list(finalizers)
@@ -111,8 +119,11 @@ def node_object(name: str, labels: dict[str, str], taints: tuple[TaintT, ...],
             "capacity": capacity.to_api(),
             "allocatable": allocatable.to_api(),
             "conditions": [
-                {"type": "Ready", "status": "True" if ready else "False",
-                 "reason": "KubeletReady" if ready else "KubeletNotReady"}
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                }
             ],
         },
     }
@@ -172,51 +183,86 @@ class ClaimLifecycle(Observer):
 
     # --- creation ---------------------------------------------------------------------
 
-    def create(self, pool: PoolView, offering: Offering, candidates: list[str],
-               requests: Resources, n_pods: int) -> Claim:
+    def create(
+        self,
+        pool: PoolView,
+        offering: Offering,
+        candidates: list[str],
+        requests: Resources,
+        n_pods: int,
+    ) -> Claim:
         now = self.loop.now()
         name = self._new_name(pool.name)
         labels = pool.node_labels(offering)
         claim = Claim(name, pool.name, offering, labels, pool.taints, now)
         self.claims[name] = claim
         self.created += 1
-        requirements = [{"key": k, "operator": op, "values": list(v)}
-                        for k, op, v in pool.requirements if k != LABEL_INSTANCE_TYPE]
-        requirements.append({"key": LABEL_INSTANCE_TYPE, "operator": "In",
-                             "values": candidates})
-        self.store.create({
-            "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
-            "kind": "NodeClaim",
-            "metadata": {
-                "name": name,
-                "labels": {LABEL_NODEPOOL: pool.name, **dict(pool.labels)},
-                "finalizers": [FINALIZER],
-                "ownerReferences": [{"apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
-                                     "kind": "NodePool", "name": pool.name, "uid": pool.uid,
-                                     "blockOwnerDeletion": True}],
-            },
-            "spec": {
-                "requirements": requirements,
-                "resources": {"requests": requests.to_api()},
-                "taints": taints_api(pool.taints),
-                "nodeClassRef": dict(NODECLASS_REF),
-                "expireAfter": "720h",
-            },
-            "status": {"conditions": [
-                {"type": t, "status": "Unknown", "reason": "AwaitingReconciliation",
-                 "lastTransitionTime": iso(now)}
-                for t in ("Launched", "Registered", "Initialized", "Ready")
-            ]},
-        })
-        self.emit("nodeclaim_created", nodeclaim=name, nodepool=pool.name,
-                  instance_type=offering.instance_type, zone=offering.zone,
-                  capacity_type=offering.capacity_type, pods=n_pods)
+        requirements = [
+            {"key": k, "operator": op, "values": list(v)}
+            for k, op, v in pool.requirements
+            if k != LABEL_INSTANCE_TYPE
+        ]
+        requirements.append({"key": LABEL_INSTANCE_TYPE, "operator": "In", "values": candidates})
+        self.store.create(
+            {
+                "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
+                "kind": "NodeClaim",
+                "metadata": {
+                    "name": name,
+                    "labels": {LABEL_NODEPOOL: pool.name, **dict(pool.labels)},
+                    "finalizers": [FINALIZER],
+                    "ownerReferences": [
+                        {
+                            "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
+                            "kind": "NodePool",
+                            "name": pool.name,
+                            "uid": pool.uid,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "spec": {
+                    "requirements": requirements,
+                    "resources": {"requests": requests.to_api()},
+                    "taints": taints_api(pool.taints),
+                    "nodeClassRef": dict(NODECLASS_REF),
+                    "expireAfter": "720h",
+                },
+                "status": {
+                    "conditions": [
+                        {
+                            "type": t,
+                            "status": "Unknown",
+                            "reason": "AwaitingReconciliation",
+                            "lastTransitionTime": iso(now),
+                        }
+                        for t in ("Launched", "Registered", "Initialized", "Ready")
+                    ]
+                },
+            }
+        )
+        self.emit(
+            "nodeclaim_created",
+            nodeclaim=name,
+            nodepool=pool.name,
+            instance_type=offering.instance_type,
+            zone=offering.zone,
+            capacity_type=offering.capacity_type,
+            pods=n_pods,
+        )
         self._write_pool_status(pool.name)
         claim.timers.append(self.loop.call_later(self.lat.ice_failure, self._launch_call, claim))
         return claim
 
-    def _claim_condition(self, claim: Claim, ctype: str, status: str, reason: str,
-                         message: str = "", extra: Callable[[Obj], None] | None = None) -> None:
+    def _claim_condition(
+        self,
+        claim: Claim,
+        ctype: str,
+        status: str,
+        reason: str,
+        message: str = "",
+        extra: Callable[[Obj], None] | None = None,
+    ) -> None:
         now = self.loop.now()
 
         def change(obj: Obj) -> None:
@@ -246,14 +292,22 @@ class ClaimLifecycle(Observer):
         o = claim.offering
         claim.phase = "Failed"
         self.failed += 1
-        message = (f"creating instance, insufficient capacity, InsufficientInstanceCapacity: We "
-                   f"currently do not have sufficient {o.instance_type} capacity in the "
-                   f"Availability Zone you requested ({o.zone}).")
+        message = (
+            f"creating instance, insufficient capacity, InsufficientInstanceCapacity: We "
+            f"currently do not have sufficient {o.instance_type} capacity in the "
+            f"Availability Zone you requested ({o.zone})."
+        )
         self._claim_condition(claim, "Launched", "False", "InsufficientCapacityError", message)
         self._event(claim, "InsufficientCapacityError", message)
-        self.emit("nodeclaim_failed", nodeclaim=claim.name, nodepool=claim.pool,
-                  instance_type=o.instance_type, zone=o.zone, capacity_type=o.capacity_type,
-                  reason="InsufficientCapacityError")
+        self.emit(
+            "nodeclaim_failed",
+            nodeclaim=claim.name,
+            nodepool=claim.pool,
+            instance_type=o.instance_type,
+            zone=o.zone,
+            capacity_type=o.capacity_type,
+            reason="InsufficientCapacityError",
+        )
         until = self.loop.now() + self.spec.timings.ice_ttl
         self.ice[o.key] = until
         self.loop.call_at(until, self._ice_expired, o.key)
@@ -284,22 +338,29 @@ class ClaimLifecycle(Observer):
         self._events += 1
         now = iso(self.loop.now())
         obj = self.store.find("NodeClaim", None, claim.name)
-        self.store.create({
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{claim.name}.{self._events:016x}",
-                         "namespace": EVENTS_NAMESPACE},
-            "involvedObject": {"apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
-                               "kind": "NodeClaim", "name": claim.name,
-                               "uid": obj["metadata"]["uid"] if obj else ""},
-            "reason": reason,
-            "message": message,
-            "type": "Warning",
-            "source": {"component": "karpenter"},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        })
+        self.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{claim.name}.{self._events:016x}",
+                    "namespace": EVENTS_NAMESPACE,
+                },
+                "involvedObject": {
+                    "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
+                    "kind": "NodeClaim",
+                    "name": claim.name,
+                    "uid": obj["metadata"]["uid"] if obj else "",
+                },
+                "reason": reason,
+                "message": message,
+                "type": "Warning",
+                "source": {"component": "karpenter"},
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            }
+        )
 
     def _launched(self, claim: Claim) -> None:
         if self.claims.get(claim.name) is not claim:
@@ -315,18 +376,27 @@ class ClaimLifecycle(Observer):
             status["providerID"] = provider_id
             status["capacity"] = o.capacity.to_api()
             status["allocatable"] = o.allocatable.to_api()
-            obj["metadata"]["labels"].update({
-                LABEL_INSTANCE_TYPE: o.instance_type,
-                "topology.kubernetes.io/zone": o.zone,
-                "karpenter.sh/capacity-type": o.capacity_type,
-            })
+            obj["metadata"]["labels"].update(
+                {
+                    LABEL_INSTANCE_TYPE: o.instance_type,
+                    "topology.kubernetes.io/zone": o.zone,
+                    "karpenter.sh/capacity-type": o.capacity_type,
+                }
+            )
 
         self._claim_condition(claim, "Launched", "True", "Launched", extra=extra)
-        self.usage.machine_started(Machine(claim.name, o.allocatable.cpu, o.allocatable.gpu,
-                                           o.price))
-        self.emit("nodeclaim_launched", nodeclaim=claim.name, nodepool=claim.pool,
-                  instance_type=o.instance_type, zone=o.zone, capacity_type=o.capacity_type,
-                  price=o.price)
+        self.usage.machine_started(
+            Machine(claim.name, o.allocatable.cpu, o.allocatable.gpu, o.price)
+        )
+        self.emit(
+            "nodeclaim_launched",
+            nodeclaim=claim.name,
+            nodepool=claim.pool,
+            instance_type=o.instance_type,
+            zone=o.zone,
+            capacity_type=o.capacity_type,
+            price=o.price,
+        )
         claim.timers.append(self.loop.call_later(self.lat.registration, self._registered, claim))
 
     def _registered(self, claim: Claim) -> None:
@@ -336,21 +406,38 @@ class ClaimLifecycle(Observer):
         o = claim.offering
         labels = {**claim.labels, "karpenter.sh/registered": "true"}
         claim_obj = self.store.find("NodeClaim", None, claim.name)
-        self.store.create(node_object(
-            claim.name, labels, (*claim.taints, TAINT_NOT_READY), o.capacity, o.allocatable,
-            ready=False, provider_id=claim.provider_id,
-            finalizers=[FINALIZER],
-            owner={"apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}", "kind": "NodeClaim",
-                   "name": claim.name,
-                   "uid": claim_obj["metadata"]["uid"] if claim_obj else ""},
-        ))
+        self.store.create(
+            node_object(
+                claim.name,
+                labels,
+                (*claim.taints, TAINT_NOT_READY),
+                o.capacity,
+                o.allocatable,
+                ready=False,
+                provider_id=claim.provider_id,
+                finalizers=[FINALIZER],
+                owner={
+                    "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
+                    "kind": "NodeClaim",
+                    "name": claim.name,
+                    "uid": claim_obj["metadata"]["uid"] if claim_obj else "",
+                },
+            )
+        )
 
         def extra(obj: Obj) -> None:
             obj.setdefault("status", {})["nodeName"] = claim.name
 
         self._claim_condition(claim, "Registered", "True", "Registered", extra=extra)
-        self.emit("node_added", node=claim.name, nodeclaim=claim.name, nodepool=claim.pool,
-                  instance_type=o.instance_type, zone=o.zone, capacity_type=o.capacity_type)
+        self.emit(
+            "node_added",
+            node=claim.name,
+            nodeclaim=claim.name,
+            nodepool=claim.pool,
+            instance_type=o.instance_type,
+            zone=o.zone,
+            capacity_type=o.capacity_type,
+        )
         claim.timers.append(self.loop.call_later(self.lat.initialize, self._initialized, claim))
 
     def _initialized(self, claim: Claim) -> None:
@@ -361,13 +448,13 @@ class ClaimLifecycle(Observer):
 
         def change(obj: Obj) -> None:
             spec = obj["spec"]
-            spec["taints"] = [t for t in spec.get("taints") or ()
-                              if t.get("key") != TAINT_NOT_READY[0]]
+            spec["taints"] = [
+                t for t in spec.get("taints") or () if t.get("key") != TAINT_NOT_READY[0]
+            ]
             obj["metadata"]["labels"]["karpenter.sh/initialized"] = "true"
             for cond in obj["status"]["conditions"]:
                 if cond["type"] == "Ready":
-                    cond.update(status="True", reason="KubeletReady",
-                                lastTransitionTime=iso(now))
+                    cond.update(status="True", reason="KubeletReady", lastTransitionTime=iso(now))
 
         try:
             self.store.mutate("Node", None, claim.name, change)
@@ -424,13 +511,22 @@ class ClaimLifecycle(Observer):
         pod.deletion_reason = reason
         try:
             self.store.mutate(
-                "Pod", pod.namespace, pod.name,
-                lambda obj: set_condition(obj, "DisruptionTarget", "True",
-                                          "EvictionByEvictionAPI", "Eviction API: evicting", now),
+                "Pod",
+                pod.namespace,
+                pod.name,
+                lambda obj: set_condition(
+                    obj,
+                    "DisruptionTarget",
+                    "True",
+                    "EvictionByEvictionAPI",
+                    "Eviction API: evicting",
+                    now,
+                ),
                 uid=pod.uid,
             )
-            self.emit("pod_disrupted", pod=pod.name, namespace=pod.namespace, node=pod.node,
-                      reason=reason)
+            self.emit(
+                "pod_disrupted", pod=pod.name, namespace=pod.namespace, node=pod.node, reason=reason
+            )
             self.store.delete("Pod", pod.namespace, pod.name, uid=pod.uid)
         except StoreError:
             pass
@@ -463,8 +559,13 @@ class ClaimLifecycle(Observer):
             self.store.remove("NodeClaim", None, node_name)
             self._write_pool_status(claim.pool)
         self.usage.machine_stopped(node_name)
-        self.emit("node_removed", node=node_name, nodeclaim=claim.name if claim else None,
-                  nodepool=claim.pool if claim else None, reason=reason)
+        self.emit(
+            "node_removed",
+            node=node_name,
+            nodeclaim=claim.name if claim else None,
+            nodepool=claim.pool if claim else None,
+            reason=reason,
+        )
         self.on_capacity_change()
 
     def lose(self, node_name: str, reason: str) -> None:

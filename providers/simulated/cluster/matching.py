@@ -129,12 +129,9 @@ def compile_taints(items: Sequence[Mapping[str, Any]] | None) -> tuple[TaintT, .
 def compile_placement(spec: Mapping[str, Any]) -> Placement:
     """Compile a pod spec's nodeSelector, required node affinity and tolerations."""
     selector = tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items()))
-    required = (
-        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or None
-    )
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or None
     terms: tuple[Term, ...] | None = None
     if required is not None:
         terms = tuple(
@@ -154,8 +151,11 @@ def compile_placement(spec: Mapping[str, Any]) -> Placement:
         for t in spec.get("tolerations") or ()
     )
     key = json.dumps(
-        [selector, None if terms is None else [[t.expressions, t.fields] for t in terms],
-         tolerations],
+        [
+            selector,
+            None if terms is None else [[t.expressions, t.fields] for t in terms],
+            tolerations,
+        ],
         separators=(",", ":"),
     )
     return _intern(Placement(selector, terms, tolerations, key))

@@ -64,12 +64,14 @@ def parse_duration(text: str | None) -> float | None:
 def nodepool_object(pool: NodePoolSpec) -> Obj:
     requirements: list[dict[str, Any]] = []
     if pool.instance_types:
-        requirements.append({"key": LABEL_INSTANCE_TYPE, "operator": "In",
-                             "values": list(pool.instance_types)})
+        requirements.append(
+            {"key": LABEL_INSTANCE_TYPE, "operator": "In", "values": list(pool.instance_types)}
+        )
     if pool.zones:
         requirements.append({"key": LABEL_ZONE, "operator": "In", "values": list(pool.zones)})
-    requirements.append({"key": LABEL_CAPACITY_TYPE, "operator": "In",
-                         "values": list(pool.capacity_types)})
+    requirements.append(
+        {"key": LABEL_CAPACITY_TYPE, "operator": "In", "values": list(pool.capacity_types)}
+    )
     return {
         "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
         "kind": "NodePool",
@@ -116,8 +118,9 @@ class Offering:
         return (self.instance_type, self.zone, self.capacity_type)
 
 
-def offering_labels(it: InstanceType, zone: str, capacity_type: str, region: str,
-                    vm_overhead: float) -> dict[str, str]:
+def offering_labels(
+    it: InstanceType, zone: str, capacity_type: str, region: str, vm_overhead: float
+) -> dict[str, str]:
     labels = {
         LABEL_INSTANCE_TYPE: it.name,
         LABEL_ZONE: zone,
@@ -144,8 +147,17 @@ def all_offerings(spec: ClusterSpec) -> list[Offering]:
                 if price is None:
                     continue
                 labels = offering_labels(it, zone, ct, spec.region, spec.vm_memory_overhead)
-                out.append(Offering(it.name, zone, ct, price, capacity, allocatable,
-                                    tuple(sorted(labels.items()))))
+                out.append(
+                    Offering(
+                        it.name,
+                        zone,
+                        ct,
+                        price,
+                        capacity,
+                        allocatable,
+                        tuple(sorted(labels.items())),
+                    )
+                )
     return out
 
 

@@ -37,18 +37,19 @@ from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.lifecycle import ClaimLifecycle
 from providers.simulated.cluster.matching import TaintT
 from providers.simulated.cluster.nodepools import Offering, PoolView, all_offerings, read_pool
-from providers.simulated.cluster.quantity import Resources
-from providers.simulated.cluster.scheduler import _fits
+from providers.simulated.cluster.quantity import Resources, fits
 from providers.simulated.cluster.spec import ClusterSpec
 from providers.simulated.cluster.state import ClusterState, Observer, PodInfo
 from providers.simulated.engine import EventLoop, Timer
 
 #: Taints a node sheds on its own once it is up; Karpenter's simulation ignores them.
-EPHEMERAL_TAINTS = frozenset({
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-    "karpenter.sh/unregistered",
-})
+EPHEMERAL_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "karpenter.sh/unregistered",
+    }
+)
 MAX_INSTANCE_TYPES = 60  # Karpenter truncates a NodeClaim's instance-type requirement
 
 
@@ -192,11 +193,10 @@ class Provisioner(Observer):
                 key = (placement.key, t.name)
                 ok = compat.get(key)
                 if ok is None:
-                    ok = compat[key] = (
-                        placement.untolerated(t.taints) is None
-                        and placement.matches(t.labels, t.name)
-                    )
-                if ok and _fits(req, t.free):
+                    ok = compat[key] = placement.untolerated(
+                        t.taints
+                    ) is None and placement.matches(t.labels, t.name)
+                if ok and fits(req, t.free):
                     t.free = t.free - req
                     placed = True
                     break
@@ -207,8 +207,9 @@ class Provisioner(Observer):
                     continue
                 total = nc.requests + req
                 narrowed = [
-                    o for o in nc.candidates
-                    if _fits(total, o.allocatable)
+                    o
+                    for o in nc.candidates
+                    if fits(total, o.allocatable)
                     and placement.matches(self.pools.labels(nc.pool, o), "")
                 ]
                 if narrowed:
@@ -223,9 +224,10 @@ class Provisioner(Observer):
                     continue
                 used, n = usage[pool.name]
                 candidates = [
-                    o for o in pool.offerings
+                    o
+                    for o in pool.offerings
                     if not self.lifecycle.unavailable(o.key)
-                    and _fits(req, o.allocatable)
+                    and fits(req, o.allocatable)
                     and pool.limits.admits(used, n, o.capacity)
                     and placement.matches(self.pools.labels(pool, o), "")
                 ]
@@ -249,8 +251,7 @@ class Provisioner(Observer):
             for o in nc.candidates:
                 if o.instance_type not in names:
                     names.append(o.instance_type)
-            self.lifecycle.create(nc.pool, choice, names[:MAX_INSTANCE_TYPES], nc.requests,
-                                  nc.pods)
+            self.lifecycle.create(nc.pool, choice, names[:MAX_INSTANCE_TYPES], nc.requests, nc.pods)
             usage[nc.pool.name] = (used + choice.capacity, n + 1)
             created += 1
         return created
@@ -266,6 +267,7 @@ class Provisioner(Observer):
             targets.append(_Target(node.name, node.labels, taints, node.free()))
         for claim in self.lifecycle.claims.values():
             if claim.phase in ("Pending", "Launched") and claim.name not in self.state.nodes:
-                targets.append(_Target(claim.name, claim.labels, claim.taints,
-                                       claim.offering.allocatable))
+                targets.append(
+                    _Target(claim.name, claim.labels, claim.taints, claim.offering.allocatable)
+                )
         return targets

@@ -109,3 +109,13 @@ class Resources:
 
 
 ZERO = Resources()
+
+
+def fits(req: Resources, free: Resources) -> bool:
+    """kube-scheduler's fit: a zero request is not checked; the pod always needs a slot."""
+    return (
+        (req.cpu == 0 or req.cpu <= free.cpu)
+        and (req.memory == 0 or req.memory <= free.memory)
+        and (req.gpu == 0 or req.gpu <= free.gpu)
+        and req.pods <= free.pods
+    )

@@ -7,8 +7,13 @@ Parked pods go back to active when something may have made room (a pod released 
 node appeared or changed) and, as a safety net, every ``timings.scheduler_retry`` seconds.
 Passes are event-driven and coalesced: at most one per virtual instant (a trigger after a pass
 at the same instant runs 1 ms later). Pods of one *class* (same placement, requests, priority,
-preemption policy) are interchangeable, so once one fails in a pass the rest of its class
-fails with the same message without re-running filters: a pass costs O(classes x nodes + pods).
+preemption policy) are interchangeable, so a class that failed stays failed - same message, no
+filters run - until something that can help happens: a pod released resources, a node changed
+or a nomination was cleared (a binding never helps, see ``_failed``). A pass therefore costs
+O(classes x nodes + pods). Like kube-scheduler's queueing hints, the
+periodic retry does not re-evaluate a class nothing has changed for; a side effect is that the
+reason histogram of a cached message may lag behind bindings elsewhere (counts only, never the
+outcome).
 
 Filters, in kube-scheduler's order: NodeUnschedulable (``spec.unschedulable`` unless the pod
 tolerates ``node.kubernetes.io/unschedulable``), TaintToleration (NoSchedule/NoExecute),
@@ -47,14 +52,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.matching import tolerates
-from providers.simulated.cluster.quantity import Resources
+from providers.simulated.cluster.quantity import Resources, fits
 from providers.simulated.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
 from providers.simulated.engine import EventLoop, Timer
-from providers.simulated.store import Obj, StoreError, iso
+from providers.simulated.store import Obj, StoreError
 
 MAX_INT32 = 2**31 - 1
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -66,42 +73,6 @@ PASS_GAP = 0.001  # seconds between two passes triggered at the same instant
 
 PodClass = tuple[str, Resources, int, bool]
 _UNKNOWN = object()
-
-
-_ISO: dict[int, str] = {}
-
-
-def iso_cached(ts: float) -> str:
-    """``store.iso`` memoised per second (timestamps have one-second resolution)."""
-    key = int(ts)
-    text = _ISO.get(key)
-    if text is None:
-        if len(_ISO) > 4096:
-            _ISO.clear()
-        text = _ISO[key] = iso(ts)
-    return text
-
-
-def set_condition(obj: Obj, ctype: str, status: str, reason: str, message: str, now: float) -> None:
-    """Upsert a pod condition; lastTransitionTime moves only when the status changes."""
-    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
-    for cond in conditions:
-        if cond.get("type") == ctype:
-            if cond.get("status") != status:
-                cond["lastTransitionTime"] = iso_cached(now)
-            cond.update(status=status, reason=reason, message=message)
-            return
-    conditions.append({"type": ctype, "status": status, "reason": reason, "message": message,
-                       "lastTransitionTime": iso_cached(now)})
-
-
-def _fits(req: Resources, free: Resources) -> bool:
-    return (
-        (req.cpu == 0 or req.cpu <= free.cpu)
-        and (req.memory == 0 or req.memory <= free.memory)
-        and (req.gpu == 0 or req.gpu <= free.gpu)
-        and req.pods <= free.pods
-    )
 
 
 def _insufficient(req: Resources, free: Resources) -> list[str]:
@@ -117,8 +88,48 @@ def _insufficient(req: Resources, free: Resources) -> list[str]:
     return out
 
 
-def _histogram(counts: dict[str, int]) -> str:
-    return ", ".join(sorted(f"{v} {k}" for k, v in counts.items()))
+class _Reasons:
+    """Per-node reasons plus their running histogram (kube-scheduler's message format)."""
+
+    __slots__ = ("counts", "per_node")
+
+    def __init__(self) -> None:
+        self.per_node: dict[str, tuple[str, ...]] = {}
+        self.counts: dict[str, int] = {}
+
+    def update(self, reasons: dict[str, tuple[str, ...]]) -> None:
+        per_node, counts = self.per_node, self.counts
+        for name, new in reasons.items():
+            for r in per_node.get(name, ()):
+                counts[r] -= 1
+            for r in new:
+                counts[r] = counts.get(r, 0) + 1
+            per_node[name] = new
+
+    def text(self) -> str:
+        """ "3 Insufficient cpu, 1 Too many pods" (sorted like kube-scheduler's FitError)."""
+        return ", ".join(sorted(f"{v} {k}" for k, v in self.counts.items() if v))
+
+
+@dataclass(eq=False, slots=True)
+class _Failure:
+    """Why a pod class cannot schedule, node by node, valid for one hard version.
+
+    ``reasons`` (filters / fit) are current up to release number ``seen``, ``post``
+    (preemption: no victims / not helpful) up to ``post_seen`` (-1: never evaluated on every
+    node), and ``message`` - the condition message of a non-nominated pod - up to
+    ``msg_seen``. A pod nominated elsewhere may refresh reasons and post (a failure on its own
+    nominated node, where it sees more room, is a failure for its class too) but not the
+    message (its "waiting for victims" text is its own).
+    """
+
+    version: int
+    seen: int = -1
+    reasons: _Reasons = field(default_factory=_Reasons)
+    post_seen: int = -1
+    post: _Reasons = field(default_factory=_Reasons)
+    msg_seen: int = -1
+    message: str = ""
 
 
 class Scheduler(Observer):
@@ -144,13 +155,19 @@ class Scheduler(Observer):
         self._last_pass_at = float("-inf")
         self._in_pass = False
         self._rerun = False
-        #: A pod class that failed stays failed until capacity may have appeared (a pod
-        #: released resources, a node changed, a nomination was cleared: ``_capacity_version``)
-        #: or, for classes that may preempt, until a lower-priority pod was bound (a potential
-        #: new victim).
-        self._failed: dict[PodClass, tuple[int, int, str]] = {}
-        self._capacity_version = 0
-        self._binds: dict[int, int] = {}  # bindings so far by pod priority
+        #: Why each pod class failed, node by node (see ``_Failure``). Only a node where a pod
+        #: released resources can newly fit a failed class or newly offer it victims: a
+        #: binding never helps (for preemption, a lower-priority binding moves requests from
+        #: "free" to "victims" on its node, leaving free + victims - all preemption looks at -
+        #: unchanged; any other binding only takes room). So a failed class is re-checked on
+        #: the nodes released since, and fully only after a "hard" change: a node added,
+        #: changed or removed, or a nomination (a reservation) cleared.
+        self._failed: dict[PodClass, _Failure] = {}
+        #: False evaluates every pod on every node (tests prove the memo changes no outcome).
+        self.memo = True
+        self._hard_version = 0
+        self._release_seq = 0
+        self._released: dict[str, int] = {}  # node -> release_seq of its last release
         self.passes = 0
         self.bindings = 0
         self.preemptions = 0
@@ -164,23 +181,32 @@ class Scheduler(Observer):
         self._request_pass()
 
     def pod_bound(self, pod: PodInfo, node: NodeInfo) -> None:
-        self._binds[pod.priority] = self._binds.get(pod.priority, 0) + 1
         self._active.pop(pod.uid, None)
         self._unsched.pop(pod.uid, None)
 
     def pod_released(self, pod: PodInfo, node: NodeInfo | None) -> None:
+        if node is None:
+            self._hard_version += 1
+        else:
+            self._release_seq += 1
+            self._released[node.name] = self._release_seq
         self._wake_all()
 
     def pod_removed(self, pod: PodInfo) -> None:
         self._active.pop(pod.uid, None)
         self._unsched.pop(pod.uid, None)
-        if pod.nominated:
-            self._wake_all()  # its reservation is gone
+
+    def nomination_dropped(self, pod: PodInfo, node_name: str) -> None:
+        self._hard_version += 1  # its reservation is gone: room may have appeared there
+        self._wake_all()
 
     def node_changed(self, node: NodeInfo, added: bool) -> None:
+        self._hard_version += 1
         self._wake_all()
 
     def node_removed(self, node: NodeInfo, orphans: list[PodInfo]) -> None:
+        self._hard_version += 1
+        self._released.pop(node.name, None)
         self._wake_all()
 
     # --- queue ------------------------------------------------------------------------
@@ -190,7 +216,6 @@ class Scheduler(Observer):
         return len(self._active) + len(self._unsched)
 
     def _wake_all(self) -> None:
-        self._capacity_version += 1
         if self._in_pass:
             self._rerun = True  # e.g. a grace-0 victim vanished mid-pass: look again after it
             return
@@ -242,37 +267,62 @@ class Scheduler(Observer):
         if len(failed) > 10_000:
             failed.clear()
         pods = self.state.pods
+        released = self._released
         for pod in batch:
             if pod.uid not in pods or not pod.pending_unbound:
                 continue
             nodes = self.state.sorted_nodes()
+            now_seq = self._release_seq
             cls: PodClass = (pod.placement.key, pod.requests, pod.priority, pod.preempt_never)
-            if pod.nominated is None:
-                cached = failed.get(cls)
-                if (
-                    cached is not None
-                    and cached[0] == self._capacity_version
-                    and (pod.preempt_never or cached[1] == self._binds_below(pod.priority))
-                ):
-                    self._park(pod, cached[2])
+            entry = failed.get(cls) if self.memo else None
+            if entry is None or entry.version != self._hard_version:
+                entry = None
+                scope = nodes
+            else:
+                if pod.nominated is None and entry.msg_seen == now_seq:
+                    self._park(pod, entry.message)
                     continue
-            node, diagnosis = self._find_node(pod, nodes)
+                # A nominated pod sees its nominated node differently (its own reservation is
+                # not in its way there), so that node is always re-checked for it.
+                seen, mine = entry.seen, pod.nominated
+                scope = [n for n in nodes if released.get(n.name, -1) > seen or n.name == mine]
+            node, reasons = self._find_node(pod, scope)
             if node is not None:
                 self._bind(pod, node)
                 continue
-            message = self._fit_message(diagnosis, len(nodes))
-            if nodes:
-                chosen, post = self._preempt(pod, nodes)
-                if chosen is not None:
-                    self._park(pod, f"{message} {post}", nominate=chosen.name)
-                    continue
+            if entry is None:
+                entry = failed[cls] = _Failure(self._hard_version)
+            entry.reasons.update(reasons)
+            entry.seen = now_seq
+            if not nodes:
+                message = "no nodes available to schedule pods."
+            else:
+                message = f"0/{len(nodes)} nodes are available: {entry.reasons.text()}."
+                post = self._ineligible(pod)
+                if post is None:
+                    if entry.post_seen < 0:
+                        scope = nodes
+                    else:
+                        seen, mine = entry.post_seen, pod.nominated
+                        scope = [
+                            n for n in nodes if released.get(n.name, -1) > seen or n.name == mine
+                        ]
+                    chosen, statuses = self._try_preempt(pod, scope)
+                    if chosen is not None:
+                        self._park(
+                            pod,
+                            f"{message} preemption: nominated after preempting "
+                            "lower-priority pods.",
+                            nominate=chosen.name,
+                        )
+                        continue
+                    entry.post.update(statuses)
+                    entry.post_seen = now_seq
+                    post = f"preemption: 0/{len(nodes)} nodes are available: {entry.post.text()}."
                 message = f"{message} {post}"
-            self._park(pod, message)
             if pod.nominated is None:
-                failed[cls] = (self._capacity_version, self._binds_below(pod.priority), message)
-
-    def _binds_below(self, priority: int) -> int:
-        return sum(n for p, n in self._binds.items() if p < priority)
+                entry.message, entry.msg_seen = message, now_seq
+            self._park(pod, message)
 
     def _park(self, pod: PodInfo, message: str, *, nominate: str | None = None) -> None:
         """Mark Unschedulable (write only if the condition or nomination changes) and park."""
@@ -306,7 +356,7 @@ class Scheduler(Observer):
 
     # --- filtering and scoring --------------------------------------------------------
 
-    def _static_reason(self, pod: PodInfo, node: NodeInfo) -> str | None:
+    def static_reason(self, pod: PodInfo, node: NodeInfo) -> str | None:
         """Why the node is out for the pod regardless of resources (None: it is not).
         Memoised per node and placement; the node's memo is reset when the node changes."""
         key = pod.placement.key
@@ -349,19 +399,20 @@ class Scheduler(Observer):
 
     def _find_node(
         self, pod: PodInfo, nodes: list[NodeInfo]
-    ) -> tuple[NodeInfo | None, dict[str, int]]:
+    ) -> tuple[NodeInfo | None, dict[str, tuple[str, ...]]]:
+        """The best feasible node, or None and why each node failed."""
         req = pod.requests
         rc, rm, rg = req.cpu, req.memory, req.gpu
         if pod.nominated:
             nominated = self.state.nodes.get(pod.nominated)
             if (
                 nominated is not None
-                and self._static_reason(pod, nominated) is None
-                and _fits(req, self._free_for(pod, nominated))
+                and self.static_reason(pod, nominated) is None
+                and fits(req, self._free_for(pod, nominated))
             ):
                 return nominated, {}
-        static_failures: list[str] = []
-        short: list[tuple[int, int, int, int]] = []
+        static_failures: list[tuple[str, str]] = []
+        short: list[tuple[str, tuple[int, int, int, int]]] = []
         best: NodeInfo | None = None
         best_score = -1.0
         key = pod.placement.key
@@ -370,9 +421,9 @@ class Scheduler(Observer):
             # Hot loop (every pending pod x every node): the filters and the fit are inlined.
             reason = node.filter_memo.get(key, _UNKNOWN)
             if reason is _UNKNOWN:
-                reason = self._static_reason(pod, node)
+                reason = self.static_reason(pod, node)
             if reason is not None:
-                static_failures.append(reason)  # type: ignore[arg-type]
+                static_failures.append((node.name, reason))  # type: ignore[arg-type]
                 continue
             a = node.allocatable
             if node.nominated:
@@ -381,30 +432,22 @@ class Scheduler(Observer):
                 fc, fm = a.cpu - node.req_cpu, a.memory - node.req_mem
                 fg, fp = a.gpu - node.req_gpu, a.pods - node.npods
             if (rc and rc > fc) or (rm and rm > fm) or (rg and rg > fg) or fp < 1:
-                short.append((fc, fm, fg, fp))
+                short.append((node.name, (fc, fm, fg, fp)))
                 continue
             # LeastAllocated / MostAllocated on cpu and memory, equal weights.
             used = ((node.req_cpu + rc) / a.cpu if a.cpu else 1.0) + (
-                (node.req_mem + rm) / a.memory if a.memory else 1.0)
+                (node.req_mem + rm) / a.memory if a.memory else 1.0
+            )
             score = used if most else 2.0 - used
             if score > best_score:
                 best, best_score = node, score
         if best is not None:
             return best, {}
-        # Only a failure needs the per-reason histogram of the message.
-        diagnosis: dict[str, int] = {}
-        for reason in static_failures:
-            diagnosis[reason] = diagnosis.get(reason, 0) + 1
-        for free in short:
-            for reason in _insufficient(req, Resources(*free)):
-                diagnosis[reason] = diagnosis.get(reason, 0) + 1
-        return None, diagnosis
-
-    @staticmethod
-    def _fit_message(diagnosis: dict[str, int], n_nodes: int) -> str:
-        if n_nodes == 0:
-            return "no nodes available to schedule pods."
-        return f"0/{n_nodes} nodes are available: {_histogram(diagnosis)}."
+        # Only a failure needs the reasons (for the message).
+        reasons: dict[str, tuple[str, ...]] = {name: (r,) for name, r in static_failures}
+        for name, free in short:
+            reasons[name] = tuple(_insufficient(req, Resources(*free)))
+        return None, reasons
 
     def _bind(self, pod: PodInfo, node: NodeInfo) -> None:
         now = self.loop.now()
@@ -419,25 +462,31 @@ class Scheduler(Observer):
 
     # --- preemption -------------------------------------------------------------------
 
-    def _preempt(self, pod: PodInfo, nodes: list[NodeInfo]) -> tuple[NodeInfo | None, str]:
+    def _ineligible(self, pod: PodInfo) -> str | None:
+        """PodEligibleToPreemptOthers: why this pod may not preempt now, or None."""
         if pod.preempt_never:
-            return None, "preemption: not eligible due to preemptionPolicy=Never."
+            return "preemption: not eligible due to preemptionPolicy=Never."
         if pod.nominated:
             nominated = self.state.nodes.get(pod.nominated)
             if nominated is not None and any(
                 v.terminating and v.priority < pod.priority for v in nominated.pods.values()
             ):
-                return None, ("preemption: not eligible due to a terminating pod on the "
-                              "nominated node.")
+                return "preemption: not eligible due to a terminating pod on the nominated node."
+        return None
+
+    def _try_preempt(
+        self, pod: PodInfo, nodes: list[NodeInfo]
+    ) -> tuple[NodeInfo | None, dict[str, tuple[str, ...]]]:
+        """Preempt on the best candidate node, or return why each node is no candidate."""
         candidates: list[tuple[Any, ...]] = []
-        statuses: dict[str, int] = {}
+        statuses: dict[str, tuple[str, ...]] = {}
         for node in nodes:
-            if self._static_reason(pod, node) is not None:
-                statuses[NOT_HELPFUL] = statuses.get(NOT_HELPFUL, 0) + 1
+            if self.static_reason(pod, node) is not None:
+                statuses[node.name] = (NOT_HELPFUL,)
                 continue
             victims = self._select_victims(pod, node)
             if not victims:
-                statuses[NO_VICTIMS] = statuses.get(NO_VICTIMS, 0) + 1
+                statuses[node.name] = (NO_VICTIMS,)
                 continue
             top = victims[0].priority
             earliest_top_start = min(_start(v) for v in victims if v.priority == top)
@@ -450,10 +499,10 @@ class Scheduler(Observer):
             )
             candidates.append((key, node, victims))
         if not candidates:
-            return None, f"preemption: 0/{len(nodes)} nodes are available: {_histogram(statuses)}."
+            return None, statuses
         _key, node, victims = min(candidates, key=lambda c: c[0])
         self._prepare(pod, node, victims)
-        return node, "preemption: nominated after preempting lower-priority pods."
+        return node, {}
 
     def _select_victims(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo] | None:
         """Minimal victim set on ``node`` (most important first), or None if none helps."""
@@ -491,11 +540,18 @@ class Scheduler(Observer):
             victim.deletion_reason = "preempted"
             self._write(
                 victim,
-                lambda obj: set_condition(obj, "DisruptionTarget", "True",
-                                          "PreemptionByScheduler", message, now),
+                lambda obj: set_condition(
+                    obj, "DisruptionTarget", "True", "PreemptionByScheduler", message, now
+                ),
             )
-            self.emit("pod_disrupted", pod=victim.name, namespace=victim.namespace,
-                      node=node.name, reason="preempted", by=pod.name)
+            self.emit(
+                "pod_disrupted",
+                pod=victim.name,
+                namespace=victim.namespace,
+                node=node.name,
+                reason="preempted",
+                by=pod.name,
+            )
             with contextlib.suppress(StoreError):
                 self.store.delete("Pod", victim.namespace, victim.name, uid=victim.uid)
         for other in list(node.nominated.values()):
@@ -503,7 +559,6 @@ class Scheduler(Observer):
                 self._clear_nomination(other)
 
     def _clear_nomination(self, pod: PodInfo) -> None:
-        self._capacity_version += 1
 
         def change(obj: Obj) -> None:
             obj.setdefault("status", {}).pop("nominatedNodeName", None)

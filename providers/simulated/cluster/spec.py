@@ -160,8 +160,9 @@ class IceWindow(_Frozen):
     @model_validator(mode="after")
     def _order(self) -> IceWindow:
         if self.end <= self.start:
-            raise ValueError(f"ICE window for {self.instance_type}: end {self.end} <= start "
-                             f"{self.start}")
+            raise ValueError(
+                f"ICE window for {self.instance_type}: end {self.end} <= start {self.start}"
+            )
         return self
 
     def covers(self, instance_type: str, zone: str, capacity_type: str, t: float) -> bool:
@@ -246,8 +247,9 @@ class ClusterSpec(_Frozen):
         for pool in self.nodepools:
             for name in pool.instance_types:
                 if name not in types:
-                    raise ValueError(f"nodepool {pool.name}: unknown instance type {name!r}; "
-                                     f"known: {known}")
+                    raise ValueError(
+                        f"nodepool {pool.name}: unknown instance type {name!r}; known: {known}"
+                    )
             for zone in pool.zones:
                 if zone not in self.zones:
                     raise ValueError(f"nodepool {pool.name}: zone {zone!r} not in {self.zones}")
@@ -256,15 +258,19 @@ class ClusterSpec(_Frozen):
             raise ValueError(f"static_nodes: duplicate names in {groups}")
         for group in self.static_nodes:
             if group.instance_type not in types:
-                raise ValueError(f"static node group {group.name}: unknown instance type "
-                                 f"{group.instance_type!r}; known: {known}")
+                raise ValueError(
+                    f"static node group {group.name}: unknown instance type "
+                    f"{group.instance_type!r}; known: {known}"
+                )
             if group.zone is not None and group.zone not in self.zones:
-                raise ValueError(f"static node group {group.name}: zone {group.zone!r} not in "
-                                 f"{self.zones}")
+                raise ValueError(
+                    f"static node group {group.name}: zone {group.zone!r} not in {self.zones}"
+                )
         for window in self.ice_windows:
             if window.instance_type not in types:
-                raise ValueError(f"ice window: unknown instance type {window.instance_type!r}; "
-                                 f"known: {known}")
+                raise ValueError(
+                    f"ice window: unknown instance type {window.instance_type!r}; known: {known}"
+                )
         return self
 
     def instance_type(self, name: str) -> InstanceType:
@@ -290,8 +296,15 @@ class ClusterSpec(_Frozen):
             nodepools=(
                 NodePoolSpec(
                     name="default",
-                    instance_types=("m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge",
-                                    "c5.xlarge", "c5.2xlarge", "c5.4xlarge"),
+                    instance_types=(
+                        "m5.large",
+                        "m5.xlarge",
+                        "m5.2xlarge",
+                        "m5.4xlarge",
+                        "c5.xlarge",
+                        "c5.2xlarge",
+                        "c5.4xlarge",
+                    ),
                     limits={"cpu": 512, "memory": "2048Gi"},
                     consolidate_after=300.0,
                 ),
@@ -310,11 +323,17 @@ class ClusterSpec(_Frozen):
 def default_catalog() -> tuple[InstanceType, ...]:
     """A few AWS instance types with us-east-1 on-demand prices and VPC CNI max pods."""
 
-    def it(name: str, cpu: int, mem_gib: int, price: float, pods: int,
-           gpu: int = 0) -> InstanceType:
+    def it(
+        name: str, cpu: int, mem_gib: int, price: float, pods: int, gpu: int = 0
+    ) -> InstanceType:
         family = name.split(".")[0]
         return InstanceType(
-            name=name, cpu=cpu, memory=f"{mem_gib}Gi", gpu=gpu, pods=pods, price=price,
+            name=name,
+            cpu=cpu,
+            memory=f"{mem_gib}Gi",
+            gpu=gpu,
+            pods=pods,
+            price=price,
             spot_price=round(price * 0.4, 4),
             labels={"karpenter.k8s.aws/instance-family": family},
         )

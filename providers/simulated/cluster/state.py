@@ -17,14 +17,12 @@ Observed transitions are logged here (``pod_bound``, ``pod_running``, ``pod_ende
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from providers.kubernetes.labels import (
     ANNOTATION_DO_NOT_DISRUPT,
-    COMPONENT_PLACEHOLDER,
-    LABEL_COMPONENT,
     LABEL_NODEPOOL,
 )
 from providers.simulated.cluster.emit import Emitter
@@ -34,7 +32,13 @@ from providers.simulated.cluster.matching import (
     compile_placement,
     compile_taints,
 )
-from providers.simulated.cluster.quantity import GPU, Resources, cpu_millis, to_int
+from providers.simulated.cluster.pods import (
+    container_reason,
+    default_category,
+    pod_requests,
+    scheduled_condition,
+)
+from providers.simulated.cluster.quantity import Resources
 from providers.simulated.store import Obj, ObjectStore
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -42,72 +46,6 @@ TERMINAL = ("Succeeded", "Failed")
 LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 LABEL_ZONE = "topology.kubernetes.io/zone"
 LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
-
-
-def default_category(pod: Obj) -> str:
-    labels = pod["metadata"].get("labels") or {}
-    return "placeholder" if labels.get(LABEL_COMPONENT) == COMPONENT_PLACEHOLDER else "workload"
-
-
-def _container_requests(c: Mapping[str, Any]) -> tuple[int, int, int]:
-    res = c.get("resources") or {}
-    req = res.get("requests") or {}
-    lim = res.get("limits") or {}
-    # API defaulting: a resource with a limit and no request requests its limit.
-    cpu = req.get("cpu", lim.get("cpu"))
-    mem = req.get("memory", lim.get("memory"))
-    gpu = req.get(GPU, lim.get(GPU))
-    return (
-        cpu_millis(cpu) if cpu is not None else 0,
-        to_int(mem) if mem is not None else 0,
-        to_int(gpu) if gpu is not None else 0,
-    )
-
-
-def pod_requests(spec: Mapping[str, Any]) -> Resources:
-    """Effective requests the way kube-scheduler computes them.
-
-    max(sum of app containers + restartable (sidecar) init containers, the largest init step
-    (an init container plus the sidecars started before it)) + pod overhead; one pod slot.
-    """
-    cpu = mem = gpu = 0
-    for c in spec.get("containers") or ():
-        a, b, g = _container_requests(c)
-        cpu, mem, gpu = cpu + a, mem + b, gpu + g
-    side_cpu = side_mem = side_gpu = 0
-    init_cpu = init_mem = init_gpu = 0
-    for c in spec.get("initContainers") or ():
-        a, b, g = _container_requests(c)
-        if c.get("restartPolicy") == "Always":
-            side_cpu, side_mem, side_gpu = side_cpu + a, side_mem + b, side_gpu + g
-        else:
-            init_cpu = max(init_cpu, a + side_cpu)
-            init_mem = max(init_mem, b + side_mem)
-            init_gpu = max(init_gpu, g + side_gpu)
-    cpu = max(cpu + side_cpu, init_cpu)
-    mem = max(mem + side_mem, init_mem)
-    gpu = max(gpu + side_gpu, init_gpu)
-    overhead = spec.get("overhead") or {}
-    if overhead:
-        o = Resources.from_api(overhead)
-        cpu, mem, gpu = cpu + o.cpu, mem + o.memory, gpu + o.gpu
-    return Resources(cpu, mem, gpu, 1)
-
-
-def _container_reason(status: Mapping[str, Any]) -> str:
-    for cs in status.get("containerStatuses") or ():
-        terminated = (cs.get("state") or {}).get("terminated")
-        if terminated and terminated.get("reason"):
-            return str(terminated["reason"])
-    return ""
-
-
-def scheduled_condition(obj: Obj) -> tuple[str, str, str] | None:
-    """``(status, reason, message)`` of the PodScheduled condition, if any."""
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "PodScheduled":
-            return (cond.get("status", ""), cond.get("reason", ""), cond.get("message", ""))
-    return None
 
 
 @dataclass(eq=False, slots=True)
@@ -232,6 +170,9 @@ class Observer:
 
     def pod_removed(self, pod: PodInfo) -> None:
         """The pod is gone from the store (after ``pod_released`` if it held resources)."""
+
+    def nomination_dropped(self, pod: PodInfo, node_name: str) -> None:
+        """The pod no longer reserves room on ``node_name`` (bound, moved, cleared, gone)."""
 
     def pod_provisionable(self, pod: PodInfo, provisionable: bool) -> None:
         """The pod became (or stopped being) a candidate for Karpenter provisioning."""
@@ -364,8 +305,17 @@ class ClusterState:
         allocatable = Resources.from_api(status.get("allocatable"))
         node = self.nodes.get(name)
         if node is None:
-            node = NodeInfo(name, obj, labels, taints, unschedulable, ready, allocatable,
-                            created_at=self.now(), last_pod_event=self.now())
+            node = NodeInfo(
+                name,
+                obj,
+                labels,
+                taints,
+                unschedulable,
+                ready,
+                allocatable,
+                created_at=self.now(),
+                last_pod_event=self.now(),
+            )
             self.nodes[name] = node
             self._sorted_nodes = None
             for o in self.observers:
@@ -373,7 +323,11 @@ class ClusterState:
             return
         node.obj = obj
         if (labels, taints, unschedulable, ready, allocatable) != (
-            node.labels, node.taints, node.unschedulable, node.ready, node.allocatable
+            node.labels,
+            node.taints,
+            node.unschedulable,
+            node.ready,
+            node.allocatable,
         ):
             node.labels, node.taints, node.unschedulable = labels, taints, unschedulable
             node.ready, node.allocatable = ready, allocatable
@@ -442,8 +396,13 @@ class ClusterState:
                 if reason is None and node is not None:
                     self._count(pod, node)
                     pod.bound_at = self.now()
-                    self.emit("pod_bound", pod=pod.name, namespace=pod.namespace, node=node_name,
-                              pinned=True)
+                    self.emit(
+                        "pod_bound",
+                        pod=pod.name,
+                        namespace=pod.namespace,
+                        node=node_name,
+                        pinned=True,
+                    )
                     for o in self.observers:
                         o.pod_bound(pod, node)
                 else:
@@ -489,9 +448,15 @@ class ClusterState:
                 for o in self.observers:
                     o.pod_running(pod)
             if phase in TERMINAL:
-                pod.end_reason = status.get("reason") or _container_reason(status)
-                self.emit("pod_ended", pod=pod.name, namespace=pod.namespace, node=pod.node,
-                          phase=phase, reason=pod.end_reason)
+                pod.end_reason = status.get("reason") or container_reason(status)
+                self.emit(
+                    "pod_ended",
+                    pod=pod.name,
+                    namespace=pod.namespace,
+                    node=pod.node,
+                    phase=phase,
+                    reason=pod.end_reason,
+                )
                 self._release(pod)
         # 4. deletion requested
         if meta.get("deletionTimestamp") and not pod.terminating:
@@ -512,8 +477,13 @@ class ClusterState:
             for o in self.observers:
                 o.pod_provisionable(pod, False)
         pod.cancel_timers()
-        self.emit("pod_deleted", pod=pod.name, namespace=pod.namespace, node=pod.node,
-                  reason=pod.deletion_reason or self._default_reason(pod))
+        self.emit(
+            "pod_deleted",
+            pod=pod.name,
+            namespace=pod.namespace,
+            node=pod.node,
+            reason=pod.deletion_reason or self._default_reason(pod),
+        )
         for o in self.observers:
             o.pod_removed(pod)
 
@@ -563,11 +533,16 @@ class ClusterState:
             o.pod_released(pod, node)
 
     def _nominate(self, pod: PodInfo, node_name: str | None) -> None:
-        if pod.nominated and pod.nominated in self.nodes:
-            self.nodes[pod.nominated].nominated.pop(pod.uid, None)
+        previous = pod.nominated
+        if previous and previous in self.nodes:
+            self.nodes[previous].nominated.pop(pod.uid, None)
         pod.nominated = node_name
         if node_name and node_name in self.nodes:
             self.nodes[node_name].nominated[pod.uid] = pod
+        # Binding on the nominated node turns the reservation into requests: no room appears.
+        if previous and previous != node_name and pod.node != previous:
+            for o in self.observers:
+                o.nomination_dropped(pod, previous)
 
     def _update_provisionable(self, pod: PodInfo) -> None:
         """Karpenter provisions only for pods the scheduler marked Unschedulable and that do
@@ -585,13 +560,3 @@ class ClusterState:
             self.changes += 1
             for o in self.observers:
                 o.pod_provisionable(pod, now)
-
-
-def node_identity(node: NodeInfo) -> dict[str, str | None]:
-    """Ids for the event log."""
-    return {
-        "node": node.name,
-        "nodepool": node.labels.get(LABEL_NODEPOOL),
-        "instance_type": node.labels.get(LABEL_INSTANCE_TYPE),
-        "zone": node.labels.get(LABEL_ZONE),
-    }

@@ -137,6 +137,13 @@ class K8sFace:
         strict_priority_classes: bool = True,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        try:
+            store.events_since(store.resource_version, "Pod")
+        except Gone:
+            raise ValueError(
+                "K8sFace needs an ObjectStore that keeps watch history: create it with "
+                "ObjectStore(clock, history=N), N > 0 (e.g. 10000)"
+            ) from None
         self.store = store
         self.absent_groups = frozenset(absent_groups)
         self.bookmark_interval = bookmark_interval
@@ -711,6 +718,9 @@ class K8sFace:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # The default backlog (5) overflows when a dozen informers connect at once and the
+    # kernel drops SYNs, which clients retry only after a second.
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client closing its keep-alive connection is routine; anything else is logged.

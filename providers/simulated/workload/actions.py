@@ -14,8 +14,8 @@ Semantics modelled:
   the fair, reproducible stand-in). When room opens in a scale set (a poll raised its
   capacity, a job finished) it takes the backlog it can serve.
 - Registered runners of a scale set take its assigned jobs in FIFO order as soon as they are
-  idle (``JobStarted``). Idle runners take jobs without any capacity check: room only bounds
-  *assignment* to the scale set, exactly like the real service.
+  idle (``JobStarted``). An idle runner (e.g. kept by minRunners) is handed a job with no
+  capacity check: each idle runner adds one to the room, whatever was advertised.
 - A job finishes as ``succeeded`` or ``failed`` (``JobCompleted``); an ephemeral runner is
   deregistered after its job.
 - Wire shapes: :meth:`poll`, :meth:`statistics` and :meth:`acquire` are the ``JobFeed`` the
@@ -125,16 +125,24 @@ class ScaleSet:
 
     @property
     def room(self) -> int:
-        return self.advertised - len(self.assigned) if self.has_polled else 0
+        """Jobs the service may still assign here: up to the advertised capacity, plus one
+        per idle registered runner, which the broker hands a job with no capacity check."""
+        if not self.has_polled:
+            return 0
+        return max(0, self.advertised - len(self.assigned)) + max(
+            0, len(self.idle) - len(self.waiting)
+        )
 
 
 CapacityObserver = Callable[[ScaleSet, int], None]
 
 
 def rfc3339(ts: float | None) -> str:
+    """RFC 3339 with 7 fractional digits, as the service writes them; None = Go's zero time."""
     if ts is None:
         return ZERO_TIME
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    moment = datetime.fromtimestamp(ts, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{moment.microsecond * 10:07d}Z"
 
 
 class ActionsService:
@@ -164,7 +172,10 @@ class ActionsService:
                 self._eligible[key].append(ss)
                 ss.groups.append(key)
         self.log.emit(
-            "scale_set_registered", scale_set=name, scale_set_id=ss.id, cluster=cluster,
+            "scale_set_registered",
+            scale_set=name,
+            scale_set_id=ss.id,
+            cluster=cluster,
             labels=sorted(ss.labels),
         )
         return ss
@@ -202,8 +213,9 @@ class ActionsService:
             workflow_run_id=500_000 + seq,
         )
         self.jobs.append(job)
-        self.log.emit("job_queued", job=job.request_id, labels=list(job.labels),
-                      duration=job.duration)
+        self.log.emit(
+            "job_queued", job=job.request_id, labels=list(job.labels), duration=job.duration
+        )
         key = tuple(sorted(set(job.labels)))
         group = self._group(key)
         group.append(job)
@@ -258,15 +270,19 @@ class ActionsService:
         ss.assigned[job.request_id] = job
         ss.waiting.append(job)
         self.log.emit("job_assigned", job=job.request_id, scale_set=ss.name, cluster=ss.cluster)
-        self._send(ss, self._message("JobAvailable", job, acquireJobUrl=(
-            f"https://broker.actions.invalid/acquire/{job.request_id}")))
+        self._send(
+            ss,
+            self._message(
+                "JobAvailable",
+                job,
+                acquireJobUrl=(f"https://broker.actions.invalid/acquire/{job.request_id}"),
+            ),
+        )
         self._start_waiting(ss)
 
     # --- runners ---------------------------------------------------------------------------
 
-    def register_runner(
-        self, scale_set_id: int, name: str, on_job: Callable[[Job], None]
-    ) -> int:
+    def register_runner(self, scale_set_id: int, name: str, on_job: Callable[[Job], None]) -> int:
         """A runner came online and listens for a job; returns its runner id."""
         ss = self.scale_set(scale_set_id)
         if name in ss.runners:
@@ -276,6 +292,7 @@ class ActionsService:
         ss.runners[name] = runner
         ss.idle[name] = runner
         self._start_waiting(ss)
+        self._fill(ss)  # an idle runner takes queued jobs whatever the advertised capacity
         return runner.runner_id
 
     def remove_idle_runner(self, scale_set_id: int, name: str) -> bool:
@@ -301,8 +318,10 @@ class ActionsService:
             job.runner_name = runner.name
             job.runner_id = runner.runner_id
             self.log.emit("job_started", job=job.request_id, scale_set=ss.name, runner=name)
-            self._send(ss, self._message("JobStarted", job, runnerId=runner.runner_id,
-                                         runnerName=runner.name))
+            self._send(
+                ss,
+                self._message("JobStarted", job, runnerId=runner.runner_id, runnerName=runner.name),
+            )
             runner.on_job(job)
 
     def job_running(self, job: Job, pod: str) -> None:
@@ -332,8 +351,16 @@ class ActionsService:
             self.log.emit("job_completed", job=job.request_id, scale_set=ss.name)
         else:
             self.log.emit("job_failed", job=job.request_id, scale_set=ss.name, reason=reason)
-        self._send(ss, self._message("JobCompleted", job, result=job.state.value,
-                                     runnerId=job.runner_id, runnerName=job.runner_name or ""))
+        self._send(
+            ss,
+            self._message(
+                "JobCompleted",
+                job,
+                result=job.state.value,
+                runnerId=job.runner_id,
+                runnerName=job.runner_name or "",
+            ),
+        )
         self._fill(ss)
 
     def _scale_set_of(self, job: Job) -> ScaleSet:

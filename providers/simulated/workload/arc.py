@@ -9,21 +9,22 @@ One :class:`ArcScaleSet` per runner scale set, over its cluster's ObjectStore:
    runner's ``actions.github.com/patch-id``; it creates runners up to ``replicas`` and, with
    ``patchID == 0`` only, deletes surplus *idle registered* runners (never unregistered ones
    or ones with a job).
-3. **EphemeralRunner controller**: creates the runner pod (name = runner name, class
-   ``arc-runner``, labels ``actions-ephemeral-runner=True`` and the scale-set name, owned by
-   the EphemeralRunner); deletes the EphemeralRunner once its pod has finished; treats a
-   runner pod that was preempted, evicted or removed as lost (its job, if any, fails).
+3. **EphemeralRunner controller**: creates the runner pod (name = runner name, labels
+   ``actions-ephemeral-runner=True`` and the scale-set name, owned by the EphemeralRunner,
+   class ``arc-runner`` when the install sets one); deletes the EphemeralRunner once its pod
+   has finished; treats a runner pod that was preempted, evicted or removed as lost (its
+   job, if any, fails).
 4. **Runner process**: registers with the Actions service a few seconds after its pod is
    Running, then takes an assigned job (``JobStarted``; the service hands jobs to idle
    runners with no capacity check, which is how minRunners' idle runners behave).
 5. **Container hook**: after the hook delay it creates the workflow pod
-   ``<runner pod name[:54]>-workflow`` (label ``runner-pod=<runner pod>``, class
-   ``arc-workflow``, requests = the workflow template). ``kubernetes-novolume`` mode sends it
-   through the scheduler; classic ``kubernetes`` mode pins it to the runner's node with
-   ``spec.nodeName`` (no scheduler, no preemption; the kubelet rejects it if it does not fit,
-   and the job fails at once). The workflow pod must be Running within the prepare-job
-   timeout or the job **fails**. Once it runs, the job runs for its duration; then both pods
-   end and the EphemeralRunner is deleted.
+   ``<runner pod name[:54]>-workflow`` (label ``runner-pod=<runner pod>``, the hook
+   template's class, e.g. ``arc-workflow``, requests = the workflow template).
+   ``kubernetes-novolume`` mode sends it through the scheduler; classic ``kubernetes`` mode
+   pins it to the runner's node with ``spec.nodeName`` (no scheduler, no preemption; the
+   kubelet rejects it if it does not fit, and the job fails at once). The workflow pod must
+   be Running within the prepare-job timeout or the job **fails**. Once it runs, the job
+   runs for its duration; then both pods end and the EphemeralRunner is deleted.
 
 Simplifications (on purpose): no JIT secret objects, no ERS/ARS status updates, no runner
 pod restarts (a runner that lost its pod is deleted and the ERS controller replaces it when
@@ -32,6 +33,7 @@ pod restarts (a runner that lost its pod is deleted and the ERS controller repla
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import string
@@ -111,13 +113,18 @@ class ScaleSetSpec:
     workflow_requests: Mapping[str, str]
     workflow_placement: Mapping[str, Any]
     do_not_disrupt: bool = True
+    #: PriorityClass of runner / workflow pods (None: no class, priority 0, as stock ARC).
+    runner_priority_class: str | None = None
+    workflow_priority_class: str | None = None
 
     def runner_pod_spec(self) -> dict[str, Any]:
         """The runner PodSpec of the ERS template (what ARC would render from the Helm chart)."""
         env = [
             {"name": "ACTIONS_RUNNER_CONTAINER_HOOKS", "value": HOOK_PATHS[self.container_mode]},
-            {"name": "ACTIONS_RUNNER_POD_NAME",
-             "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {
+                "name": "ACTIONS_RUNNER_POD_NAME",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+            },
             {"name": "ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER", "value": "true"},
         ]
         spec: dict[str, Any] = {
@@ -130,15 +137,18 @@ class ScaleSetSpec:
                     "resources": {"requests": dict(self.runner_requests)},
                 }
             ],
-            "priorityClassName": "arc-runner",
             "restartPolicy": "Never",
             "serviceAccountName": f"{self.name}-gha-rs-kube-mode",
             **copy.deepcopy(dict(self.runner_placement)),
         }
+        if self.runner_priority_class:
+            spec["priorityClassName"] = self.runner_priority_class
         if self.container_mode is ContainerMode.KUBERNETES:
             # Classic mode: the work directory is a ReadWriteOnce volume shared with the
             # workflow pod, which is why the hook pins the workflow pod to this node.
-            spec["containers"][0]["volumeMounts"] = [{"name": "work", "mountPath": "/home/runner/_work"}]
+            spec["containers"][0]["volumeMounts"] = [
+                {"name": "work", "mountPath": "/home/runner/_work"}
+            ]
             spec["volumes"] = [
                 {
                     "name": "work",
@@ -155,8 +165,11 @@ class ScaleSetSpec:
         return spec
 
     def workflow_pod_spec(self) -> dict[str, Any]:
-        """Placement of the workflow pod (what the hook template sets)."""
-        return copy.deepcopy(dict(self.workflow_placement))
+        """Placement and class of the workflow pod (what the hook template sets)."""
+        spec = copy.deepcopy(dict(self.workflow_placement))
+        if self.workflow_priority_class:
+            spec["priorityClassName"] = self.workflow_priority_class
+        return spec
 
 
 class RunnerPhase(StrEnum):
@@ -218,8 +231,6 @@ class ArcScaleSet:
         self.runners: dict[str, RunnerState] = {}
         self._reconcile_pending = False
         self.runners_created = 0
-        self.jobs_failed_runner_lost = 0
-        self.on_runner_change: list[Callable[[], None]] = []
 
     # --- objects -----------------------------------------------------------------------------
 
@@ -229,9 +240,7 @@ class ArcScaleSet:
         template = spec.runner_pod_spec()
         template_meta = {
             "labels": {"app.kubernetes.io/component": "runner"},
-            "annotations": (
-                {L.ANNOTATION_DO_NOT_DISRUPT: "true"} if spec.do_not_disrupt else {}
-            ),
+            "annotations": ({L.ANNOTATION_DO_NOT_DISRUPT: "true"} if spec.do_not_disrupt else {}),
         }
         ars = self.store.create(
             {
@@ -248,7 +257,10 @@ class ArcScaleSet:
                     "runnerScaleSetName": spec.name,
                     "maxRunners": spec.max_runners,
                     "minRunners": spec.min_runners,
-                    "template": {"metadata": copy.deepcopy(template_meta), "spec": copy.deepcopy(template)},
+                    "template": {
+                        "metadata": copy.deepcopy(template_meta),
+                        "spec": copy.deepcopy(template),
+                    },
                 },
             }
         )
@@ -287,6 +299,7 @@ class ArcScaleSet:
 
     def set_max_runners(self, max_runners: int) -> None:
         """A user edits the AutoscalingRunnerSet (e.g. a drain sets maxRunners to 0)."""
+
         def change(obj: Obj) -> None:
             obj["spec"]["maxRunners"] = max_runners
 
@@ -308,7 +321,11 @@ class ArcScaleSet:
         spec = self.ers()["spec"]
         replicas = int(spec.get("replicas") or 0)
         patch_id = int(spec.get("patchID") or 0)
-        live = [r for r in self.runners.values() if r.phase is not RunnerPhase.EXITING and not r.deleting]
+        live = [
+            r
+            for r in self.runners.values()
+            if r.phase is not RunnerPhase.EXITING and not r.deleting
+        ]
         latest = max((r.patch_id for r in self.runners.values()), default=-1)
         if patch_id != 0 and patch_id == latest:
             return  # this intent has been applied already (ARC's patch-id check)
@@ -332,7 +349,10 @@ class ArcScaleSet:
         while True:
             suffix = "".join(self.rng.choice(alphabet) for _ in range(5))
             name = f"{self.ers_name}-runner-{suffix}"
-            if name not in self.runners and self.store.find("EphemeralRunner", self.namespace, name) is None:
+            if (
+                name not in self.runners
+                and self.store.find("EphemeralRunner", self.namespace, name) is None
+            ):
                 return name
 
     def _create_runner(self, patch_id: int) -> None:
@@ -395,7 +415,9 @@ class ArcScaleSet:
             },
             "spec": copy.deepcopy(er_spec["spec"]),
         }
-        self.router.watch(self.namespace, runner.name, lambda t, p: self._on_runner_pod(runner, t, p))
+        self.router.watch(
+            self.namespace, runner.name, lambda t, p: self._on_runner_pod(runner, t, p)
+        )
         self.store.create(pod)
         runner.pod_created = True
 
@@ -420,8 +442,9 @@ class ArcScaleSet:
             runner.timers.append(self.loop.call_later(delay, self._register, runner))
         elif phase in ("Succeeded", "Failed"):
             if runner.phase is RunnerPhase.EXITING:
-                self.loop.call_later(self.timings.controller_delay, self._delete_runner, runner,
-                                     "runner finished")
+                self.loop.call_later(
+                    self.timings.controller_delay, self._delete_runner, runner, "runner finished"
+                )
             else:
                 self.loop.call_soon(self._runner_lost, runner, f"runner pod ended ({phase})")
 
@@ -432,24 +455,25 @@ class ArcScaleSet:
         runner.runner_id = self.service.register_runner(
             self.scale_set.id, runner.name, lambda job: self._on_job(runner, job)
         )
-        self.log.emit("runner_registered", runner=runner.name, scale_set=self.spec.name,
-                      node=runner.node)
+        self.log.emit(
+            "runner_registered", runner=runner.name, scale_set=self.spec.name, node=runner.node
+        )
 
         def online(obj: Obj) -> None:
             obj["status"].update(
-                {"phase": "Running", "ready": True, "runnerId": runner.runner_id,
-                 "runnerName": runner.name}
+                {
+                    "phase": "Running",
+                    "ready": True,
+                    "runnerId": runner.runner_id,
+                    "runnerName": runner.name,
+                }
             )
 
         self._patch_er_status(runner.name, online)
-        for callback in self.on_runner_change:
-            callback()
 
     def _patch_er_status(self, name: str, change: Callable[[Obj], None]) -> None:
-        try:
+        with contextlib.suppress(NotFound):  # deleted meanwhile: the status no longer matters
             self.store.mutate("EphemeralRunner", self.namespace, name, change)
-        except NotFound:
-            pass  # deleted meanwhile: the status no longer matters
 
     def _delete_runner(self, runner: RunnerState, why: str) -> None:
         """Delete the runner pod (if any) and its EphemeralRunner."""
@@ -465,15 +489,12 @@ class ArcScaleSet:
             self.store.delete("EphemeralRunner", self.namespace, runner.name)
         del self.runners[runner.name]
         self._request_reconcile()
-        for callback in self.on_runner_change:
-            callback()
 
     def _runner_lost(self, runner: RunnerState, why: str) -> None:
         if runner.phase is RunnerPhase.GONE or runner.deleting:
             return
         job = runner.job
         if job is not None and job.state in (JobState.STARTED, JobState.RUNNING):
-            self.jobs_failed_runner_lost += 1
             self._fail_job(runner, f"runner lost: {why}")
         elif runner.phase is RunnerPhase.IDLE:
             self.service.remove_idle_runner(self.scale_set.id, runner.name)
@@ -503,7 +524,6 @@ class ArcScaleSet:
                     "resources": {"requests": requests, "limits": dict(requests)},
                 }
             ],
-            "priorityClassName": "arc-workflow",
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
             **self.spec.workflow_pod_spec(),
@@ -528,10 +548,14 @@ class ArcScaleSet:
             "spec": spec,
         }
         runner.workflow_pod = name
-        self.router.watch(self.namespace, name, lambda t, p: self._on_workflow_pod(runner, job, t, p))
+        self.router.watch(
+            self.namespace, name, lambda t, p: self._on_workflow_pod(runner, job, t, p)
+        )
         self.store.create(pod)
         runner.timers.append(
-            self.loop.call_later(self.timings.prepare_job_timeout, self._prepare_timeout, runner, job)
+            self.loop.call_later(
+                self.timings.prepare_job_timeout, self._prepare_timeout, runner, job
+            )
         )
 
     def _on_workflow_pod(self, runner: RunnerState, job: Job, event_type: str, pod: Obj) -> None:
@@ -548,7 +572,9 @@ class ArcScaleSet:
             reason = status.get("reason") or "Failed"
             self.loop.call_soon(self._workflow_lost, runner, job, f"workflow pod failed: {reason}")
         elif _disrupted(pod) or pod["metadata"].get("deletionTimestamp"):
-            self.loop.call_soon(self._workflow_lost, runner, job, "workflow pod preempted or evicted")
+            self.loop.call_soon(
+                self._workflow_lost, runner, job, "workflow pod preempted or evicted"
+            )
 
     def _workflow_started(self, runner: RunnerState, job: Job) -> None:
         if runner.job is not job or job.state is not JobState.STARTED:
@@ -568,7 +594,9 @@ class ArcScaleSet:
         if runner.job is not job or job.state is not JobState.STARTED:
             return
         timeout = self.timings.prepare_job_timeout
-        self._fail_job(runner, f"prepare-job timeout: workflow pod not Running after {timeout:.0f}s")
+        self._fail_job(
+            runner, f"prepare-job timeout: workflow pod not Running after {timeout:.0f}s"
+        )
         self._exit(runner)
 
     def _workflow_lost(self, runner: RunnerState, job: Job, why: str) -> None:
@@ -602,7 +630,9 @@ class ArcScaleSet:
         """The ephemeral runner process exits after its job; the controller cleans up."""
         runner.cancel_timers()
         runner.phase = RunnerPhase.EXITING
-        runner.timers.append(self.loop.call_later(self.timings.runner_exit, self._runner_exits, runner))
+        runner.timers.append(
+            self.loop.call_later(self.timings.runner_exit, self._runner_exits, runner)
+        )
 
     def _runner_exits(self, runner: RunnerState) -> None:
         if runner.deleting:
@@ -613,14 +643,6 @@ class ArcScaleSet:
             self.cluster.finish_pod(self.namespace, runner.name, True)  # -> Succeeded -> delete
         else:
             self._delete_runner(runner, "runner finished")
-
-    # --- views --------------------------------------------------------------------------------
-
-    def counts(self) -> dict[str, int]:
-        out = {p.value: 0 for p in RunnerPhase}
-        for runner in self.runners.values():
-            out[runner.phase.value] += 1
-        return out
 
 
 def _disrupted(pod: Obj) -> bool:

@@ -98,9 +98,7 @@ def burst(
     repository: str,
 ) -> list[JobSpec]:
     offsets = sorted(at + (rng.uniform(0.0, over) if over > 0 else 0.0) for _ in range(count))
-    return [
-        JobSpec(round(t, 3), labels, duration.draw(rng), name, repository) for t in offsets
-    ]
+    return [JobSpec(round(t, 3), labels, duration.draw(rng), name, repository) for t in offsets]
 
 
 def load_trace(path: Path, *, default_labels: tuple[str, ...] = ()) -> list[JobSpec]:
@@ -151,6 +149,8 @@ def load_trace(path: Path, *, default_labels: tuple[str, ...] = ()) -> list[JobS
 
 def merge(streams: Iterable[Sequence[JobSpec]]) -> list[JobSpec]:
     """All jobs in queue order; ties keep the order of the streams (stable, deterministic)."""
-    tagged = [(job.at, s, i, job) for s, stream in enumerate(streams) for i, job in enumerate(stream)]
+    tagged = [
+        (job.at, s, i, job) for s, stream in enumerate(streams) for i, job in enumerate(stream)
+    ]
     tagged.sort(key=lambda item: item[:3])
     return [job for *_, job in tagged]

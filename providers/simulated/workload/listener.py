@@ -200,7 +200,9 @@ class ListenerModel:
         self._in_flight = header = self.gate.value
         messages = self.service.poll(ss_id, header)
         if messages:
-            available = [m["runnerRequestId"] for m in messages if m["messageType"] == "JobAvailable"]
+            available = [
+                m["runnerRequestId"] for m in messages if m["messageType"] == "JobAvailable"
+            ]
             if available:
                 self.service.acquire(ss_id, available)
             for message in messages:

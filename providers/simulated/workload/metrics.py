@@ -23,7 +23,11 @@ seconds since the start, rounded to milliseconds like the log):
   (``pod_bound``) until they end (``pod_ended``), are marked for disruption
   (``pod_disrupted``) or are removed (``pod_deleted``). ``W`` is the same for workflow pods
   and workflow-sized placeholders. ``min(R, W)`` is what the scheduler has confirmed: jobs
-  holding resources plus complete reserved pairs (the ledger's formula, recounted).
+  holding resources plus complete reserved pairs (the ledger's formula, recounted). A pod
+  that is only terminating (``deletionTimestamp`` without ``DisruptionTarget``) counts until
+  it is removed, because the log has no event for a plain delete request. The figure
+  measures, for capacity-aware, how long a loss takes to reach GitHub (reconcile debounce +
+  poll cut); for stock ARC, how much of ``maxRunners`` was never backed by anything.
 - **idle reserved CPU / GPU hours**: requests of placeholder pods (both strategies' kinds)
   integrated from binding until they end or are removed. Idle *nodes* are reported apart
   (``node_hours``, ``node_cost_usd``, from the cluster's own figures).
@@ -38,7 +42,7 @@ from typing import Any
 
 from providers.simulated.engine import EventLoop
 from providers.simulated.store import Obj
-from providers.simulated.workload.actions import ActionsService, Job, JobState, ScaleSet
+from providers.simulated.workload.actions import ActionsService, JobState, ScaleSet
 from providers.simulated.workload.pods import (
     PLACEHOLDER_ROLES,
     ROLE_PH_RUNNER,
@@ -157,8 +161,9 @@ class Accounting:
     def watch_cluster(self, name: str, node_count: Callable[[], int]) -> None:
         self._node_counts[name] = node_count
 
-    def pod_added(self, cluster: str, pod: Obj, role: str, scale_set: str | None, cpu: float,
-                  gpu: int) -> None:
+    def pod_added(
+        self, cluster: str, pod: Obj, role: str, scale_set: str | None, cpu: float, gpu: int
+    ) -> None:
         meta = pod["metadata"]
         self._pods[(cluster, meta.get("namespace", ""), meta["name"])] = _PodTrack(
             role, scale_set, cpu, gpu
@@ -248,8 +253,12 @@ class Accounting:
         over = 0.0
         reasons: dict[str, int] = {}
         per_set: dict[str, dict[str, Any]] = {
-            ss.name: {"jobs_assigned": 0, "jobs_failed": 0, "jobs_stuck": 0,
-                      "over_advertised_slot_seconds": 0.0}
+            ss.name: {
+                "jobs_assigned": 0,
+                "jobs_failed": 0,
+                "jobs_stuck": 0,
+                "over_advertised_slot_seconds": 0.0,
+            }
             for ss in self.service.scale_sets
         }
         for job in self.service.jobs:
@@ -281,7 +290,8 @@ class Accounting:
                 row["jobs_failed"] += 1
             if job.state is JobState.FAILED or is_stuck:
                 until = (
-                    rel(job.finished_at) if job.state is JobState.FAILED
+                    rel(job.finished_at)
+                    if job.state is JobState.FAILED
                     else (started if started is not None else end)
                 )
                 held = (until if until is not None else end) - assigned
@@ -314,10 +324,3 @@ class Accounting:
             "placeholder_pods_created": self.placeholder_pods_created,
             "scale_sets": per_set,
         }
-
-
-def jobs_by_state(jobs: Sequence[Job]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for job in jobs:
-        out[job.state.value] = out.get(job.state.value, 0) + 1
-    return out

@@ -19,7 +19,7 @@ from typing import Any
 from providers.kubernetes import labels as L
 from providers.kubernetes.resources import effective_requests
 from providers.simulated.eventlog import EventLog
-from providers.simulated.store import ObjectStore, Obj
+from providers.simulated.store import Obj, ObjectStore
 
 PodHandler = Callable[[str, Obj], None]
 #: Label on pods the workload half creates, naming their role for the accounting.
@@ -60,7 +60,6 @@ class PodRouter:
         self._handlers: dict[tuple[str, str], PodHandler] = {}
         self._added: list[AddedCallback] = []
         self._changed: list[PodHandler] = []
-        self._by_scale_set: dict[str, list[PodHandler]] = {}
         self._cpu_cache: dict[str, tuple[float, int]] = {}
         store.subscribe(self._on_pod, kinds=("Pod",))
 
@@ -79,15 +78,11 @@ class PodRouter:
         """``callback(event_type, pod)`` for every change of every pod (after on_added)."""
         self._changed.append(callback)
 
-    def on_scale_set(self, scale_set: str, callback: PodHandler) -> None:
-        """``callback(event_type, pod)`` for every change of a pod serving ``scale_set``."""
-        self._by_scale_set.setdefault(scale_set, []).append(callback)
-
     def _on_pod(self, event_type: str, pod: Obj) -> None:
         meta = pod["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
-        role, scale_set = pod_role(pod)
         if event_type == "ADDED":
+            role, scale_set = pod_role(pod)
             cpu, gpu = self._requests(pod)
             fields: dict[str, Any] = {
                 "pod": meta["name"],
@@ -107,9 +102,6 @@ class PodRouter:
                 added(pod, role, scale_set, cpu, gpu)
         for changed in self._changed:
             changed(event_type, pod)
-        if scale_set is not None:
-            for callback in self._by_scale_set.get(scale_set, ()):
-                callback(event_type, pod)
         handler = self._handlers.get(key)
         if handler is not None:
             if event_type == "DELETED":

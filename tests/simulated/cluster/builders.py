@@ -12,6 +12,7 @@ from providers.simulated.cluster import (
     Cluster,
     ClusterSpec,
     InstanceType,
+    Latencies,
     NodePoolSpec,
     StaticNodeGroup,
 )
@@ -22,8 +23,15 @@ from providers.simulated.store import Obj, ObjectStore
 NS = "arc-runners"
 CLASS = {role: name for role, (name, _value) in DEFAULT_PRIORITY_CLASSES.items()}
 # Priority classes by value, for readability in tests.
-PC = {-10: CLASS["runnerPlaceholder"], 0: CLASS["runner"], 10: CLASS["workflowPlaceholder"],
-      20: CLASS["workflow"]}
+#: A plain priority-0 class: the scheduler tests pin Kubernetes semantics at numeric values
+#: (the product's arc-runner class sits at 20, beside arc-workflow).
+PRIORITY_ZERO = "priority-zero"
+PC = {
+    -10: CLASS["runnerPlaceholder"],
+    0: PRIORITY_ZERO,
+    10: CLASS["workflowPlaceholder"],
+    20: CLASS["workflow"],
+}
 
 
 @dataclass
@@ -43,16 +51,34 @@ class World:
         p = self.pod(name)
         return None if p is None else p.get("status", {}).get("phase", "Pending")
 
+    def node(self, name: str) -> str:
+        """The node the pod is bound to, which it must be."""
+        node = self.node_of(name)
+        if node is None:
+            raise AssertionError(f"pod {name} is not bound")
+        return node
+
     def node_of(self, name: str) -> str | None:
         p = self.pod(name)
         return None if p is None else p["spec"].get("nodeName")
 
-    def condition(self, name: str, ctype: str) -> dict[str, Any] | None:
+    def get(self, name: str) -> Obj:
+        """The pod, which must exist."""
+        return self.store.get("Pod", NS, name)
+
+    def find_condition(self, name: str, ctype: str) -> dict[str, Any] | None:
         p = self.pod(name)
         for c in (p or {}).get("status", {}).get("conditions") or ():
             if c["type"] == ctype:
-                return c
+                return dict(c)
         return None
+
+    def condition(self, name: str, ctype: str) -> dict[str, Any]:
+        """The pod's condition of that type, which must exist."""
+        cond = self.find_condition(name, ctype)
+        if cond is None:
+            raise AssertionError(f"pod {name} has no {ctype} condition")
+        return cond
 
     def events(self, type_: str | None = None) -> list[dict[str, Any]]:
         out = [json.loads(line) for line in self.log.lines()]
@@ -65,8 +91,14 @@ class World:
         return sorted(n["metadata"]["name"] for n in self.store.list("Node"))
 
 
-def small_type(name: str = "box", cpu: int = 4, memory: str = "16Gi", gpu: int = 0,
-               price: float = 0.2, pods: int = 110) -> InstanceType:
+def small_type(
+    name: str = "box",
+    cpu: int = 4,
+    memory: str = "16Gi",
+    gpu: int = 0,
+    price: float = 0.2,
+    pods: int = 110,
+) -> InstanceType:
     return InstanceType(name=name, cpu=cpu, memory=memory, gpu=gpu, price=price, pods=pods)
 
 
@@ -75,6 +107,15 @@ def world(spec: ClusterSpec, seed: int = 1, start: bool = True) -> World:
     store = ObjectStore(loop.now)
     log = EventLog("test", loop.now, loop.start)
     cluster = Cluster(loop, store, spec, rng=random.Random(seed), log=log)
+    store.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": PRIORITY_ZERO},
+            "value": 0,
+            "preemptionPolicy": "PreemptLowerPriority",
+        }
+    )
     if start:
         cluster.start()
     return World(loop, store, cluster, log)
@@ -85,7 +126,7 @@ def static_world(nodes: int = 1, cpu: int = 4, seed: int = 1, **spec: Any) -> Wo
     defaults: dict[str, Any] = {
         "instance_types": (small_type(cpu=cpu),),
         "static_nodes": (StaticNodeGroup(name="n", count=nodes, instance_type="box"),),
-        "latencies": {"pod_start": (0.0, 0.0)},
+        "latencies": Latencies(pod_start=(0.0, 0.0)),
     }
     defaults.update(spec)
     return world(ClusterSpec(**defaults), seed=seed)
@@ -93,10 +134,12 @@ def static_world(nodes: int = 1, cpu: int = 4, seed: int = 1, **spec: Any) -> Wo
 
 def karpenter_world(seed: int = 1, **pool: Any) -> World:
     spec = ClusterSpec(
-        instance_types=(small_type("small", cpu=2, memory="8Gi", price=0.1),
-                        small_type("large", cpu=8, memory="32Gi", price=0.4)),
+        instance_types=(
+            small_type("small", cpu=2, memory="8Gi", price=0.1),
+            small_type("large", cpu=8, memory="32Gi", price=0.4),
+        ),
         nodepools=(NodePoolSpec(name="default", **pool),),
-        latencies={"pod_start": (1.0, 1.0), "launch": (30.0, 30.0)},
+        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
     )
     return world(spec, seed=seed)
 
@@ -122,8 +165,13 @@ def pod(
     if gpu:
         requests["nvidia.com/gpu"] = str(gpu)
     spec: dict[str, Any] = {
-        "containers": [{"name": "main", "image": "busybox",
-                        "resources": {"requests": requests, "limits": dict(requests)}}],
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox",
+                "resources": {"requests": requests, "limits": dict(requests)},
+            }
+        ],
         "restartPolicy": "Never",
     }
     if priority is not None:
@@ -143,7 +191,11 @@ def pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels or {},
-                     "annotations": annotations or {}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels or {},
+            "annotations": annotations or {},
+        },
         "spec": spec,
     }

@@ -24,9 +24,9 @@ def test_priority_admission_fills_priority_and_preemption_policy_from_the_class(
     w = static_world(nodes=1)
     w.create(pod("ph", priority=-10))
     w.create(pod("plain", priority=None))
-    spec = w.pod("ph")["spec"]
+    spec = w.get("ph")["spec"]
     assert (spec["priority"], spec["preemptionPolicy"]) == (-10, "Never")
-    spec = w.pod("plain")["spec"]
+    spec = w.get("plain")["spec"]
     assert (spec["priority"], spec["preemptionPolicy"]) == (0, "PreemptLowerPriority")
 
 
@@ -66,7 +66,7 @@ def test_active_deadline_fails_the_pod_at_start_plus_deadline() -> None:
     assert w.phase("ph") == "Running"
     w.run(1)
     assert w.phase("ph") == "Failed"
-    assert w.pod("ph")["status"]["reason"] == "DeadlineExceeded"
+    assert w.get("ph")["status"]["reason"] == "DeadlineExceeded"
     w.store.delete("Pod", NS, "ph")
     assert w.events("pod_deleted")[-1]["reason"] == "deadline"
 
@@ -93,12 +93,12 @@ def test_a_pinned_pod_that_does_not_fit_is_rejected_and_preempts_nothing() -> No
     # classic `kubernetes` container mode: the hook pins the workflow pod to the runner's node
     w.create(pod("workflow", cpu=2, priority=20, node_name="n-0"))
     w.run(1)
-    status = w.pod("workflow")["status"]
+    status = w.get("workflow")["status"]
     assert status["phase"] == "Failed"
     assert status["reason"] == "OutOfcpu"
     assert status["message"].startswith("Pod was rejected: Node didn't have enough resource: cpu")
     assert w.phase("ph-workflow") == "Running"
-    assert w.condition("ph-workflow", "DisruptionTarget") is None
+    assert w.find_condition("ph-workflow", "DisruptionTarget") is None
     assert w.events("pod_disrupted") == []
 
 

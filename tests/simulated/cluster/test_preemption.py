@@ -1,5 +1,6 @@
-"""Preemption in the simulated kube-scheduler, on the placeholder priority ladder:
-runner placeholder -10, runner 0, workflow placeholder 10, workflow 20 (DESIGN §5)."""
+"""Preemption in the simulated kube-scheduler at the priorities of DESIGN §5's ladder:
+runner placeholder -10, a priority-0 pod, workflow placeholder 10, workflow 20. (The product's
+arc-runner class now sits at 20 beside arc-workflow; these tests pin Kubernetes semantics.)"""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_a_runner_cannot_preempt_the_workflow_placeholder_and_stays_unschedulabl
     cond = w.condition("runner", "PodScheduled")
     assert cond["reason"] == "Unschedulable"
     assert "No preemption victims found for incoming pod" in cond["message"]
-    assert "nominatedNodeName" not in w.pod("runner")["status"]
+    assert "nominatedNodeName" not in w.get("runner")["status"]
 
 
 def test_a_workflow_pod_preempts_the_workflow_placeholder() -> None:
@@ -58,11 +59,13 @@ def test_preemption_policy_never_never_preempts_but_can_be_preempted() -> None:
     never = pod("ph-workflow", cpu=2, priority=10)  # arc-placeholder-workflow: Never
     w.create(never)
     w.run(30)
-    assert w.pod("ph-workflow")["spec"]["preemptionPolicy"] == "Never"
+    assert w.get("ph-workflow")["spec"]["preemptionPolicy"] == "Never"
     assert w.node_of("ph-workflow") is None
     assert w.phase("ph-runner") == "Running"
-    assert "not eligible due to preemptionPolicy=Never" in w.condition(
-        "ph-workflow", "PodScheduled")["message"]
+    assert (
+        "not eligible due to preemptionPolicy=Never"
+        in w.condition("ph-workflow", "PodScheduled")["message"]
+    )
 
     w.cluster.finish_pod(NS, "ph-runner")
     w.run(1)
@@ -79,11 +82,10 @@ def test_victims_keep_their_resources_for_their_grace_period() -> None:
     w.run(1)
     w.create(pod("runner", cpu=2, priority=0))
     w.run(0.5)
-    victim = w.pod("victim")
-    assert victim["metadata"]["deletionTimestamp"]
+    assert w.get("victim")["metadata"]["deletionTimestamp"]
     target = w.condition("victim", "DisruptionTarget")
     assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
-    assert w.pod("runner")["status"]["nominatedNodeName"] == "n-0"
+    assert w.get("runner")["status"]["nominatedNodeName"] == "n-0"
     assert w.node_of("runner") is None
 
     w.run(29)  # 29.5 s after the preemption: still terminating, still holding 3 cores
@@ -106,10 +108,11 @@ def test_a_nominated_preemptor_does_not_preempt_again_while_its_victims_terminat
     assert len(disrupted(w)) == 1
     first = disrupted(w)[0]
     other = "ph-b" if first == "ph-a" else "ph-a"
-    assert w.pod(other)["metadata"].get("deletionTimestamp") is None
+    assert w.get(other)["metadata"].get("deletionTimestamp") is None
     assert w.node_of("runner") is None
-    assert "terminating pod on the nominated node" in w.condition(
-        "runner", "PodScheduled")["message"]
+    assert (
+        "terminating pod on the nominated node" in w.condition("runner", "PodScheduled")["message"]
+    )
     w.run(2)
     assert w.node_of("runner") == w.events("pod_nominated")[0]["node"]
     assert w.phase(other) == "Running"
@@ -122,7 +125,7 @@ def test_a_lower_priority_pod_cannot_take_the_space_a_preemptor_waits_for() -> N
     w.run(1)
     w.create(pod("runner", cpu="2500m", priority=0))
     w.run(1)
-    assert w.pod("runner")["status"]["nominatedNodeName"] == "n-0"
+    assert w.get("runner")["status"]["nominatedNodeName"] == "n-0"
     w.create(pod("sneaky", cpu="500m", priority=-10))  # 920m free now, but reserved
     w.run(20)
     assert w.node_of("runner") == "n-0"

@@ -31,17 +31,41 @@ def test_node_selector_affinity_taints_and_cordon_filter_nodes() -> None:
         instance_types=(small_type(),),
         static_nodes=(
             StaticNodeGroup(name="plain", instance_type="box", labels={"disk": "hdd"}),
-            StaticNodeGroup(name="gpu", instance_type="box", labels={"disk": "ssd"},
-                            taints=(Taint(key="nvidia.com/gpu", value="true"),)),
+            StaticNodeGroup(
+                name="gpu",
+                instance_type="box",
+                labels={"disk": "ssd"},
+                taints=(Taint(key="nvidia.com/gpu", value="true"),),
+            ),
         ),
     )
     w.create(pod("wants-ssd", node_selector={"disk": "ssd"}))
-    w.create(pod("wants-ssd-tolerates", node_selector={"disk": "ssd"},
-                 tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}]))
-    w.create(pod("not-hdd", affinity={"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "disk", "operator": "NotIn", "values": ["hdd"]}]}]}}},
-        tolerations=[{"operator": "Exists"}]))
+    w.create(
+        pod(
+            "wants-ssd-tolerates",
+            node_selector={"disk": "ssd"},
+            tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        )
+    )
+    w.create(
+        pod(
+            "not-hdd",
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "disk", "operator": "NotIn", "values": ["hdd"]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+            tolerations=[{"operator": "Exists"}],
+        )
+    )
     w.run(1)
     assert w.node_of("wants-ssd") is None
     assert w.condition("wants-ssd", "PodScheduled")["message"].startswith(
@@ -120,18 +144,17 @@ def test_a_burst_at_one_instant_is_one_pass_and_unchanged_conditions_are_not_rew
     assert w.cluster.scheduler.passes == 1
     bound = [i for i in range(50) if w.node_of(f"p{i}")]
     assert bound == [0, 1, 2]  # 3920m allocatable
-    rv = w.pod("p10")["metadata"]["resourceVersion"]
+    rv = w.get("p10")["metadata"]["resourceVersion"]
     w.run(60)  # six periodic retries later
     assert w.cluster.scheduler.passes > 1
-    assert w.pod("p10")["metadata"]["resourceVersion"] == rv
+    assert w.get("p10")["metadata"]["resourceVersion"] == rv
 
 
 def test_effective_requests_count_init_containers_and_sidecars() -> None:
     w = static_world(nodes=1)
     p = pod("init-heavy", cpu="500m")
     p["spec"]["initContainers"] = [
-        {"name": "sidecar", "restartPolicy": "Always",
-         "resources": {"requests": {"cpu": "1"}}},
+        {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
         {"name": "setup", "resources": {"requests": {"cpu": "3"}}},
     ]
     w.create(p)  # max(0.5 + 1, 3 + 1) = 4 cores: more than 3920m

@@ -7,8 +7,8 @@ import random
 from typing import Any
 
 from providers.simulated.cluster import ClusterSpec, IceWindow, NodePoolSpec
+from providers.simulated.cluster.pods import pod_requests
 from providers.simulated.cluster.quantity import Resources
-from providers.simulated.cluster.state import pod_requests
 from providers.simulated.store import Obj
 from tests.simulated.cluster.builders import NS, World, pod, world
 
@@ -20,10 +20,12 @@ def busy_world(seed: int) -> World:
     pools = tuple(
         NodePoolSpec(**{**p.model_dump(), "consolidate_after": 120.0}) for p in base.nodepools
     )
-    spec = base.model_copy(update={
-        "nodepools": pools,
-        "ice_windows": (IceWindow(instance_type="m5.large", start=600, end=3000),),
-    })
+    spec = base.model_copy(
+        update={
+            "nodepools": pools,
+            "ice_windows": (IceWindow(instance_type="m5.large", start=600, end=3000),),
+        }
+    )
     w = world(spec, seed=seed)
     rng = random.Random(seed * 31 + 1)
     placeholders: dict[str, str] = {}
@@ -39,10 +41,24 @@ def busy_world(seed: int) -> World:
         while sum(1 for r in placeholders.values() if r == "r") < 4:
             n = name("ph")
             placeholders[n + "-r"], placeholders[n + "-w"] = "r", "w"
-            w.create(pod(n + "-r", cpu=1, memory="2Gi", priority=-10,
-                         labels={"app.kubernetes.io/component": "placeholder"}))
-            w.create(pod(n + "-w", cpu=2, memory="4Gi", priority=10,
-                         labels={"app.kubernetes.io/component": "placeholder"}))
+            w.create(
+                pod(
+                    n + "-r",
+                    cpu=1,
+                    memory="2Gi",
+                    priority=-10,
+                    labels={"app.kubernetes.io/component": "placeholder"},
+                )
+            )
+            w.create(
+                pod(
+                    n + "-w",
+                    cpu=2,
+                    memory="4Gi",
+                    priority=10,
+                    labels={"app.kubernetes.io/component": "placeholder"},
+                )
+            )
 
     def arrive() -> None:
         for _ in range(rng.randint(1, 8)):
@@ -62,19 +78,26 @@ def busy_world(seed: int) -> World:
         seen = (obj["metadata"].get("annotations") or {}).get("seen-disruption")
         if "DisruptionTarget" in conditions and pod_name.startswith("runner") and not seen:
             # A subscriber that writes synchronously from inside the callback (nested write).
-            w.store.mutate("Pod", NS, pod_name,
-                           lambda o: o["metadata"].setdefault("annotations", {}).update(
-                               {"seen-disruption": "yes"}))
+            w.store.mutate(
+                "Pod",
+                NS,
+                pod_name,
+                lambda o: (
+                    o["metadata"].setdefault("annotations", {}).update({"seen-disruption": "yes"})
+                ),
+            )
             return
         if obj.get("status", {}).get("phase") != "Running" or obj["metadata"].get(
-                "deletionTimestamp"):
+            "deletionTimestamp"
+        ):
             return
         job = jobs.pop(pod_name, None)
         if job is not None:
             workflow = pod_name + "-workflow"
             running[workflow] = job
-            w.loop.call_later(5, w.create, pod(workflow, cpu=2, memory="4Gi", priority=20,
-                                               grace=30))
+            w.loop.call_later(
+                5, w.create, pod(workflow, cpu=2, memory="4Gi", priority=20, grace=30)
+            )
         elif pod_name in running:
             w.loop.call_later(running.pop(pod_name)["duration"], finish, pod_name)
 
@@ -105,7 +128,8 @@ def check_accounting(w: World) -> None:
         total = Resources()
         for p in w.store.list("Pod"):
             if p["spec"].get("nodeName") == name and p.get("status", {}).get("phase") not in (
-                "Succeeded", "Failed"
+                "Succeeded",
+                "Failed",
             ):
                 total = total + pod_requests(p["spec"])
         info = w.cluster.state.nodes[name]
@@ -150,3 +174,19 @@ def test_usage_integrals_match_the_event_log() -> None:
     assert stats.requested_cpu_core_seconds["workload"] > 0
     assert stats.requested_cpu_core_seconds["placeholder"] > 0
     assert stats.cpu_core_seconds > sum(stats.requested_cpu_core_seconds.values())
+
+
+def test_the_scheduler_memo_changes_no_outcome() -> None:
+    """Re-checking a failed pod class only on nodes that released resources since is an
+    optimisation: with it off, every binding, nomination and eviction is the same."""
+
+    def outcome(memo: bool) -> list[str]:
+        w = busy_world(seed=9)
+        w.cluster.scheduler.memo = memo
+        w.run(3600)
+        # Messages may differ (reason counts of nodes not re-checked); nothing else may.
+        return [line for line in w.log.lines() if '"pod_unschedulable"' not in line]
+
+    with_memo = outcome(True)
+    assert with_memo == outcome(False)
+    assert any('"pod_nominated"' in line for line in with_memo)

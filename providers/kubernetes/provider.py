@@ -1,0 +1,136 @@
+"""One object that wires the Kubernetes provider for one scale set (for the listener app).
+
+    provider = KubernetesProvider(api_client, settings, target, instance="abcde",
+                                  on_change=loop.trigger_threadsafe)
+    provider.start()
+    if not provider.wait_synced(60): ...          # no decision before the first full list
+    findings = provider.startup_checks()          # refuse to start on errors
+    snapshot = provider.snapshot(now=clock.now(), demand=demand)   # per reconcile, no API call
+    subscriber = PlaceholderSubscriber(provider.writer, namespace=target.placeholder_namespace,
+                                       clock=clock, config=config)
+    ...
+    provider.stop()
+
+The placeholder builder is rebuilt whenever the EphemeralRunnerSet's resourceVersion
+changes, so a new runner template (Helm upgrade) sizes the next placeholders without a
+restart. The fit estimate is computed only when Karpenter NodePools are present.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubernetes import client
+
+from providers.kubernetes.cache import KubeCache, WatchTarget, default_targets
+from providers.kubernetes.checks import Finding, run_startup_checks
+from providers.kubernetes.placeholders import PlaceholderPodBuilder, PlaceholderSpecError
+from providers.kubernetes.translate import ScaleSetTarget, build_snapshot, fit_estimate
+from providers.kubernetes.writer import KubernetesPlaceholderWriter
+from reconciler.settings import CapacityAwareSettings
+from reconciler.snapshot import ClusterSnapshot, Demand
+
+log = logging.getLogger(__name__)
+
+
+class ProviderNotReady(RuntimeError):
+    """The cache has not synced, or the EphemeralRunnerSet is not (yet) visible."""
+
+
+class KubernetesProvider:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        settings: CapacityAwareSettings,
+        target: ScaleSetTarget,
+        *,
+        instance: str,
+        on_change: Callable[[str], None] | None = None,
+        targets: list[WatchTarget] | None = None,
+        writer_concurrency: int = 4,
+        **cache_options: Any,
+    ) -> None:
+        self.settings = settings
+        self.target = target
+        self.instance = instance
+        self.cache = KubeCache(
+            api_client, targets or default_targets(target), on_change=on_change, **cache_options
+        )
+        self._api_client = api_client
+        self._writer_concurrency = writer_concurrency
+        self._writer: KubernetesPlaceholderWriter | None = None
+        self._ers_version: str | None = None
+
+    def start(self) -> KubernetesProvider:
+        self.cache.start()
+        return self
+
+    def stop(self) -> None:
+        self.cache.stop()
+        if self._writer is not None:
+            self._writer.close()
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self.cache.wait_synced(timeout)
+
+    def ers(self) -> Mapping[str, Any]:
+        ers = self.cache.get(
+            "EphemeralRunnerSet", self.target.runner_namespace, self.target.ers_name
+        )
+        if ers is None:
+            raise ProviderNotReady(
+                f"EphemeralRunnerSet {self.target.runner_namespace}/{self.target.ers_name} is "
+                "not in the cache (not synced yet, missing, or no RBAC to watch it)"
+            )
+        return ers
+
+    def _ensure_writer(self) -> KubernetesPlaceholderWriter:
+        """The writer, with a builder matching the current EphemeralRunnerSet."""
+        ers = self.ers()
+        version = (ers.get("metadata") or {}).get("resourceVersion")
+        writer = self._writer
+        if writer is not None and version == self._ers_version:
+            return writer
+        same_ns = self.target.placeholder_namespace == self.target.runner_namespace
+        builder = PlaceholderPodBuilder(
+            self.settings,
+            ers,
+            instance=self.instance,
+            namespace=self.target.placeholder_namespace,
+            owner=ers if same_ns else None,
+        )
+        if writer is None:
+            writer = KubernetesPlaceholderWriter(
+                self._api_client, builder, cache=self.cache, max_workers=self._writer_concurrency
+            )
+            self._writer = writer
+        else:
+            writer.builder = builder
+        self._ers_version = version
+        return writer
+
+    @property
+    def writer(self) -> KubernetesPlaceholderWriter:
+        """The PlaceholderWriter (needs the EphemeralRunnerSet in the cache)."""
+        return self._ensure_writer()
+
+    def startup_checks(self) -> list[Finding]:
+        return run_startup_checks(self.cache, self.target, self.settings.priority_classes)
+
+    def snapshot(self, *, now: float, demand: Demand) -> ClusterSnapshot:
+        """A snapshot from the cache (no API call). Raises ProviderNotReady before sync."""
+        if not self.cache.has_synced:
+            raise ProviderNotReady(f"cache not synced yet: {', '.join(self.cache.unsynced())}")
+        fit = None
+        try:
+            builder = self._ensure_writer().builder
+            fit = fit_estimate(
+                self.cache, self.target, builder.runner_requests, builder.workflow_requests
+            )
+        except (ProviderNotReady, PlaceholderSpecError) as exc:
+            # No fit bound without a usable template; the snapshot itself is still valid
+            # (and the start-up checks report the template problem).
+            log.debug("no fit estimate: %s", exc)
+        return build_snapshot(self.cache, self.target, now=now, demand=demand, fit=fit)

@@ -1,0 +1,107 @@
+"""The simulated Actions service: assignment by advertised capacity, runners, wire shapes."""
+
+from __future__ import annotations
+
+from providers.actions.models import JOB_MESSAGE_TYPES, Statistics
+from providers.simulated.workload.actions import ActionsService, Job, JobState
+from providers.simulated.workload.jobs import JobSpec
+from tests.simulated.workload.builders import bare_log
+
+
+def service() -> ActionsService:
+    loop, log = bare_log()
+    return ActionsService(loop, log)
+
+
+def job(labels: tuple[str, ...] = ("gpu",), at: float = 0.0) -> JobSpec:
+    return JobSpec(at, labels, 60.0)
+
+
+def test_nothing_is_assigned_before_a_scale_set_polls_then_fifo_up_to_its_capacity() -> None:
+    svc = service()
+    ss = svc.add_scale_set("a", ["gpu"], cluster="c1")
+    jobs = [svc.submit(job()) for _ in range(5)]
+    assert all(j.state is JobState.QUEUED for j in jobs)
+    svc.poll(ss.id, 3)
+    assert [j.state for j in jobs] == [JobState.ASSIGNED] * 3 + [JobState.QUEUED] * 2
+    assert svc.statistics(ss.id)["totalAssignedJobs"] == 3
+    assert svc.statistics(ss.id)["totalAvailableJobs"] == 2
+
+
+def test_lowering_the_capacity_never_revokes_and_finishing_a_job_frees_room() -> None:
+    svc = service()
+    ss = svc.add_scale_set("a", ["gpu"], cluster="c1")
+    jobs = [svc.submit(job()) for _ in range(4)]
+    svc.poll(ss.id, 3)
+    svc.poll(ss.id, 1)
+    assert sum(j.state is JobState.ASSIGNED for j in jobs) == 3  # still assigned
+    started: list[Job] = []
+    for i in range(3):
+        svc.register_runner(ss.id, f"r{i}", started.append)
+    assert len(started) == 3
+    svc.finish_job(started[0], succeeded=True)
+    assert jobs[3].state is JobState.QUEUED  # 2 assigned >= capacity 1: no room yet
+    svc.poll(ss.id, 3)
+    assert jobs[3].state is JobState.ASSIGNED and jobs[3].scale_set == "a"
+
+
+def test_backlog_goes_to_the_scale_set_with_room_and_new_jobs_rotate_among_eligible_ones() -> None:
+    svc = service()
+    east = svc.add_scale_set("east", ["gpu"], cluster="c1")
+    west = svc.add_scale_set("west", ["gpu", "linux"], cluster="c2")
+    cpu_only = svc.add_scale_set("cpu", ["linux"], cluster="c2")
+    svc.poll(east.id, 0)
+    svc.poll(west.id, 0)
+    svc.poll(cpu_only.id, 10)
+    backlog = [svc.submit(job()) for _ in range(3)]
+    assert all(j.state is JobState.QUEUED for j in backlog)  # nobody with labels + room
+    svc.poll(west.id, 2)
+    assert [j.scale_set for j in backlog] == ["west", "west", None]
+    svc.poll(east.id, 10)
+    assert backlog[2].scale_set == "east"
+    svc.poll(west.id, 10)
+    fresh = [svc.submit(job()) for _ in range(4)]
+    assert sorted(j.scale_set or "" for j in fresh) == ["east", "east", "west", "west"]
+
+
+def test_an_idle_runner_is_handed_a_job_whatever_the_advertised_capacity() -> None:
+    svc = service()
+    ss = svc.add_scale_set("a", ["gpu"], cluster="c1")
+    svc.poll(ss.id, 0)
+    taken: list[Job] = []
+    svc.register_runner(ss.id, "idle-1", taken.append)  # minRunners keeps it registered
+    first, second = svc.submit(job()), svc.submit(job())
+    assert taken == [first]
+    assert first.state is JobState.STARTED and second.state is JobState.QUEUED
+
+
+def test_wire_messages_parse_with_the_production_models_in_protocol_order() -> None:
+    svc = service()
+    ss = svc.add_scale_set("a", ["gpu"], cluster="c1")
+    svc.poll(ss.id, 2)
+    j = svc.submit(job())
+    offered = svc.poll(ss.id, 2)
+    assert [m["messageType"] for m in offered] == ["JobAvailable"]
+    assert svc.acquire(ss.id, [j.request_id, 999]) == [j.request_id]
+    started: list[Job] = []
+    svc.register_runner(ss.id, "runner-1", started.append)
+    svc.job_running(j, "runner-1-workflow")
+    svc.finish_job(j, succeeded=False, reason="prepare-job timeout")
+    messages = svc.poll(ss.id, 2)
+    assert [m["messageType"] for m in messages] == ["JobAssigned", "JobStarted", "JobCompleted"]
+    parsed = [JOB_MESSAGE_TYPES[m["messageType"]].model_validate(m) for m in messages]
+    assert parsed[1].runner_name == "runner-1" and parsed[2].result == "failed"
+    assert isinstance(parsed[0].job_id, str) and parsed[0].runner_request_id == j.request_id
+    stats = Statistics.model_validate(svc.statistics(ss.id))
+    assert stats.total_assigned_jobs == 0 and stats.total_registered_runners == 0
+
+
+def test_the_hud_view_counts_queued_jobs_a_runner_with_those_labels_could_take() -> None:
+    svc = service()
+    svc.add_scale_set("a", ["gpu", "linux"], cluster="c1")
+    svc.submit(job(("gpu",)))
+    svc.submit(job(("gpu", "linux")))
+    svc.submit(job(("arm",)))
+    assert svc.queued_for(["gpu", "linux"]) == 2
+    assert svc.queued_for(["gpu"]) == 1
+    assert svc.queue_depth == 3
