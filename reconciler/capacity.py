@@ -15,6 +15,7 @@ running jobs + READY pairs; READY pairs stay the unit the reconciler manages.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from reconciler.snapshot import ClusterSnapshot
@@ -42,13 +43,26 @@ class CapacityLedger:
         return max(0, self.capacity - self.real_runners_bound)
 
 
-def compute_ledger(snapshot: ClusterSnapshot, ready_pairs: int) -> CapacityLedger:
+def compute_ledger(
+    snapshot: ClusterSnapshot,
+    ready_pairs: int,
+    *,
+    releasing: AbstractSet[str] = frozenset(),
+    released_pods: AbstractSet[str] = frozenset(),
+) -> CapacityLedger:
+    """``releasing``: pairs this step is deleting or timing out; ``released_pods``: pods it is
+    sweeping. They still show in the snapshot but must not be advertised even for one step."""
     runner_placeholders = workflow_placeholders = 0
-    for pods in snapshot.placeholders.values():
-        if pods.runner is not None and pods.runner.counts:
-            runner_placeholders += 1
-        if pods.workflow is not None and pods.workflow.counts:
-            workflow_placeholders += 1
+    for pair_id, pods in snapshot.placeholders.items():
+        if pair_id in releasing:
+            continue
+        for pod in (pods.runner, pods.workflow):
+            if pod is None or not pod.counts or pod.name in released_pods:
+                continue
+            if pod is pods.runner:
+                runner_placeholders += 1
+            else:
+                workflow_placeholders += 1
 
     bound_runners = {p.name for p in snapshot.runner_pods if p.holds_slot}
     real_workflows_bound = sum(1 for w in snapshot.workflow_pods if w.holds_slot)

@@ -10,9 +10,10 @@
 3. Publish the committed events and the commands to every subscriber, in order. A failing
    subscriber is logged and does not stop the others; its effect (or its absence) is
    observed in a later snapshot.
-4. Publish the capacity of the ledger to the sink (latest value wins). The ledger is computed
-   from the snapshot alone, so even a step that fails in planning still publishes a capacity
-   that the scheduler confirmed, then re-raises.
+4. Publish the capacity of the ledger to the sink (latest value wins). The ledger counts what
+   the snapshot confirms minus what this step is releasing (pairs it deleted or timed out, pods
+   it swept), so a slot being deleted is never advertised, not even for one step. A step that
+   fails in planning still publishes the snapshot's confirmed capacity, then re-raises.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.clock import Clock
 from reconciler.decide import DecideInput, decide
-from reconciler.ports import CapacitySink, Command, Subscriber
+from reconciler.ports import CapacitySink, Command, DeleteOrphan, Subscriber
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from reconciler.sync import sync
@@ -35,6 +36,9 @@ from state_machine.states import PairState
 from state_machine.store import Change, PairStore
 
 log = logging.getLogger(__name__)
+
+#: A pair moving here this step has its pods deleted by the subscriber: not capacity any more.
+_RELEASING = frozenset((PairState.DELETED, PairState.TIMED_OUT))
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +119,12 @@ class Reconciler:
             raise
         self.steps += 1
         errors = self._notify(events, plan.commands)
-        ledger = compute_ledger(snapshot, self.store.count([PairState.READY]))
+        ledger = compute_ledger(
+            snapshot,
+            self.store.count([PairState.READY]),
+            releasing={e.pair_id for e in events if e.target in _RELEASING},
+            released_pods={c.pod.name for c in plan.commands if isinstance(c, DeleteOrphan)},
+        )
         self._publish_capacity(ledger)
         return StepResult(events, plan.commands, ledger, errors)
 

@@ -52,3 +52,18 @@ def test_surviving_workflow_placeholder_is_not_deleted_when_its_partner_goes() -
     clock.advance(300)
     rec.step(snapshot(placeholders={"i0-1": survivor}, runners=(runner("r1"),)))
     assert workflow_ref not in writer.deleted
+
+
+def test_capacity_never_includes_pairs_the_same_step_is_deleting() -> None:
+    """Regression (found by the reliability work): the ledger used the snapshot taken before
+    the step's own scale-down, advertising for one debounced step slots being deleted."""
+    clock = ManualClock(0.0)
+    rec = Reconciler(ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=3), clock=clock)
+    rec.step(snapshot())
+    ready = {f"i0-{i}": running_pair(f"i0-{i}") for i in (1, 2, 3)}
+    assert rec.step(snapshot(placeholders=ready)).ledger.capacity == 3
+    clock.advance(1)
+    rec.config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1)
+    result = rec.step(snapshot(placeholders=ready))
+    assert sum(e.target is PairState.DELETED for e in result.events) == 2
+    assert result.ledger.capacity == 1
