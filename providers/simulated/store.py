@@ -43,6 +43,8 @@ class KindInfo:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
+_ARC = "actions.github.com"
+
 KINDS: dict[str, KindInfo] = {
     k.kind: k
     for k in (
@@ -50,9 +52,9 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("Node", "nodes", "", "v1", False),
         KindInfo("Event", "events", "", "v1", True),
         KindInfo("PriorityClass", "priorityclasses", "scheduling.k8s.io", "v1", False),
-        KindInfo("AutoscalingRunnerSet", "autoscalingrunnersets", "actions.github.com", "v1alpha1", True),
-        KindInfo("EphemeralRunnerSet", "ephemeralrunnersets", "actions.github.com", "v1alpha1", True),
-        KindInfo("EphemeralRunner", "ephemeralrunners", "actions.github.com", "v1alpha1", True),
+        KindInfo("AutoscalingRunnerSet", "autoscalingrunnersets", _ARC, "v1alpha1", True),
+        KindInfo("EphemeralRunnerSet", "ephemeralrunnersets", _ARC, "v1alpha1", True),
+        KindInfo("EphemeralRunner", "ephemeralrunners", _ARC, "v1alpha1", True),
         KindInfo("NodePool", "nodepools", "karpenter.sh", "v1", False),
         KindInfo("NodeClaim", "nodeclaims", "karpenter.sh", "v1", False),
     )
@@ -216,10 +218,11 @@ class ObjectStore:
                 raise Conflict(f'{kind} "{name}": uid precondition failed')
             change(obj)
             self.writes[verb] += 1
-            if obj["metadata"].get("deletionTimestamp") and not obj["metadata"].get("finalizers"):
-                if self._graceful(obj) is None:
-                    self._remove(kind, obj)
-                    return obj
+            meta = obj["metadata"]
+            released = meta.get("deletionTimestamp") and not meta.get("finalizers")
+            if released and self._graceful(obj) is None:
+                self._remove(kind, obj)
+                return obj
             self._commit("MODIFIED", obj)
             return obj
 
@@ -318,7 +321,8 @@ class ObjectStore:
 
     def _remove(self, kind: str, obj: Obj) -> None:
         meta = obj["metadata"]
-        del self._objects[kind][(meta.get("namespace", "") if KINDS[kind].namespaced else "", meta["name"])]
+        namespace = meta.get("namespace", "") if KINDS[kind].namespaced else ""
+        del self._objects[kind][(namespace, meta["name"])]
         self._commit("DELETED", obj)
 
     def _commit(self, event_type: str, obj: Obj) -> None:
