@@ -42,6 +42,7 @@ class PodPhase(StrEnum):
 
 
 _ENDED = frozenset((PodPhase.SUCCEEDED, PodPhase.FAILED))
+_ALIVE = frozenset((PodPhase.PENDING, PodPhase.RUNNING))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +130,12 @@ class RunnerPod:
     @property
     def holds_slot(self) -> bool:
         """Bound to a node, alive and not terminating: it holds runner-side resources."""
-        return (
-            self.node_name is not None
-            and not self.deleting
-            and self.phase in (PodPhase.PENDING, PodPhase.RUNNING)
-        )
+        return self.node_name is not None and self.alive
 
     @property
     def alive(self) -> bool:
         """Exists and has not finished: counts against maxRunners headroom."""
-        return not self.deleting and self.phase in (PodPhase.PENDING, PodPhase.RUNNING)
+        return not self.deleting and self.phase in _ALIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +150,8 @@ class WorkflowPod:
 
     @property
     def holds_slot(self) -> bool:
-        return (
-            self.node_name is not None
-            and not self.deleting
-            and self.phase in (PodPhase.PENDING, PodPhase.RUNNING)
-        )
+        """Bound to a node, alive and not terminating: it holds workflow-side resources."""
+        return self.node_name is not None and not self.deleting and self.phase in _ALIVE
 
 
 @dataclass(frozen=True, slots=True)
