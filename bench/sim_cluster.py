@@ -42,8 +42,9 @@ CLASS = {role: name for role, (name, _v) in DEFAULT_PRIORITY_CLASSES.items()}
 DAY = 86_400.0
 
 
-def make_pod(name: str, cls: str, cpu: str, memory: str, *, gpu: int = 0,
-             placeholder: bool = False) -> Obj:
+def make_pod(
+    name: str, cls: str, cpu: str, memory: str, *, gpu: int = 0, placeholder: bool = False
+) -> Obj:
     requests: dict[str, str] = {"cpu": cpu, "memory": memory}
     tolerations: list[dict[str, str]] = []
     if gpu:
@@ -52,15 +53,23 @@ def make_pod(name: str, cls: str, cpu: str, memory: str, *, gpu: int = 0,
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS,
-                     "labels": {LABEL_COMPONENT: COMPONENT_PLACEHOLDER} if placeholder else {}},
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": {LABEL_COMPONENT: COMPONENT_PLACEHOLDER} if placeholder else {},
+        },
         "spec": {
             "priorityClassName": cls,
             "terminationGracePeriodSeconds": 0 if placeholder else 30,
             "restartPolicy": "Never",
             "tolerations": tolerations,
-            "containers": [{"name": "main", "image": "x",
-                            "resources": {"requests": requests, "limits": dict(requests)}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "x",
+                    "resources": {"requests": requests, "limits": dict(requests)},
+                }
+            ],
         },
     }
 
@@ -68,8 +77,9 @@ def make_pod(name: str, cls: str, cpu: str, memory: str, *, gpu: int = 0,
 class Workload:
     """Jobs and a placeholder warm pool, reacting to pod changes on the loop (never inline)."""
 
-    def __init__(self, loop: EventLoop, store: ObjectStore, cluster: Cluster,
-                 rng: random.Random, jobs: int) -> None:
+    def __init__(
+        self, loop: EventLoop, store: ObjectStore, cluster: Cluster, rng: random.Random, jobs: int
+    ) -> None:
         self.loop, self.store, self.cluster, self.rng = loop, store, cluster, rng
         self.jobs = jobs
         self.seq = 0
@@ -121,10 +131,12 @@ class Workload:
             n = self.name("ph")
             self.placeholders[n + "-r"] = "r"
             self.placeholders[n + "-w"] = "w"
-            self.store.create(make_pod(n + "-r", CLASS["runnerPlaceholder"], "1", "2Gi",
-                                       placeholder=True))
-            self.store.create(make_pod(n + "-w", CLASS["workflowPlaceholder"], "2", "4Gi",
-                                       placeholder=True))
+            self.store.create(
+                make_pod(n + "-r", CLASS["runnerPlaceholder"], "1", "2Gi", placeholder=True)
+            )
+            self.store.create(
+                make_pod(n + "-w", CLASS["workflowPlaceholder"], "2", "4Gi", placeholder=True)
+            )
 
     def on_pod(self, event: str, obj: Obj) -> None:
         name = obj["metadata"]["name"]
@@ -197,14 +209,17 @@ def main() -> None:
 
     base = ClusterSpec.default()
     pools = tuple(
-        NodePoolSpec(**{**p.model_dump(), "limits": {"cpu": 2000, "memory": "8000Gi",
-                                                      "nvidia.com/gpu": 64}})
+        NodePoolSpec(
+            **{**p.model_dump(), "limits": {"cpu": 2000, "memory": "8000Gi", "nvidia.com/gpu": 64}}
+        )
         for p in base.nodepools
     )
-    spec = base.model_copy(update={
-        "nodepools": pools,
-        "ice_windows": (IceWindow(instance_type="g5.xlarge", start=8 * 3600, end=11 * 3600),),
-    })
+    spec = base.model_copy(
+        update={
+            "nodepools": pools,
+            "ice_windows": (IceWindow(instance_type="g5.xlarge", start=8 * 3600, end=11 * 3600),),
+        }
+    )
     loop = EventLoop()
     store = ObjectStore(loop.now)
     log = EventLog("bench", loop.now, loop.start)
@@ -223,28 +238,40 @@ def main() -> None:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     stats = cluster.stats()
     pods_created = store.writes["create"] - store.count("Event") - stats.nodeclaims_created
-    print(f"simulated day: jobs={args.jobs} started={workload.started} "
-          f"completed={workload.completed} seed={args.seed}")
-    print(f"wall={wall:.2f}s cpu={cpu:.2f}s (cluster + store + log + toy workload)  "
-          f"loop steps={loop.steps} "
-          f"steps/s={loop.steps / wall:,.0f}  log events={len(log)} "
-          f"events/s={len(log) / wall:,.0f}")
+    print(
+        f"simulated day: jobs={args.jobs} started={workload.started} "
+        f"completed={workload.completed} seed={args.seed}"
+    )
+    print(
+        f"wall={wall:.2f}s cpu={cpu:.2f}s (cluster + store + log + toy workload)  "
+        f"loop steps={loop.steps} "
+        f"steps/s={loop.steps / wall:,.0f}  log events={len(log)} "
+        f"events/s={len(log) / wall:,.0f}"
+    )
     print(f"store writes={dict(store.writes)}  ~objects created={pods_created}")
-    print(f"nodes_launched={stats.nodes_launched} nodeclaims_failed={stats.nodeclaims_failed} "
-          f"consolidated={stats.nodes_consolidated} passes={stats.scheduling_passes} "
-          f"bindings={stats.bindings} preemptions={stats.preemptions} "
-          f"victims={stats.preemption_victims} batches={stats.provisioning_batches}")
+    print(
+        f"nodes_launched={stats.nodes_launched} nodeclaims_failed={stats.nodeclaims_failed} "
+        f"consolidated={stats.nodes_consolidated} passes={stats.scheduling_passes} "
+        f"bindings={stats.bindings} preemptions={stats.preemptions} "
+        f"victims={stats.preemption_victims} batches={stats.provisioning_batches}"
+    )
     requested = {k: round(v / 3600, 1) for k, v in stats.requested_cpu_core_seconds.items()}
-    print(f"node_hours={stats.node_seconds / 3600:.1f} "
-          f"cpu_core_hours={stats.cpu_core_seconds / 3600:.1f} requested={requested} "
-          f"gpu_hours={stats.gpu_seconds / 3600:.1f} cost=${stats.cost:.2f}")
+    print(
+        f"node_hours={stats.node_seconds / 3600:.1f} "
+        f"cpu_core_hours={stats.cpu_core_seconds / 3600:.1f} requested={requested} "
+        f"gpu_hours={stats.gpu_seconds / 3600:.1f} cost=${stats.cost:.2f}"
+    )
     print(f"log counts: {dict(sorted(log.counts.items()))}")
     if args.profile:
         shares = profile_shares(profiler)
         total = sum(shares.values())
-        print("own time by area (profiled, so slower): " + ", ".join(
-            f"{k} {v:.2f}s ({v / total:.0%})" for k, v in sorted(shares.items(),
-                                                                 key=lambda kv: -kv[1])))
+        print(
+            "own time by area (profiled, so slower): "
+            + ", ".join(
+                f"{k} {v:.2f}s ({v / total:.0%})"
+                for k, v in sorted(shares.items(), key=lambda kv: -kv[1])
+            )
+        )
     if args.log:
         with args.log.open("w") as out:
             log.write(out)
