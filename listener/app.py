@@ -58,6 +58,7 @@ from providers.kubernetes.labels import LABEL_SCALE_SET
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
+from reconciler.capacity import fail_closed_capacity
 from reconciler.clock import SystemClock
 from reconciler.loop import ReconcileLoop, Schedule
 from reconciler.ports import PodRef
@@ -288,12 +289,33 @@ class ListenerApp:
         )
         metrics_subscriber.counts = reconciler.store.counts
 
+        failing_closed = False
+
         def snapshot() -> ClusterSnapshot | None:
+            nonlocal failing_closed
             if not cache.has_synced:
                 return None
             snap = build_snapshot(cache, target, now=self.clock.now(), demand=self.demand.value)
             # A live maxRunners (ARS) change moves the header and the scaler's clamp together.
             listener.set_live_max_runners(snap.max_runners)
+            stale = cache.stale_for()
+            if stale > capacity.recalculate_interval:
+                # Fail closed: a placeholder lost while we were blind must not stay advertised.
+                # No decisions either: they would act on a view we cannot trust.
+                held = fail_closed_capacity(snap)
+                self.gate.set_max_runners(held)
+                if not failing_closed:
+                    log.warning(
+                        "Kubernetes watches down for %.0fs: advertising only the %d "
+                        "jobs already running until they recover",
+                        stale,
+                        held,
+                    )
+                failing_closed = True
+                return None
+            if failing_closed:
+                log.info("Kubernetes watches recovered; reconciling again")
+            failing_closed = False
             return snap
 
         writes_seen: dict[str, int] = {}

@@ -88,3 +88,13 @@ def compute_ledger(
         starved_runners=starved,
         idle_runners=snapshot.idle_runners,
     )
+
+
+def fail_closed_capacity(snapshot: ClusterSnapshot) -> int:
+    """What may be advertised while the view of the cluster cannot be trusted (watches down).
+
+    Only jobs already holding runner resources: no new slot, since a placeholder that backed one
+    may have been lost meanwhile without us seeing it. Never above live maxRunners.
+    """
+    bound = sum(1 for p in snapshot.runner_pods if p.holds_slot)
+    return min(bound, max(0, snapshot.max_runners))

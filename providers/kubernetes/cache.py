@@ -289,7 +289,7 @@ def list_call(api: client.ApiClient, target: WatchTarget) -> Callable[..., Any]:
 
 
 class _Partition:
-    __slots__ = ("absent", "objects", "resource_version", "synced", "target")
+    __slots__ = ("absent", "down_since", "objects", "resource_version", "synced", "target")
 
     def __init__(self, target: WatchTarget) -> None:
         self.target = target
@@ -298,6 +298,8 @@ class _Partition:
         self.absent = False
         #: Last resourceVersion this target has seen (list, event or bookmark).
         self.resource_version = ""
+        #: Monotonic time of the first failure since the API last answered (None = healthy).
+        self.down_since: float | None = None
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -531,6 +533,7 @@ class KubeCache:
                     self._stop.wait(self.absent_retry)
                     continue
                 self._count("error")
+                self._mark_down(partition)
                 log.warning(
                     "watch %s: API error %s %s; retrying", target.key, exc.status, exc.reason
                 )
@@ -540,6 +543,7 @@ class KubeCache:
                 if self._stop.is_set():
                     break
                 self._count("reconnect")
+                self._mark_down(partition)
                 log.info(
                     "watch %s: connection problem (%s); resuming from %s",
                     target.key,
@@ -548,6 +552,22 @@ class KubeCache:
                 )
                 self._stop.wait(self._backoff(attempt))
                 attempt += 1
+
+    def _mark_down(self, partition: _Partition) -> None:
+        if partition.down_since is None:
+            partition.down_since = self._monotonic()
+
+    def stale_for(self) -> float:
+        """Seconds the longest-failing required watch has been unable to reach the API (0 when
+        all answer). A quiet but healthy watch is not stale: only failures count."""
+        now = self._monotonic()
+        with self._lock:
+            downs = [
+                p.down_since
+                for p in self._partitions.values()
+                if p.down_since is not None and not p.target.optional
+            ]
+        return max((now - d for d in downs), default=0.0)
 
     def _count(self, what: str) -> None:
         with self._synced_cond:
@@ -599,6 +619,7 @@ class KubeCache:
             partition.objects = items
             partition.absent = False
             partition.synced = True
+            partition.down_since = None
             partition.resource_version = rv
             self._synced_cond.notify_all()
         if changed:
@@ -644,6 +665,7 @@ class KubeCache:
                 if not isinstance(event, dict):
                     continue  # an undecodable line: skip it, the next event carries on
                 events += 1
+                partition.down_since = None  # the API answers again
                 rv = self._apply(partition, event) or rv
                 if self._stop.is_set():
                     w.stop()

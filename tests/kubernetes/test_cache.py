@@ -169,3 +169,13 @@ def test_pods_are_slimmed_to_what_the_listener_reads():
 def test_watch_targets_have_stable_keys():
     assert WatchTarget("Pod", "ns", "a=b").key == "Pod/ns/l:a=b"
     assert WatchTarget("Node").key == "Node/*"
+
+
+def test_stale_for_reports_how_long_the_api_has_been_unreachable(cache: KubeCache, face: K8sFace):
+    """The listener fails closed on this figure (listener/app.py): a quiet but healthy watch is
+    not stale; an API that stops answering is, from its first failure on."""
+    assert cache.stale_for() == 0.0
+    face.stop()  # every watch breaks and every reconnect is refused
+    assert cache.wait_until(lambda c: c.stale_for() > 0.0, WAIT)
+    first = cache.stale_for()
+    assert cache.wait_until(lambda c: c.stale_for() > first, WAIT)

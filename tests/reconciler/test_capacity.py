@@ -55,3 +55,15 @@ def test_starved_runner_is_reported() -> None:
     ledger = compute_ledger(snap, ready_pairs=0)
     assert ledger.starved_runners == 1
     assert ledger.capacity == 0
+
+
+def test_while_blind_only_jobs_already_holding_runner_resources_are_advertised() -> None:
+    from reconciler.capacity import fail_closed_capacity
+
+    snap = snapshot(
+        placeholders={"p-1": running_pair("p-1"), "p-2": running_pair("p-2")},
+        runners=(runner("r1"), runner("r2", node=None, phase=PodPhase.PENDING)),
+        max_runners=10,
+    )
+    assert fail_closed_capacity(snap) == 1
+    assert fail_closed_capacity(snapshot(runners=(runner("r1"),), max_runners=0)) == 0
