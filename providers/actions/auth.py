@@ -135,6 +135,12 @@ class AdminTokenSource:
     def current(self) -> AdminToken | None:
         return self._current
 
+    def invalidate(self, token: AdminToken) -> None:
+        """The service rejected ``token`` before its ``exp`` (revoked, or our clock is behind the
+        service's): drop it so the next :meth:`get` runs the whole chain again."""
+        if self._current is token:
+            self._current = None
+
     def needs_refresh(self) -> bool:
         held = self._current
         return held is None or self._clock() + REFRESH_MARGIN > held.expires_at

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr, ValidationError
 
-from providers.actions.auth import AdminTokenSource, Credentials
+from providers.actions.auth import AdminToken, AdminTokenSource, Credentials
 from providers.actions.config_url import GitHubConfig
 from providers.actions.errors import (
     ActionsHttpError,
@@ -269,6 +269,21 @@ class ActionsClient:
         token: SecretStr | None = None,
         unauthorized: type[ActionsHttpError] = ActionsHttpError,
     ) -> httpx.Response:
+        response, used = await self._service_attempt(what, method, path, body, token)
+        if response.status_code == 401 and token is None:
+            # The admin token was refused before its exp: refresh the whole chain once.
+            log.info("%s: admin token refused (401); refreshing it and retrying once", what)
+            self.admin.invalidate(used)
+            response, _ = await self._service_attempt(what, method, path, body, token)
+        if response.status_code == 401:
+            raise self._http_error(what, response, unauthorized)
+        if response.status_code not in expect:
+            raise self._http_error(what, response)
+        return response
+
+    async def _service_attempt(
+        self, what: str, method: str, path: str, body: Any, token: SecretStr | None
+    ) -> tuple[httpx.Response, AdminToken]:
         admin = await self.admin.get()
         url = httpx.URL(join_url(admin.service_url, path))
         if "api-version" not in url.params:
@@ -284,12 +299,7 @@ class ActionsClient:
             if body is None
             else json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         )
-        response = await self._send(what, method, url, headers, content)
-        if response.status_code == 401:
-            raise self._http_error(what, response, unauthorized)
-        if response.status_code not in expect:
-            raise self._http_error(what, response)
-        return response
+        return await self._send(what, method, url, headers, content), admin
 
     async def _send(
         self,

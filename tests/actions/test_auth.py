@@ -75,11 +75,13 @@ def test_admin_token_is_refreshed_60s_before_exp_and_never_by_queue_calls(
             await session.get_message(0, 3)
             assert len(face.requests_to("registration_token")) == 2
             await session.close()  # an actions-service call again: chain #3
-            assert len(face.requests_to("registration_token")) == 3
+            # The face refuses the delete of a session idle for 10 000 s with a 401, and a 401
+            # on an admin call re-runs the chain once (#4) before giving up (logged, not raised).
+            assert len(face.requests_to("registration_token")) == 4
             await client.aclose()
 
         run(story())
-    assert client.admin.refreshes == 3
+    assert client.admin.refreshes == 4
 
 
 def test_a_failed_refresh_keeps_the_old_token_and_fails_the_call(
