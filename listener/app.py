@@ -306,8 +306,8 @@ class ListenerApp:
                 self.gate.set_max_runners(held)
                 if not failing_closed:
                     log.warning(
-                        "Kubernetes watches down for %.0fs: advertising only the %d "
-                        "jobs already running until they recover",
+                        "Kubernetes watches down for %.0fs: advertising %d (assigned jobs "
+                        "keep running) until they recover",
                         stale,
                         held,
                     )

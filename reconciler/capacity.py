@@ -93,8 +93,11 @@ def compute_ledger(
 def fail_closed_capacity(snapshot: ClusterSnapshot) -> int:
     """What may be advertised while the view of the cluster cannot be trusted (watches down).
 
-    Only jobs already holding runner resources: no new slot, since a placeholder that backed one
-    may have been lost meanwhile without us seeing it. Never above live maxRunners.
+    Zero. A stale view can show placeholders and even runner pods that died with a lost node,
+    so nothing it shows may back a slot. Lowering the header never revokes jobs already
+    assigned (PROTOCOL §2.2), so running jobs are untouched; GitHub simply assigns nothing new
+    to this scale set (another one with room takes the backlog) until the watches recover.
+    ``snapshot`` is taken so the policy can grow a safe refinement without changing callers.
     """
-    bound = sum(1 for p in snapshot.runner_pods if p.holds_slot)
-    return min(bound, max(0, snapshot.max_runners))
+    del snapshot
+    return 0

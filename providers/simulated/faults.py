@@ -137,6 +137,8 @@ KIND_INFO: dict[FaultKind, KindInfo] = {
     K.CLOCK_JUMP: _info("the listener's clock jumps (forward or back)", "instant", "seconds"),
 }
 
+_KIND_VALUES = frozenset(k.value for k in FaultKind)
+
 ACTIONS_ROUTES = (
     "installation_token",
     "registration_token",
@@ -153,7 +155,9 @@ ACTIONS_ROUTES = (
 class FaultParams(BaseModel):
     """Every parameter any kind takes (each kind allows a subset, see :data:`KIND_INFO`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and infinities are refused: NaN compares false with everything (a NaN ``end`` once
+    # slipped past the end > start rule; tests/fuzz/regressions/fault_plan_nan_end.json).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     status: int | None = Field(default=None, ge=400, le=599)
     #: Fraction of requests hit while the fault is active (deterministic per seed).
@@ -175,7 +179,7 @@ class FaultParams(BaseModel):
 
 
 class Fault(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: FaultKind
     start: Seconds = Field(ge=0)
@@ -189,7 +193,8 @@ class Fault(BaseModel):
             return data
         params = data.get("params")
         kind = data.get("kind")
-        if isinstance(params, Mapping) and kind in KIND_INFO.keys():
+        # ``kind`` may be anything a YAML file holds (a list is unhashable): check the type.
+        if isinstance(params, Mapping) and isinstance(kind, str) and kind in _KIND_VALUES:
             allowed = KIND_INFO[FaultKind(kind)].params
             unknown = sorted(str(k) for k in params if k not in allowed)
             if unknown:
@@ -487,10 +492,18 @@ class StaleSource:
     down (dropped, or answering 410 until the relist). ``freeze()`` keeps a deep copy of what
     the inner source shows; ``thaw()`` goes live again (the relist)."""
 
-    def __init__(self, inner: ObjectSource) -> None:
+    def __init__(self, inner: ObjectSource, clock: Callable[[], float] | None = None) -> None:
         self.inner = inner
         self._frozen: dict[tuple[str, str | None], list[Obj]] | None = None
         self._depth = 0
+        self._clock = clock
+        self._since: float | None = None
+
+    def stale_for(self) -> float:
+        """Like ``KubeCache.stale_for``: seconds since the watches stopped answering."""
+        if self._since is None or self._clock is None:
+            return 0.0
+        return self._clock() - self._since
 
     @property
     def stale(self) -> bool:
@@ -500,11 +513,13 @@ class StaleSource:
         self._depth += 1
         if self._frozen is None:
             self._frozen = {}
+            self._since = self._clock() if self._clock is not None else None
 
     def thaw(self, fault: Fault | None = None) -> None:
         self._depth = max(0, self._depth - 1)
         if self._depth == 0:
             self._frozen = None
+            self._since = None
 
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
         frozen = self._frozen
@@ -789,9 +804,9 @@ class WorldChaos:
         clock = SkewClock(loop.now)
         self.clocks.append(clock)
         self._set_clock(driver.reconciler, clock)
-        stale = StaleSource(_LateSource(driver))
+        stale = StaleSource(_LateSource(driver), clock=loop.now)
         self.stale.append(stale)
-        driver._source = lambda stale=stale: stale  # noqa: B023 - bound per driver
+        driver._source = lambda stale=stale: stale
         kill = KillSwitch(FaultyWriter(driver.writer, self.gate, loop))
         self.kills.append(kill)
         self._set_writer(driver.reconciler, kill)
@@ -946,9 +961,9 @@ class WorldChaos:
 
     def _restart(self, driver: Any, index: int) -> None:
         from providers.kubernetes.placeholders import PlaceholderPodBuilder
+        from providers.simulated.strategies import StorePlaceholderWriter
         from reconciler.reconciler import Reconciler
         from reconciler.subscribers import PlaceholderSubscriber
-        from providers.simulated.strategies import StorePlaceholderWriter
 
         self.record.restarts += 1
         alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"

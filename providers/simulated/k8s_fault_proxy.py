@@ -265,7 +265,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if kind is FaultKind.K8S_429 and proxy._hit(fault):
                 proxy._count(kind)
-                retry = f"{fault.params.retry_after if fault.params.retry_after is not None else 1:g}"
+                after = fault.params.retry_after
+                retry = f"{after if after is not None else 1:g}"
                 self._send(429, status_body(429, "TooManyRequests", "injected throttling"),
                            {"Retry-After": retry})
                 return

@@ -49,6 +49,7 @@ from providers.simulated.workload.pods import (
     ROLE_PH_WORKFLOW,
     PodRouter,
 )
+from reconciler.capacity import fail_closed_capacity
 from reconciler.loop import Schedule
 from reconciler.ports import PairSpec, PodRef
 from reconciler.reconciler import Reconciler
@@ -565,9 +566,20 @@ class CapacityAwareDriver:
     def _step(self) -> None:
         self._timer = None
         now = self.ctx.loop.now()
+        source = self._source()
         snapshot = build_snapshot(
-            self._source(), self.target, now=now, demand=self.demand, fit=self._fit_estimate(now)
+            source, self.target, now=now, demand=self.demand, fit=self._fit_estimate(now)
         )
+        # The production listener's fail-closed rule (listener/app.py): a cache whose watches
+        # have been down for more than one interval may hide a lost placeholder, so advertise
+        # only jobs already holding runner resources and take no decisions on it.
+        stale_for = getattr(source, "stale_for", None)
+        if callable(stale_for) and stale_for() > self.settings.recalculate_interval:
+            self.sink.set_max_runners(fail_closed_capacity(snapshot))
+            self.steps += 1
+            self.schedule.ran(self.ctx.loop.now())
+            self._arm()
+            return
         try:
             self.reconciler.step(snapshot)
         except Exception:  # the production loop logs and retries next tick; so do we
