@@ -632,19 +632,19 @@ class ActionsFace:
         )
 
 
-_ROUTE_NAMES = frozenset(
-    {
-        "installation_token",
-        "registration_token",
-        "runner_registration",
-        "create_session",
-        "refresh_session",
-        "delete_session",
-        "get_message",
-        "delete_message",
-        "acquire_jobs",
-    }
+#: Every route the face answers, in the order of PROTOCOL §0 (fault knobs name them).
+ROUTES = (
+    "installation_token",
+    "registration_token",
+    "runner_registration",
+    "create_session",
+    "refresh_session",
+    "delete_session",
+    "get_message",
+    "delete_message",
+    "acquire_jobs",
 )
+_ROUTE_NAMES = frozenset(ROUTES)
 
 
 def _route(method: str, path: str) -> tuple[str, dict[str, str]]:

@@ -51,6 +51,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from providers.kubernetes import labels as L
+from providers.simulated.actions_face import ROUTES
 from providers.simulated.engine import EventLoop
 from providers.simulated.store import Obj, ObjectStore, StoreError
 from reconciler.ports import PairSpec, PlaceholderWriter, PodRef
@@ -139,17 +140,8 @@ KIND_INFO: dict[FaultKind, KindInfo] = {
 
 _KIND_VALUES = frozenset(k.value for k in FaultKind)
 
-ACTIONS_ROUTES = (
-    "installation_token",
-    "registration_token",
-    "runner_registration",
-    "create_session",
-    "refresh_session",
-    "delete_session",
-    "get_message",
-    "delete_message",
-    "acquire_jobs",
-)
+#: The Actions face's routes: one list, owned by the face that answers them.
+ACTIONS_ROUTES = ROUTES
 
 
 class FaultParams(BaseModel):
