@@ -31,7 +31,6 @@ import string
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client as k8s
@@ -51,7 +50,7 @@ from listener.metrics import MetricsSubscriber, PrometheusMetrics, ScaleSetIdent
 from listener.scaler import KubernetesScalerWriter, Scaler
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession
-from providers.hud.client import HudClient, HudError, token_from_env
+from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
 from providers.kubernetes.cache import KubeCache, default_targets
 from providers.kubernetes.checks import Severity, run_startup_checks
 from providers.kubernetes.labels import LABEL_SCALE_SET
@@ -71,8 +70,8 @@ log = logging.getLogger("listener")
 
 #: How long to wait for the first list of every required kind before giving up.
 CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
-#: Bound on deleting our placeholders at shutdown (the pod's grace period is 60 s).
-SHUTDOWN_CLEANUP_TIMEOUT = 20.0
+#: How often the HUD poller looks whether the message session (our labels) is open yet.
+SESSION_WAIT_STEP = 0.5
 
 
 class FatalError(Exception):
@@ -128,13 +127,6 @@ def kubernetes_api_client(env: Mapping[str, str]) -> k8s.ApiClient:
     return k8s.ApiClient(configuration)
 
 
-@dataclass
-class DemandHolder:
-    """Latest demand from the HUD poller (read by the snapshot builder)."""
-
-    value: Demand = field(default_factory=Demand)
-
-
 class ListenerApp:
     def __init__(
         self, config: ListenerConfig, capacity: CapacityAwareSettings, env: Mapping[str, str]
@@ -167,7 +159,7 @@ class ListenerApp:
         )
         self.cache: KubeCache | None = None
         self.writer: KubernetesPlaceholderWriter | None = None
-        self.demand = DemandHolder()
+        self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
 
     # --- run ---------------------------------------------------------------------------
@@ -295,7 +287,7 @@ class ListenerApp:
             nonlocal failing_closed
             if not cache.has_synced:
                 return None
-            snap = build_snapshot(cache, target, now=self.clock.now(), demand=self.demand.value)
+            snap = build_snapshot(cache, target, now=self.clock.now(), demand=self._demand())
             # A live maxRunners (ARS) change moves the header and the scaler's clamp together.
             listener.set_live_max_runners(snap.max_runners)
             stale = cache.stale_for()
@@ -375,43 +367,26 @@ class ListenerApp:
         )
 
     async def _poll_hud(self, session: MessageSession) -> None:
-        """Queued jobs for our labels every ``hud.pollInterval``; an outage is logged once."""
+        """Queued jobs for our labels every ``hud.pollInterval`` (``HudDemandSource`` logs an
+        outage once and falls back). Labels come from the scale set, once the session is open."""
         hud = self.capacity.hud
         client = HudClient(
             hud.url or "", token=token_from_env(hud.token_env, self.env), timeout=hud.timeout
         )
-        failing = False
         try:
-            while True:
-                labels = self._labels(session)
-                started = time.monotonic()
-                try:
-                    queued = await client.queued_jobs(labels)
-                    self.metrics.record_hud_request(time.monotonic() - started)
-                    self.demand.value = Demand(queued_jobs=queued)
-                    if failing:
-                        log.info("HUD is back: %d queued jobs for %s", queued, ",".join(labels))
-                    failing = False
-                except HudError as exc:
-                    self.metrics.record_hud_request(time.monotonic() - started, error_kind=exc.kind)
-                    self.demand.value = Demand(queued_jobs=None, error=str(exc))
-                    if not failing:
-                        log.warning(
-                            "HUD unavailable (%s); falling back to %d queued jobs until it answers",
-                            exc,
-                            self.capacity.hud_fallback_queued_jobs,
-                        )
-                    failing = True
-                await asyncio.sleep(hud.poll_interval)
+            while not session.is_open and not self.stop.is_set():
+                await asyncio.sleep(SESSION_WAIT_STEP)
+            labels = scale_set_labels(session.session.runner_scale_set) if session.is_open else ()
+            self.hud = HudDemandSource(
+                client, labels or (self.config.runner_scale_set_name,), observer=self.metrics
+            )
+            await self.hud.run(self.stop, hud.poll_interval)
         finally:
             await client.aclose()
 
-    def _labels(self, session: MessageSession) -> tuple[str, ...]:
-        with contextlib.suppress(RuntimeError):
-            scale_set = session.session.runner_scale_set
-            if scale_set is not None:
-                return scale_set.label_names
-        return (self.config.runner_scale_set_name,)
+    def _demand(self) -> Demand:
+        """No HUD configured (or not polled yet): no queued jobs known beyond proactiveCapacity."""
+        return self.hud.current if self.hud is not None else Demand()
 
     # --- shutdown ------------------------------------------------------------------------
 
@@ -427,12 +402,12 @@ class ListenerApp:
             if (pod["metadata"].get("labels") or {}).get(LABEL_SCALE_SET)
             == self.config.ephemeral_runner_set_name
         ]
+        # Bounded by the writer's per-request timeout; the pod's grace period is 60 s.
         log.info("shutting down: deleting %d placeholder pods", len(ours))
-        deadline = time.monotonic() + SHUTDOWN_CLEANUP_TIMEOUT
+        started = time.monotonic()
         self.writer.delete_pods(ours)
         self.writer.close()
-        if time.monotonic() > deadline:
-            log.warning("placeholder cleanup took longer than %.0fs", SHUTDOWN_CLEANUP_TIMEOUT)
+        log.info("placeholders deleted in %.1fs", time.monotonic() - started)
 
     def _close(self) -> None:
         if self.cache is not None:
