@@ -412,6 +412,12 @@ class ClosableSession(MessageSource, Protocol):
 async def serve(session: ClosableSession, listener: Listener) -> None:
     """Open the session, run the listener, always delete the session on the way out."""
     await session.open()
+    await run_open_session(session, listener)
+
+
+async def run_open_session(session: ClosableSession, listener: Listener) -> None:
+    """Run the listener on an already open session; always delete the session on the way
+    out (the process opens it before the capacity side starts: credentials proven first)."""
     try:
         await listener.run()
     finally:
@@ -429,5 +435,6 @@ __all__ = [
     "MessageSource",
     "NoopListenerMetrics",
     "listener_from_config",
+    "run_open_session",
     "serve",
 ]

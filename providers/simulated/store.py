@@ -57,6 +57,7 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("EphemeralRunner", "ephemeralrunners", _ARC, "v1alpha1", True),
         KindInfo("NodePool", "nodepools", "karpenter.sh", "v1", False),
         KindInfo("NodeClaim", "nodeclaims", "karpenter.sh", "v1", False),
+        KindInfo("Lease", "leases", "coordination.k8s.io", "v1", True),
     )
 }
 
