@@ -196,7 +196,7 @@ def test_sigterm_is_ignored_while_waiting_for_the_first_cache_sync(
         env={"CAPACITY_AWARE_SYNC_TIMEOUT": "300"},
     )
     assert wait_for(lambda: "first Kubernetes" in process.logs(400)
-                    or "session" in process.logs(400) and "created" in process.logs(400), 30)
+                    or ("session" in process.logs(400) and "created" in process.logs(400)), 30)
     time.sleep(1.0)
     assert process.running, process.logs()
     assert not ready(process)
