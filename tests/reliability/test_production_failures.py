@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_SCALE_SET
+from providers.simulated.actions_face import Fault
 from providers.simulated.k8s_face import K8sFace
 from providers.simulated.live import LiveSpec, LiveWorld
 from tests.e2e.conftest import ListenerProcess
@@ -48,12 +49,14 @@ class Started:
         config: Callable[[dict[str, Any]], None] | None = None,
         absent_groups: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        capacity: dict[str, Any] | None = None,
     ) -> tuple[ListenerProcess, K8sFace]:
         face = K8sFace(self.world.store, absent_groups=absent_groups, bookmark_interval=1.0)
         self.faces.append(face.start())
         workdir = self.tmp_path / name
         workdir.mkdir()
-        process = ListenerProcess(self.world, workdir, self.world.capacity_aware())
+        block = self.world.capacity_aware() if capacity is None else capacity
+        process = ListenerProcess(self.world, workdir, block)
         kubeconfig = self.world.kubeconfig()
         kubeconfig["clusters"][0]["cluster"]["server"] = face.url
         (workdir / "kubeconfig.yaml").write_text(json.dumps(kubeconfig))
@@ -216,3 +219,70 @@ def test_sigterm_is_honoured_while_waiting_for_the_lease(
     assert second.terminate(10) == 0, second.logs()
     assert time.monotonic() - began < 5.0
     assert ready(owner)
+
+
+def _outer(message_id: int, jobs: Any, **overrides: Any) -> bytes:
+    message = {
+        "messageId": message_id,
+        "messageType": "RunnerScaleSetJobMessages",
+        "body": jobs if isinstance(jobs, str) else json.dumps(jobs),
+        "statistics": {"totalAssignedJobs": 0, "totalAvailableJobs": 0},
+    }
+    message.update(overrides)
+    return json.dumps({k: v for k, v in message.items() if v is not ...}).encode()
+
+
+def _null_fields_job() -> dict[str, Any]:
+    return {"messageType": "JobAssigned", "runnerRequestId": 77, "requestLabels": None,
+            "runnerId": None, "jobDisplayName": None, "queueTime": "0001-01-01T00:00:00",
+            "finishTime": None}
+
+
+#: (id, body, understood): ids below the face's first real id, so real messages follow.
+POISON = [
+    (100_000_001, _outer(100_000_001, [_null_fields_job()]), True),
+    (100_000_002, _outer(100_000_002, [], body=None), True),
+    (100_000_003, _outer(100_000_003, [], messageType="RunnerScaleSetSomethingNew"), False),
+    (100_000_004, _outer(100_000_004, [], statistics=...), False),
+    (100_000_005, _outer(100_000_005, "[" * 200_000 + "]" * 200_000), False),
+    (100_000_006, _outer(100_000_006, " " * (9 * 1024 * 1024)), False),
+]
+
+
+@pytest.fixture
+def busy_world() -> Iterator[LiveWorld]:
+    spec = LiveSpec(ice_start=500.0, ice_end=501.0, lose_nodes_at_ice_start=False,
+                    burst_at=6.0, burst_count=3, burst_over=1.0)
+    with LiveWorld(spec) as running:
+        yield running
+
+
+def test_poison_messages_wedge_the_scale_set(busy_world: LiveWorld, tmp_path: Path) -> None:
+    """Regression: nulls Go accepts, a zone-less zero time, an unknown outer messageType,
+    missing statistics, deep nesting and an oversized body. Each is either understood or
+    logged with its id, counted, acked and skipped; the process lives and jobs flow on."""
+    world = busy_world
+    for _, body, _ in POISON:
+        world.actions.fail_next("get_message", Fault.http(200, body))
+    group = Started(world, tmp_path)
+    try:
+        process, _ = group.start("poison", capacity={"enabled": False})
+
+        ids = {mid for mid, _, _ in POISON}
+        assert wait_for(lambda: ids <= set(world.actions.acked()), 60), process.logs()
+        assert wait_for(world.all_jobs_finished, 90), world.status_line()
+        assert process.running, process.logs()
+        status, text = process.get("/metrics")
+        assert status == 200
+        skipped = [line for line in text.splitlines()
+                   if line.startswith("arc_capacity_undecodable_messages_total")]
+        assert skipped and float(skipped[0].rsplit(" ", 1)[1]) == sum(
+            1 for _, _, understood in POISON if not understood
+        ), skipped
+        logs = process.logs(400)
+        for mid, _, understood in POISON:
+            if not understood:
+                assert f"message {mid} cannot be understood" in logs
+        assert "RecursionError" not in logs and "Traceback" not in logs
+    finally:
+        group.close()
