@@ -19,6 +19,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictInt,
     ValidationError,
     model_validator,
 )
@@ -78,9 +80,9 @@ class HudSettings(_Model):
 class CapacityAwareSettings(_Model):
     """The whole ``capacityAware`` block. Defaults are safe for a first install."""
 
-    enabled: bool = False
+    enabled: StrictBool = False
     #: Warm pairs kept ready beyond running jobs.
-    proactive_capacity: int = Field(default=1, ge=0, le=10_000)
+    proactive_capacity: StrictInt = Field(default=1, ge=0, le=10_000)
     #: Periodic fallback between watch-triggered reconciles.
     recalculate_interval: Seconds = Field(default=30.0, ge=1, le=3600)
     #: Fraction of the interval added as random jitter so many listeners do not run in lockstep.
@@ -96,7 +98,7 @@ class CapacityAwareSettings(_Model):
     workflow_resources: dict[str, str] = Field(
         default_factory=lambda: {"cpu": "1", "memory": "2Gi"}
     )
-    image: str = "registry.k8s.io/pause:3.10"
+    image: str = Field(default="registry.k8s.io/pause:3.10", min_length=1)
     #: Placeholder pods end by themselves after this long (activeDeadlineSeconds), jittered.
     placeholder_lifetime: Seconds = Field(default=4 * 3600.0, ge=60, le=7 * 86_400)
     lifetime_jitter: float = Field(default=0.2, ge=0, le=0.5)
@@ -105,17 +107,17 @@ class CapacityAwareSettings(_Model):
     placeholder_ttl: Seconds = Field(default=1800.0, ge=60, le=86_400)
     priority_classes: PriorityClassNames = Field(default_factory=PriorityClassNames)
     #: Burst cap: at most this many pairs REQUESTED/PARTIAL at once...
-    max_pairs_in_flight: int = Field(default=10, ge=1, le=10_000)
+    max_pairs_in_flight: StrictInt = Field(default=10, ge=1, le=10_000)
     #: ...and at most this many requested per reconcile step.
-    max_requests_per_step: int = Field(default=5, ge=1, le=10_000)
+    max_requests_per_step: StrictInt = Field(default=5, ge=1, le=10_000)
     #: Queued jobs assumed when the HUD is unavailable (added to proactiveCapacity).
-    hud_fallback_queued_jobs: int = Field(default=0, ge=0, le=10_000)
+    hud_fallback_queued_jobs: StrictInt = Field(default=0, ge=0, le=10_000)
     hud: HudSettings = Field(default_factory=HudSettings)
     #: Namespace of the placeholder pods; default (None) = the runner namespace.
     placeholder_namespace: str | None = None
     #: Cut the in-flight long poll short when advertised capacity drops (DESIGN §6).
-    cut_poll_on_drop: bool = True
-    cut_poll_on_rise: bool = False
+    cut_poll_on_drop: StrictBool = True
+    cut_poll_on_rise: StrictBool = False
     cut_poll_debounce: Seconds = Field(default=0.25, ge=0, le=10)
 
     @model_validator(mode="after")
@@ -184,7 +186,9 @@ def format_validation_error(exc: ValidationError, *, where: str, root: str) -> s
         shown = "<missing>" if err["type"] == "missing" else _short_repr(got)
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            message = "unknown key (check spelling; keys are camelCase)"
+            # Never echo the value: a token pasted under a misspelt key must not reach a log.
+            lines.append(f"{where}: {path}: unknown key (check spelling; keys are camelCase)")
+            continue
         if not err["loc"]:  # a rule across fields: the message names them itself
             lines.append(f"{where}: {path}: {message}")
             continue
