@@ -7,7 +7,7 @@ nor take the process down for a transient fault. :func:`supervised` runs one tas
    failing every second must not flood the log);
 2. counts it (``on_failure(name)``, the ``..._background_task_failures_total`` metric);
 3. restarts it after a backoff (``first * 2^n`` capped at ``cap``; reset after a run that
-   lasted longer than ``cap``) until ``stop`` is set.
+   lasted longer than ``healthy_after``) until ``stop`` is set.
 
 A task that returns while ``stop`` is not set is restarted the same way (it should not end).
 Cancellation is never swallowed.
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 class Backoff:
     first: float = 1.0
     cap: float = 30.0
+    #: A run longer than this was healthy: the next failure starts a new episode.
+    healthy_after: float = 60.0
 
     def delay(self, failures: int) -> float:
         """Delay before restart number ``failures`` (1-based)."""
@@ -55,7 +57,7 @@ async def supervised(
         except Exception as exc:
             if stop.is_set():
                 return
-            if monotonic() - started > policy.cap:
+            if monotonic() - started > policy.healthy_after:
                 failures = 0  # it ran fine for a while: this is a new episode
             failures += 1
             delay = policy.delay(failures)

@@ -86,14 +86,18 @@ def started(world: LiveWorld, tmp_path: Path) -> Iterator[Started]:
 
 
 def pod_writes(face: K8sFace) -> dict[str, int]:
-    return {k: v for k, v in face.calls.items() if k.split(" ")[-1] == "Pod" and
-            not k.startswith(("list", "watch", "get"))}
+    return {
+        k: v
+        for k, v in face.calls.items()
+        if k.split(" ")[-1] == "Pod" and not k.startswith(("list", "watch", "get"))
+    }
 
 
 def placeholders(world: LiveWorld) -> list[dict[str, Any]]:
     with world.store.lock:
         return [
-            p for p in world.store.list("Pod", world.spec.namespace)
+            p
+            for p in world.store.list("Pod", world.spec.namespace)
             if (p["metadata"].get("labels") or {}).get(LABEL_SCALE_SET) == world.spec.scale_set
         ]
 
@@ -126,8 +130,9 @@ def test_two_listeners_for_one_scale_set_the_second_waits_and_never_touches_the_
     assert pod_writes(second_face) == {}, "the waiting listener wrote placeholder pods"
     alive = {p["metadata"]["name"] for p in placeholders(world)}
     assert owner_pods <= alive, "an owner's placeholder disappeared while it was alive"
-    instances = {(p["metadata"].get("labels") or {}).get(LABEL_INSTANCE)
-                 for p in placeholders(world)}
+    instances = {
+        (p["metadata"].get("labels") or {}).get(LABEL_INSTANCE) for p in placeholders(world)
+    }
     assert len(instances) == 1  # all the owner's
 
     # Rollout: the owner stops; it deletes its pods and releases the lease, the second takes
@@ -136,8 +141,9 @@ def test_two_listeners_for_one_scale_set_the_second_waits_and_never_touches_the_
     assert wait_for(lambda: ready(second), 30), second.logs()
     assert wait_for(lambda: len(placeholders(world)) >= 2, 60), second.logs()
     assert pod_writes(second_face).get("create Pod", 0) >= 2
-    lease = world.store.find("Lease", world.spec.namespace,
-                             f"arc-capacity-listener-{world.spec.scale_set}")
+    lease = world.store.find(
+        "Lease", world.spec.namespace, f"arc-capacity-listener-{world.spec.scale_set}"
+    )
     assert lease is not None and lease["spec"]["leaseTransitions"] == 1
     assert owner_face.calls.get("delete Pod", 0) >= len(owner_pods)
 
@@ -195,11 +201,17 @@ def test_sigterm_is_ignored_while_waiting_for_the_first_cache_sync(
     """Regression: ARC's CRDs unreachable (the EphemeralRunnerSet never lists), so the cache
     never syncs; SIGTERM must still end the process within 5 s, exit 0."""
     process, _ = started.start(
-        "no-sync", absent_groups=("actions.github.com",),
+        "no-sync",
+        absent_groups=("actions.github.com",),
         env={"CAPACITY_AWARE_SYNC_TIMEOUT": "300"},
     )
-    assert wait_for(lambda: "first Kubernetes" in process.logs(400)
-                    or ("session" in process.logs(400) and "created" in process.logs(400)), 30)
+    assert wait_for(
+        lambda: (
+            "first Kubernetes" in process.logs(400)
+            or ("session" in process.logs(400) and "created" in process.logs(400))
+        ),
+        30,
+    )
     time.sleep(1.0)
     assert process.running, process.logs()
     assert not ready(process)
@@ -233,9 +245,15 @@ def _outer(message_id: int, jobs: Any, **overrides: Any) -> bytes:
 
 
 def _null_fields_job() -> dict[str, Any]:
-    return {"messageType": "JobAssigned", "runnerRequestId": 77, "requestLabels": None,
-            "runnerId": None, "jobDisplayName": None, "queueTime": "0001-01-01T00:00:00",
-            "finishTime": None}
+    return {
+        "messageType": "JobAssigned",
+        "runnerRequestId": 77,
+        "requestLabels": None,
+        "runnerId": None,
+        "jobDisplayName": None,
+        "queueTime": "0001-01-01T00:00:00",
+        "finishTime": None,
+    }
 
 
 #: (id, body, understood): ids below the face's first real id, so real messages follow.
@@ -251,8 +269,14 @@ POISON = [
 
 @pytest.fixture
 def busy_world() -> Iterator[LiveWorld]:
-    spec = LiveSpec(ice_start=500.0, ice_end=501.0, lose_nodes_at_ice_start=False,
-                    burst_at=6.0, burst_count=3, burst_over=1.0)
+    spec = LiveSpec(
+        ice_start=500.0,
+        ice_end=501.0,
+        lose_nodes_at_ice_start=False,
+        burst_at=6.0,
+        burst_count=3,
+        burst_over=1.0,
+    )
     with LiveWorld(spec) as running:
         yield running
 
@@ -274,8 +298,11 @@ def test_poison_messages_wedge_the_scale_set(busy_world: LiveWorld, tmp_path: Pa
         assert process.running, process.logs()
         status, text = process.get("/metrics")
         assert status == 200
-        skipped = [line for line in text.splitlines()
-                   if line.startswith("arc_capacity_undecodable_messages_total")]
+        skipped = [
+            line
+            for line in text.splitlines()
+            if line.startswith("arc_capacity_undecodable_messages_total")
+        ]
         assert skipped and float(skipped[0].rsplit(" ", 1)[1]) == sum(
             1 for _, _, understood in POISON if not understood
         ), skipped
