@@ -190,6 +190,8 @@ class ListenerApp:
         self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
         self.elector: LeaseElector | None = None
+        #: Renews the Lease from the moment it is won (through every later phase).
+        self.holding: asyncio.Task[None] | None = None
         self.session_open = False
         self.reconciler: Reconciler | None = None
 
@@ -203,7 +205,8 @@ class ListenerApp:
            not ready, owning and touching nothing).
         C. Open the message session: proves the credentials before anything is written.
         D. Capacity-aware only: the cache (first sync), start-up checks, reconciler, HUD.
-        E. Listen until SIGTERM or an error; the Lease is renewed alongside.
+        E. Listen until SIGTERM or an error.
+        From B on, the Lease is renewed alongside; losing it ends the process (exit 1).
         """
         self._install_signal_handlers()
         api_client = await asyncio.to_thread(kubernetes_api_client, self.env)
@@ -228,6 +231,9 @@ class ListenerApp:
         try:
             if self.capacity.enabled and not await self._elect(api_client):
                 return  # stopped while waiting for the Lease
+            if self.elector is not None:
+                self.holding = asyncio.create_task(self.elector.hold(self.stop), name="lease")
+                side_tasks.append(self.holding)
             if await self._unless_stopped(session.open(), "opening the message session"):
                 return
             self.session_open = True
@@ -260,10 +266,8 @@ class ListenerApp:
         listen = asyncio.create_task(run_open_session(session, listener), name="listener")
         stopped = asyncio.create_task(self.stop.wait(), name="stop")
         watched = {listen, stopped}
-        if self.elector is not None:
-            holding = asyncio.create_task(self.elector.hold(self.stop), name="lease")
-            side_tasks.append(holding)
-            watched.add(holding)
+        if self.holding is not None:
+            watched.add(self.holding)
         done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         stopped.cancel()
         if listen in done:
@@ -299,16 +303,25 @@ class ListenerApp:
         """Run ``work`` unless SIGTERM comes first; True when stopped (``work`` cancelled)."""
         task = asyncio.ensure_future(work)
         stopped = asyncio.create_task(self.stop.wait())
-        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        watched: set[asyncio.Future[Any]] = {task, stopped}
+        if self.holding is not None:
+            watched.add(self.holding)
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         stopped.cancel()
         if task.done():
             task.result()
             return False
-        log.info("shutting down while %s", what)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        self._check_lease()  # a lost Lease ends the process (LeaseLostError)
+        log.info("shutting down while %s", what)
         return True
+
+    def _check_lease(self) -> None:
+        """Re-raise LeaseLostError once the renewals gave up."""
+        if self.holding is not None and self.holding.done() and not self.holding.cancelled():
+            self.holding.result()
 
     def _install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -466,6 +479,7 @@ class ListenerApp:
         """The first list of every required kind, in short waits so SIGTERM is honoured."""
         deadline = time.monotonic() + CACHE_SYNC_TIMEOUT
         while not cache.has_synced:
+            self._check_lease()
             if self.stop.is_set():
                 raise Stopped("waiting for the first Kubernetes cache sync")
             remaining = deadline - time.monotonic()
@@ -524,6 +538,12 @@ class ListenerApp:
         """Only what this instance owns: pods it created (instance label) and pairs it
         adopted (in its pair store). Never another listener's pods."""
         if self.cache is None or self.writer is None:
+            return
+        if self.elector is not None and not self.elector.is_leader:
+            # Lost the Lease: a new owner may have adopted our pairs already; deleting them
+            # now would take its capacity away. It sweeps whatever it does not want.
+            log.warning("shutting down without the Lease: leaving placeholders to the owner")
+            self.writer.close()
             return
         namespace = (
             self.capacity.placeholder_namespace or self.config.ephemeral_runner_set_namespace

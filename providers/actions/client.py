@@ -206,7 +206,7 @@ class ActionsClient:
         except ResponseTooLargeError as exc:
             # A poison message the size of a DoS: ack it if its id can be read at all.
             raise MessageDecodeError(
-                f"get message: {exc}", message_id=find_message_id(exc.prefix)
+                str(exc), message_id=find_message_id(exc.prefix)
             ) from None
         if response.status_code == 202:
             return None

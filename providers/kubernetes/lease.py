@@ -159,13 +159,14 @@ class LeaseElector:
             lease = self.api.read_namespaced_lease(
                 self.name, self.namespace, _request_timeout=REQUEST_TIMEOUT
             )
-            if (lease.spec.holder_identity or "") != self.identity:
+            spec = lease.spec
+            if spec is None or (spec.holder_identity or "") != self.identity:
                 return  # somebody else holds it already: nothing of ours to release
             stamp = self._wall()
-            lease.spec.holder_identity = None
-            lease.spec.lease_duration_seconds = 1
-            lease.spec.renew_time = stamp
-            lease.spec.acquire_time = stamp
+            spec.holder_identity = None
+            spec.lease_duration_seconds = 1
+            spec.renew_time = stamp
+            spec.acquire_time = stamp
             self.api.replace_namespaced_lease(
                 self.name, self.namespace, lease, _request_timeout=REQUEST_TIMEOUT
             )
