@@ -35,8 +35,10 @@ from kubernetes.client.exceptions import ApiException
 
 log = logging.getLogger(__name__)
 
-#: Per-request timeout (seconds) of every Lease call.
-REQUEST_TIMEOUT = 5.0
+#: (connect, read) timeout of every Lease call: short, so a SIGTERM during an attempt is not
+#: held up for long (the thread running it is waited for at exit), and well under the renew
+#: deadline so a hung renew still leaves time for another one.
+REQUEST_TIMEOUT = (2.0, 3.0)
 
 
 class LeaseLostError(Exception):
