@@ -76,6 +76,8 @@ CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
 SESSION_WAIT_STEP = 0.5
 #: Longest blocking wait between two looks at the stop signal (SIGTERM within 5 s).
 STOP_CHECK = 0.5
+#: How long shutdown waits for the informer threads (daemons) to notice the stop.
+CACHE_STOP_TIMEOUT = 1.0
 #: Seconds a Lease holder is trusted without renewing (client-go's default 15).
 LEASE_DURATION = int(os.environ.get("CAPACITY_AWARE_LEASE_DURATION", "15"))
 
@@ -573,6 +575,6 @@ class ListenerApp:
 
     def _close(self) -> None:
         if self.cache is not None:
-            self.cache.stop()
+            self.cache.stop(timeout=CACHE_STOP_TIMEOUT)
         if self.http is not None:
             self.http.stop()

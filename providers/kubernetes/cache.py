@@ -392,8 +392,11 @@ class KubeCache:
             watches = list(self._watches.values())
         for w in watches:
             w.stop()
+        # One deadline for all threads (they are daemons: a watch blocked in a read until its
+        # next event must not hold a SIGTERM'd process up for threads x timeout).
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout=timeout)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> KubeCache:
         return self.start()
