@@ -156,7 +156,7 @@ class WorkflowPod:
 
 @dataclass(frozen=True, slots=True)
 class Demand:
-    """Queued jobs for this scale set's labels (HUD), or why it is unknown.
+    """Queued jobs for this scale set's labels (see ``providers.demand``), or why unknown.
 
     ``queued_jobs is None`` means the source failed; decide then falls back to the
     configured floor (fail-safe: never 0 pairs, never unlimited).
@@ -164,6 +164,8 @@ class Demand:
 
     queued_jobs: int | None = 0
     error: str | None = None
+    #: Which source produced it (``statistics``, ``hud``, ...), for logs and metrics.
+    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)
