@@ -33,7 +33,7 @@ from reconciler.sync import sync
 from state_machine.events import TransitionEvent
 from state_machine.record import PairRecord
 from state_machine.states import PairState
-from state_machine.store import Change, PairStore
+from state_machine.store import Change, Observed, PairStore
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,12 @@ def reconcile(
     """The pure step: what should change, given what we hold and what we observe."""
     synced = sync(records.values(), snapshot)
     view = dict(records)
-    for move in synced:
-        view[move.pair_id] = view[move.pair_id].moved(move.target, now, move.reason)
+    for change in synced:
+        record = view[change.pair_id]
+        if isinstance(change, Observed):
+            view[change.pair_id] = record.observed(change.roles)
+        else:
+            view[change.pair_id] = record.moved(change.target, now, change.reason)
     decision = decide(
         DecideInput(view, snapshot, config, now, instance, first_step),
         ids,
