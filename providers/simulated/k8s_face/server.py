@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from providers.simulated.k8s_face import authz, discovery, openapi, watch
+from providers.simulated.k8s_face import authz, discovery, openapi, protobuf, watch
 from providers.simulated.k8s_face.errors import ApiError, not_found_path
 from providers.simulated.k8s_face.requests import Request, Response, authorize_request
 from providers.simulated.k8s_face.resources import APPLY, Resources
@@ -354,7 +354,17 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self._read() if method in ("POST", "PUT", "PATCH", "DELETE") else b""
         content_type = self.headers.get("Content-Type", "")
         body: Any = None
-        if raw and not content_type.startswith(APPLY):
+        if raw and content_type.startswith(protobuf.MEDIA_TYPE):
+            try:
+                body = protobuf.decode_access_review(raw)
+            except protobuf.ProtobufError as exc:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown "
+                    f"format - accepted media types include: application/json ({exc})",
+                ) from None
+        elif raw and not content_type.startswith(APPLY):
             try:
                 body = json.loads(raw)
             except json.JSONDecodeError as exc:
