@@ -31,9 +31,9 @@ Where each kind is applied (see :data:`KIND_INFO` for the one-line meaning of ea
 
 :class:`FaultScheduler` puts a plan on the world's :class:`EventLoop`; :class:`WorldChaos` wires
 a plan into a :class:`providers.simulated.world.World` running the ``capacity-aware`` strategy.
-Partial: ``WorldChaos`` reaches into ``strategies.CapacityAwareDriver`` attributes (``reconciler``,
-``writer``, ``source``, ``builder``, ``instance``, ``demand``) because the world runner has no
-fault hooks yet; see its docstring for the hooks the runner should offer instead.
+``WorldChaos`` uses the world's public fault surface: :meth:`World.capacity_drivers`, the
+drivers' :class:`providers.simulated.strategies.DriverHooks` (source, demand, step) and
+``pause``/``resume``, and their public ``reconciler``/``writer``/``builder``/``instance``.
 """
 
 from __future__ import annotations
@@ -735,11 +735,10 @@ class WorldChaos:
     (crashes) around the placeholder writer, and :class:`DemandFaults` on the HUD demand.
     Then :class:`FaultScheduler` puts the plan on the world's loop.
 
-    This reaches into ``CapacityAwareDriver`` attributes (``reconciler``, ``writer``,
-    ``source``, ``builder``, ``instance``, ``_poll_hud``...) because the world runner offers no
-    fault hooks yet. The hooks it needs are: a clock factory for the reconciler, a wrapper
-    for the ObjectSource and for the PlaceholderWriter, a demand filter, and
-    "restart the listener of scale set X" (new instance id, same store). ``actions_*`` kinds
+    It goes through public surfaces only: :meth:`World.capacity_drivers` and
+    :meth:`World.cluster_of`, each driver's ``hooks`` (source, demand, step), ``pause`` /
+    ``resume``, and its public ``reconciler``, ``writer``, ``builder`` and ``instance`` (a
+    restart replaces them: new instance id, same store). ``actions_*`` kinds
     are not applied in virtual time (the simulated listener has no HTTP): they are skipped and
     reported, and covered by the HTTP fault tests instead.
     """
@@ -749,7 +748,7 @@ class WorldChaos:
         self.plan = plan
         self.rng = random.Random(f"{seed}/chaos")
         self.record = ChaosRecord()
-        self.drivers = list(getattr(world.strategy, "drivers", ()))
+        self.drivers = world.capacity_drivers()
         if not self.drivers:
             raise ValueError("WorldChaos needs a world running the capacity-aware strategy")
         self.gate = ApiFaultGate(random.Random(self.rng.random()))
@@ -798,22 +797,13 @@ class WorldChaos:
         self._set_clock(driver.reconciler, clock)
         stale = StaleSource(_LateSource(driver), clock=loop.now)
         self.stale.append(stale)
-        driver._source = lambda stale=stale: stale
         kill = KillSwitch(FaultyWriter(driver.writer, self.gate, loop))
         self.kills.append(kill)
         self._set_writer(driver.reconciler, kill)
-        poll = driver._poll_hud
 
-        def poll_hud() -> None:
-            poll()
-            filtered = self.demand.filter(driver.demand)
-            if filtered != driver.demand:
-                driver.demand = filtered
-
-        driver._poll_hud = poll_hud
-        step = driver._step
-
-        def guarded_step(driver: Any = driver, index: int = index) -> None:
+        def guarded_step(
+            step: Callable[[], None], driver: Any = driver, index: int = index
+        ) -> None:
             fault = self._pending_kill.pop(index, None)
             if fault is not None:
                 self.kills[index].arm(fault.params.after_writes or 0)
@@ -823,7 +813,11 @@ class WorldChaos:
             except KillSignal:
                 self._died(driver, index, self._armed_by.pop(index, None))
 
-        driver._step = guarded_step
+        # The driver's public fault hooks (strategies.DriverHooks): every step reads the
+        # stale-able view, HUD faults rewrite the demand, a crash raises inside a step.
+        driver.hooks.source = lambda view, stale=stale: stale
+        driver.hooks.demand = self.demand.filter
+        driver.hooks.step = guarded_step
 
     @staticmethod
     def _set_clock(reconciler: Any, clock: SkewClock) -> None:
@@ -846,12 +840,7 @@ class WorldChaos:
 
     def _each(self) -> Iterable[tuple[Any, Any]]:
         for driver in self.drivers:
-            cluster = self.world.clusters[self._cluster_of(driver)]
-            yield driver, cluster
-
-    def _cluster_of(self, driver: Any) -> str:
-        name = driver.ctx.spec.name
-        return str(self.world.scale_sets[name].cluster)
+            yield driver, self.world.cluster_of(driver.target.ers_name)
 
     def _node_loss(self, fault: Fault) -> None:
         for driver, handle in self._each():
@@ -941,15 +930,12 @@ class WorldChaos:
         self._step_paused(driver, True)
         loop.call_later(restart, self._restart, driver, index)
 
-    def _step_paused(self, driver: Any, paused: bool) -> None:
+    @staticmethod
+    def _step_paused(driver: Any, paused: bool) -> None:
         if paused:
-            timer = getattr(driver, "_timer", None)
-            if timer is not None:
-                timer.cancel()
-            driver._arm_saved = driver._arm
-            driver._arm = lambda: None
+            driver.pause()
         else:
-            driver._arm = driver._arm_saved
+            driver.resume()
 
     def _restart(self, driver: Any, index: int) -> None:
         from providers.kubernetes.placeholders import PlaceholderPodBuilder

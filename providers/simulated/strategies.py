@@ -446,6 +446,19 @@ def _instance_id(rng: random.Random) -> str:
     return "".join(rng.choice(alphabet) for _ in range(5))
 
 
+@dataclass
+class DriverHooks:
+    """Fault hooks of a :class:`CapacityAwareDriver` (used by :mod:`providers.simulated.faults`).
+
+    ``source`` replaces the cache view each step reads (a stale cache); ``demand`` rewrites
+    the demand after each HUD poll (HUD faults); ``step`` runs each step (it must call the
+    function it gets; a crash fault raises through it). None: no fault."""
+
+    source: Callable[[StoreCacheView], Any] | None = None
+    demand: Callable[[Demand], Demand] | None = None
+    step: Callable[[Callable[[], None]], None] | None = None
+
+
 class CapacityAwareDriver:
     """Runs the production reconciler for one scale set in virtual time."""
 
@@ -508,6 +521,8 @@ class CapacityAwareDriver:
         self._fit_at = float("-inf")
         self.steps = 0
         self.step_errors = 0
+        self.hooks = DriverHooks()
+        self.paused = False
 
     def start(self) -> None:
         ctx = self.ctx
@@ -521,7 +536,20 @@ class CapacityAwareDriver:
         self.schedule.trigger(self.ctx.loop.now())
         self._arm()
 
+    def pause(self) -> None:
+        """Stop stepping (a crashed listener process) until :meth:`resume`."""
+        self.paused = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def resume(self) -> None:
+        """Allow steps again; the next :meth:`trigger` (or HUD change) schedules one."""
+        self.paused = False
+
     def _arm(self) -> None:
+        if self.paused:
+            return
         due = self.schedule.due_at()
         timer = self._timer
         if timer is not None and timer.active:
@@ -540,6 +568,8 @@ class CapacityAwareDriver:
         if demand != self.demand:
             self.demand = demand
             self.trigger()
+        if self.hooks.demand is not None:
+            self.demand = self.hooks.demand(self.demand)
         ctx.loop.call_later(self.settings.hud.poll_interval, self._poll_hud)
 
     # --- one step ------------------------------------------------------------------------
@@ -547,6 +577,8 @@ class CapacityAwareDriver:
     def _source(self) -> StoreCacheView:
         if self.source is None:
             raise RuntimeError("CapacityAwareDriver stepped before start()")
+        if self.hooks.source is not None:
+            return self.hooks.source(self.source)  # type: ignore[no-any-return]
         return self.source
 
     def _fit_estimate(self, now: float) -> FitEstimate | None:
@@ -564,6 +596,12 @@ class CapacityAwareDriver:
         return self._fit
 
     def _step(self) -> None:
+        if self.hooks.step is not None:
+            self.hooks.step(self._run_step)
+        else:
+            self._run_step()
+
+    def _run_step(self) -> None:
         self._timer = None
         now = self.ctx.loop.now()
         source = self._source()

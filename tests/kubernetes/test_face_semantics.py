@@ -280,3 +280,39 @@ def test_a_protobuf_access_review_is_decoded_like_its_json_form():
     }
     with pytest.raises(protobuf.ProtobufError):
         protobuf.decode_access_review(b"k8s\x00" + _field(1, _field(2, b"Pod")))
+
+
+# --- server-side apply options and defaulting ---------------------------------------------------
+
+
+def test_an_apply_patch_without_a_field_manager_is_invalid(api: client.ApiClient):
+    core = client.CoreV1Api(api)
+    with pytest.raises(ApiException) as err:
+        core.patch_namespaced_config_map(
+            "c",
+            o.NS,
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
+            _content_type="application/apply-patch+yaml",
+        )
+    body = status_of(err.value)
+    assert err.value.status == 422
+    assert body["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for '
+        "apply patch"
+    )
+    created = core.patch_namespaced_config_map(
+        "c",
+        o.NS,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}},
+        field_manager="test",
+        _content_type="application/apply-patch+yaml",
+    )
+    assert created.data == {"k": "v"}  # apply creates a missing object
+
+
+def test_a_priority_class_without_preemption_policy_gets_upstream_s_default(
+    api: client.ApiClient,
+):
+    sched = client.SchedulingV1Api(api)
+    made = sched.create_priority_class({"metadata": {"name": "plain"}, "value": 5})
+    assert made.preemption_policy == "PreemptLowerPriority"
