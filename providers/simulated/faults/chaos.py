@@ -57,7 +57,7 @@ class WorldChaos:
     Then :class:`FaultScheduler` puts the plan on the world's loop.
 
     It goes through public surfaces only: :meth:`World.capacity_drivers` and
-    :meth:`World.cluster_of`, each driver's ``hooks`` (source, demand, step), ``pause`` /
+    :meth:`World.cluster_of`, each driver's ``hooks`` (source, step) and ``hud_filter``, ``pause`` /
     ``resume``, and its public ``reconciler``, ``writer``, ``builder`` and ``instance`` (a
     restart replaces them: new instance id, same store). ``actions_*`` kinds
     are not applied in virtual time (the simulated listener has no HTTP): they are skipped and
@@ -134,10 +134,11 @@ class WorldChaos:
             except KillSignal:
                 self._died(driver, index, self._armed_by.pop(index, None))
 
-        # The driver's public fault hooks (strategies.DriverHooks): every step reads the
-        # stale-able view, HUD faults rewrite the demand, a crash raises inside a step.
+        # The driver's public fault hooks (strategies.DriverHooks, hud_filter): every step
+        # reads the stale-able view, HUD faults rewrite each HUD answer, a crash raises
+        # inside a step.
         driver.hooks.source = lambda view, stale=stale: stale
-        driver.hooks.demand = self.demand.filter
+        driver.hud_filter = self.demand.filter
         driver.hooks.step = guarded_step
 
     @staticmethod
