@@ -69,3 +69,21 @@ def test_simulate_exits_2_with_the_refusal_on_stderr(
     err = capsys.readouterr().err
     assert "error: scenario test, scale set gpu-east" in err
     assert "start-up checks failed: container-mode:" in err
+
+
+def test_the_refusal_is_word_for_word_what_run_raises() -> None:
+    """listener.app refuses the same world's objects with the same text (FatalError)."""
+    from types import SimpleNamespace
+
+    from listener.app import FatalError, ListenerApp
+
+    world = World(parse_scenario(classic_mode(), where="t"), CAPACITY_AWARE)
+    [driver] = world.capacity_drivers()
+    store = world.cluster_of("gpu-east").store
+    # Only ``capacity`` of the app is read before the checks decide: a stand-in suffices.
+    app = SimpleNamespace(capacity=driver.settings)
+    with pytest.raises(FatalError) as fatal:
+        ListenerApp._check_and_build(app, store, driver.target, driver.namespace)  # type: ignore[arg-type]
+    with pytest.raises(StartupRefused) as refused:
+        refuse_on_errors(world)
+    assert str(refused.value).endswith(": " + str(fatal.value))
