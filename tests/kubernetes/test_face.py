@@ -35,8 +35,10 @@ def test_discovery_lists_core_and_custom_groups_but_not_absent_ones(api: client.
     groups = client.ApisApi(api).get_api_versions()
     assert {g.name for g in groups.groups} == {
         "actions.github.com",
-        "coordination.k8s.io",
         "scheduling.k8s.io",
+        "rbac.authorization.k8s.io",
+        "coordination.k8s.io",
+        "authorization.k8s.io",
     }
     core = client.CoreV1Api(api).get_api_resources()
     assert {"pods", "nodes", "pods/status"} <= {r.name for r in core.resources}
