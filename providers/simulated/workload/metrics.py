@@ -338,9 +338,7 @@ class Accounting:
         for name, row in per_set.items():
             row["over_advertised_slot_seconds"] = round(row["over_advertised_slot_seconds"], 1)
             row["unconfirmed_advertised_slot_seconds"] = round(self._set(name).unconfirmed, 1)
-            row["over_advertised_episodes"] = episode_summary(
-                self._set(name).episodes.durations
-            )
+            row["over_advertised_episodes"] = episode_summary(self._set(name).episodes.durations)
         return {
             "jobs_total": len(self.service.jobs),
             "jobs_completed": completed,
