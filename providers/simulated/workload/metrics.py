@@ -365,6 +365,10 @@ class Accounting:
             "scale_sets": per_set,
         }
 
+    def episode_durations(self) -> list[float]:
+        """Durations of every closed over-advertised episode, all scale sets (after finish)."""
+        return [d for t in self._sets.values() for d in t.episodes.durations]
+
     def _fair(self, start: float) -> dict[str, Any]:
         """The fair figures (see :mod:`providers.simulated.workload.figures`)."""
         jobs = self.service.jobs
