@@ -636,7 +636,13 @@ def launch_limit(
 
 class StepLog:
     """Emits ``reconcile_step`` after every step, skipping steps that changed none of its
-    fields (the state is piecewise constant between the events that are written)."""
+    fields (the state is piecewise constant between the events that are written).
+
+    Fields: ``desired`` (live pairs after the step: QUEUED + REQUESTED + PARTIAL + READY),
+    ``queued_pairs``, ``in_flight`` (REQUESTED + PARTIAL), ``ready``, ``advertised`` (the value
+    the step left in the capacity gate), ``demand`` (queued jobs the driver has seen; null when
+    the HUD failed), ``launch_limited_by`` (:func:`launch_limit`) and ``headroom``
+    (maxRunners - live runners, the clamp on what the reconciler may want)."""
 
     def __init__(self, log: EventLog, scale_set: str) -> None:
         self.log = log
@@ -656,6 +662,7 @@ class StepLog:
         demand = driver.demand.queued_jobs
         config = driver.config
         live_runners = sum(1 for p in snapshot.runner_pods if p.alive)
+        headroom = max(0, snapshot.max_runners - live_runners)
         fit = snapshot.fit
         limited_by = launch_limit(
             queued_pairs=queued,
@@ -665,7 +672,7 @@ class StepLog:
             max_per_step=getattr(config, "max_requests_per_step", None),
             wanted=getattr(config, "proactive_capacity", 0)
             + max(0, demand if demand is not None else 0),
-            headroom=max(0, snapshot.max_runners - live_runners),
+            headroom=headroom,
         )
         fields = (
             queued + in_flight + ready,
@@ -675,6 +682,7 @@ class StepLog:
             driver.ctx.listener.gate.value,
             demand,
             limited_by,
+            headroom,
         )
         if fields == self._last:
             return
@@ -689,6 +697,7 @@ class StepLog:
             advertised=fields[4],
             demand=demand,
             launch_limited_by=limited_by,
+            headroom=headroom,
         )
 
 
