@@ -130,7 +130,7 @@ class _Strategy:
         self.launched = 0
         self.placeholders = 0
         self.episodes: list[float] = []
-        self.machines: dict[str, dict[str, Any]] = {}  # claim or static node name
+        self.machines: dict[str, list[dict[str, Any]]] = {}  # claim or static node name
         self.billed_s = 0.0
         self.billed_usd = 0.0
 
@@ -151,24 +151,42 @@ class _Strategy:
             s["open"] = -1.0
 
     def _bill(self, name: str, t: float) -> None:
-        m = self.machines.pop(name, None)
-        if m is None or m.get("type") is None:
+        # Node events carry no cluster, and two clusters may hold machines of the same name
+        # (static "system-0"): same-named machines stack, a removal bills the oldest.
+        stack = self.machines.pop(name, None)
+        if not stack:
+            return
+        m = stack.pop(0)
+        if stack:
+            self.machines[name] = stack
+        if m.get("type") is None:
             return  # never launched: not billed
         held = t - m["since"]
         self.billed_s += held
         self.billed_usd += held / 3600.0 * (hourly_price(m["type"]) or 0.0)
 
+    def _open_machine(self, name: str, since: float, instance_type: str | None) -> None:
+        self.machines.setdefault(name, []).append({"since": since, "type": instance_type})
+
     def _machine_event(self, kind: str, e: dict[str, Any], t: float) -> None:
         if kind == "nodeclaim_created":
-            self.machines[e["nodeclaim"]] = {"since": t, "type": None}
+            self._open_machine(e["nodeclaim"], t, None)
         elif kind == "nodeclaim_launched":
             self.launched += 1
-            m = self.machines.setdefault(e["nodeclaim"], {"since": t})  # older logs: no created
-            m["type"] = e["instance_type"]
+            pending = [m for m in self.machines.get(e["nodeclaim"], ()) if m["type"] is None]
+            if pending:
+                pending[0]["type"] = e["instance_type"]
+            else:  # older logs: no nodeclaim_created, bill from launch
+                self._open_machine(e["nodeclaim"], t, e["instance_type"])
         elif kind == "nodeclaim_failed":
-            self.machines.pop(e["nodeclaim"], None)
+            stack = self.machines.get(e["nodeclaim"], [])
+            pending = [m for m in stack if m["type"] is None]
+            if pending:
+                stack.remove(pending[0])
+            if not stack:
+                self.machines.pop(e["nodeclaim"], None)
         elif kind == "node_added" and e.get("static"):
-            self.machines[e["node"]] = {"since": t, "type": e["instance_type"]}
+            self._open_machine(e["node"], t, e["instance_type"])
         elif kind == "node_removed":
             self._bill(e.get("nodeclaim") or e["node"], t)
 
@@ -257,7 +275,8 @@ class _Strategy:
         for pod in self.pods.values():
             self._release(pod, end)
         for name in list(self.machines):
-            self._bill(name, end)
+            while name in self.machines:
+                self._bill(name, end)
         completed = failed = stuck = 0
         over = 0.0
         to_start = []
