@@ -54,7 +54,15 @@ CAUSES = (
     "after_assignment",
 )
 
-_QUEUED_CAUSE = {"ramp": "ramp_limit", "nodepool": "nodepool_full", "max_runners": "max_runners"}
+#: launch_limited_by -> cause. The safety caps on pairs in flight / per step hold pairs back
+#: exactly like the launch rate does, so they are charged to the ramp too.
+_QUEUED_CAUSE = {
+    "ramp": "ramp_limit",
+    "in-flight cap": "ramp_limit",
+    "per-step cap": "ramp_limit",
+    "nodepool": "nodepool_full",
+    "max_runners": "max_runners",
+}
 
 
 @dataclass(frozen=True, slots=True)

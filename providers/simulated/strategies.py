@@ -644,12 +644,13 @@ class CapacityAwareDriver:
             self._arm()
             return
         in_flight_before = self.step_log.in_flight(self)
+        result = None
         try:
-            self.reconciler.step(snapshot)
+            result = self.reconciler.step(snapshot)
         except Exception:  # the production loop logs and retries next tick; so do we
             self.step_errors += 1
             log.exception("reconcile step failed for %s", self.ctx.spec.name)
-        self.step_log.emit(self, snapshot, in_flight_before)
+        self.step_log.emit(self, snapshot, in_flight_before, result)
         self.steps += 1
         self.schedule.ran(self.ctx.loop.now())
         self._arm()
@@ -701,8 +702,9 @@ class StepLog:
     Fields: ``desired`` (live pairs after the step: QUEUED + REQUESTED + PARTIAL + READY),
     ``queued_pairs``, ``in_flight`` (REQUESTED + PARTIAL), ``ready``, ``advertised`` (the value
     the step left in the capacity gate), ``demand`` (queued jobs the driver has seen; null when
-    the HUD failed), ``launch_limited_by`` (:func:`launch_limit`) and ``headroom``
-    (maxRunners - live runners, the clamp on what the reconciler may want)."""
+    the HUD failed), ``launch_limited_by`` (the step result's own answer when it names a limit:
+    "ramp", "nodepool", "in-flight cap", "per-step cap"; else :func:`launch_limit`) and
+    ``headroom`` (maxRunners - live runners, the clamp on what the reconciler may want)."""
 
     def __init__(self, log: EventLog, scale_set: str) -> None:
         self.log = log
@@ -714,7 +716,15 @@ class StepLog:
         counts = driver.reconciler.store.counts()
         return counts.get(PairState.REQUESTED, 0) + counts.get(PairState.PARTIAL, 0)
 
-    def emit(self, driver: CapacityAwareDriver, snapshot: Any, in_flight_before: int) -> None:
+    def emit(
+        self,
+        driver: CapacityAwareDriver,
+        snapshot: Any,
+        in_flight_before: int,
+        result: Any = None,
+    ) -> None:
+        """``result``: the step's StepResult; its ``launch_limited_by`` (the reconciler's own
+        answer) wins over the inference of :func:`launch_limit` when it names a limit."""
         counts = driver.reconciler.store.counts()
         queued = counts.get(PairState.QUEUED, 0)
         in_flight = counts.get(PairState.REQUESTED, 0) + counts.get(PairState.PARTIAL, 0)
@@ -734,6 +744,9 @@ class StepLog:
             + max(0, demand if demand is not None else 0),
             headroom=headroom,
         )
+        reported = getattr(result, "launch_limited_by", None)
+        if reported is not None:
+            limited_by = str(reported)
         fields = (
             queued + in_flight + ready,
             queued,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,7 +63,9 @@ def test_a_lost_job_running_event_is_caught_as_a_never_started_mismatch(
     run: tuple[dict[str, Any], list[str]],
 ) -> None:
     results, lines = run
-    first = next(i for i, l in enumerate(lines) if '"job_running"' in l and "capacity-aware" in l)
+    first = next(
+        i for i, line in enumerate(lines) if '"job_running"' in line and "capacity-aware" in line
+    )
     tampered = lines[:first] + lines[first + 1 :]
     problems = checker.compare(checker.recompute(tampered), results)
     assert any("capacity-aware: jobs_never_started" in p for p in problems)
@@ -76,7 +77,9 @@ def test_a_lost_nodeclaim_created_moves_the_billing_to_launch_and_is_caught(
     results, lines = run
     # Drop every request of the capacity-aware run: the checker falls back to nodeclaim_launched
     # (older logs), which bills less, and the difference shows.
-    kept = [l for l in lines if not ('"nodeclaim_created"' in l and "capacity-aware" in l)]
+    kept = [
+        line for line in lines if not ('"nodeclaim_created"' in line and "capacity-aware" in line)
+    ]
     recomputed = checker.recompute(kept)
     reported = results["strategies"]["capacity-aware"]["billed_node_hours"]
     assert recomputed["capacity-aware"]["billed_node_hours"] < reported - 0.015
