@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from providers.simulated.kth import (
     JobTimes,
     Window,
@@ -26,6 +28,22 @@ def test_failing_jobs_earns_nothing_the_missing_kth_job_is_infinitely_late() -> 
     assert r.value == math.inf
     assert r.k == 2
     assert format_ratio(r) == "inf (k=2/2)"
+
+
+def test_a_job_missing_at_the_end_of_the_run_is_censored_at_the_horizon_not_infinite() -> None:
+    # The reference started its 2nd job 10 s before the end; the candidate had not yet: its
+    # ratio is at least 100/90, not inf (it may start one second after the end).
+    late = kth_ratio([5.0], [10.0, 90.0], horizon=100.0)
+    assert late.value == pytest.approx(100.0 / 90.0)
+    assert late.censored
+    assert format_ratio(late) == ">=1.11 (k=2/2)"
+
+
+def test_a_job_lost_early_still_shows_as_a_large_ratio_with_the_horizon() -> None:
+    # The reference ran its 2nd job at 20 s; the candidate never did in a 3 600 s run.
+    lost = kth_ratio([5.0], [10.0, 20.0], horizon=3600.0)
+    assert lost.value == 180.0
+    assert lost.censored
 
 
 def test_jobs_beyond_what_the_reference_got_running_are_not_compared() -> None:
