@@ -164,6 +164,13 @@ HEADER = [
 ]
 
 
+def markdown_table(rows: list[list[str]]) -> str:
+    """The same table as Markdown (for the README)."""
+    out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(out)
+
+
 def render(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
@@ -229,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="print the tables from runs saved with --json instead of simulating",
     )
+    parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1:
         parser.error("--seeds and --jobs must be >= 1")
@@ -242,7 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.from_json is not None:
         runs = json.loads(args.from_json.read_text(encoding="utf-8"))
         saved = {r["scenario"] for r in runs}
-        report([n for n in names if n in saved], runs, max(r["seed"] for r in runs))
+        seeds = max(r["seed"] for r in runs)
+        report([n for n in names if n in saved], runs, seeds, markdown=args.markdown)
         return 0
     # Longest first so the pool is not left waiting on one ice-failover run at the end.
     tasks = [
@@ -258,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs.append(run)
             sys.stderr.write(f"\r{n}/{len(tasks)} runs, {time.perf_counter() - started:.0f} s wall")
         sys.stderr.write("\n")
-    report(names, runs, args.seeds)
+    report(names, runs, args.seeds, markdown=args.markdown)
     wall = time.perf_counter() - started
     print(f"\n{len(tasks)} runs in {wall:.0f} s wall, {args.jobs} processes")
     if args.json is not None:
@@ -266,7 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def report(names: Sequence[str], runs: list[dict[str, Any]], seeds: int) -> None:
+def report(
+    names: Sequence[str], runs: list[dict[str, Any]], seeds: int, *, markdown: bool = False
+) -> None:
     for name in names:
         scenario = load_scenario(name)
         mine = [r for r in runs if r["scenario"] == name]
@@ -277,7 +288,7 @@ def report(names: Sequence[str], runs: list[dict[str, Any]], seeds: int) -> None
             of = sorted((r for r in mine if r["strategy"] == strategy), key=lambda r: r["seed"])
             if of:
                 rows.append(strategy_row(of))
-        print(render(rows))
+        print(markdown_table(rows) if markdown else render(rows))
         by_seed: dict[int, dict[str, dict[str, Any]]] = {}
         for r in mine:
             by_seed.setdefault(r["seed"], {})[r["strategy"]] = r
