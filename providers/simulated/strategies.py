@@ -321,11 +321,15 @@ def _pod_facts(pod: Obj) -> tuple[Any, ...]:
 
 
 def _counts(facts: tuple[Any, ...] | None) -> bool:
-    """A placeholder's facts say it backs capacity: bound, Running, not leaving."""
-    if facts is None or len(facts) != len(_FRESH_PLACEHOLDER):
+    """The pod's facts say it backs capacity in the ledger: a placeholder bound, Running and
+    not leaving; a real runner or workflow pod bound and not leaving (it holds its slot)."""
+    if facts is None:
         return False
-    bound, running, deleting, disrupted, ended = facts
-    return bool(bound and running and not (deleting or disrupted or ended))
+    if len(facts) == len(_FRESH_PLACEHOLDER):
+        bound, running, deleting, disrupted, ended = facts
+        return bool(bound and running and not (deleting or disrupted or ended))
+    bound, deleting, ended = facts
+    return bool(bound and not (deleting or ended))
 
 
 def _object_facts(obj: Obj) -> tuple[Any, ...] | None:
@@ -377,7 +381,7 @@ class StoreCacheView:
         self.store = store
         self.target = target
         self.on_change = on_change
-        #: Called when a placeholder that backed capacity stops backing it (fast drop path).
+        #: Called when a pod that backed capacity stops backing it (fast drop path).
         self.on_lost = on_lost
         self._pods: dict[tuple[str, str], Obj] = {}
         self._facts: dict[tuple[str, str, str], tuple[Any, ...]] = {}
