@@ -82,7 +82,7 @@ class History:
 
 
 def load_history(path: str | Path) -> History:
-    """Read a history file (JSON or CSV, by content); see the module doc."""
+    """Read a history file (JSON by suffix or content, else CSV); see the module doc."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -90,8 +90,7 @@ def load_history(path: str | Path) -> History:
         raise HistoryError(f"{file}: cannot read the history: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise HistoryError(f"{file}: byte {exc.start}: not UTF-8 text") from None
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
+    if file.suffix.lower() in (".json", ".jsonl") or text.lstrip().startswith(("{", "[")):
         history = parse_jobs_json(text, source=str(file))
     else:
         history = parse_trace_csv(text, source=str(file))

@@ -56,7 +56,7 @@ def fair_percentiles(waits: Sequence[float]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for p in (50, 95, 99):
         value = percentile(ordered, p)
-        out[f"p{p}"] = None if value is None or math.isinf(value) else round(value, 1)
+        out[f"p{p}"] = None if value is None or not math.isfinite(value) else round(value, 1)
     return out
 
 
