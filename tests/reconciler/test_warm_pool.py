@@ -8,7 +8,7 @@ from freezegun import freeze_time
 
 from reconciler.clock import ManualClock, SystemClock
 from reconciler.reconciler import Reconciler
-from reconciler.settings import ReconcilerConfig, parse_capacity_aware
+from reconciler.settings import ReconcilerConfig, SettingsError, parse_capacity_aware
 from reconciler.warm_pool import (
     MIN_RATE_SPAN,
     ScheduleEntry,
@@ -231,3 +231,61 @@ def test_settings_accept_auto(value: str) -> None:
     assert config.warm_pool is not None and config.warm_pool.auto
     assert (config.warm_pool.minimum, config.warm_pool.maximum) == (1, 6)
     assert config.proactive_capacity == 1  # until the first estimate
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        (
+            {"proactiveCapacity": "lots"},
+            "capacityAware.proactiveCapacity: got 'lots'; proactiveCapacity is a number of "
+            "pairs from 0 to 10000, or 'auto'",
+        ),
+        ({"proactiveCapacity": True}, "capacityAware.proactiveCapacity: got True"),
+        ({"proactiveCapacity": 10_001}, "capacityAware.proactiveCapacity: got 10001"),
+        (
+            {"proactiveCapacity": 3, "warmPool": {"maxPairs": 3}},
+            "warmPool.maxPairs only apply to proactiveCapacity: auto (got proactiveCapacity: 3)",
+        ),
+        (
+            {"proactiveCapacity": "auto", "warmPool": {"minPairs": 5, "maxPairs": 2}},
+            "minPairs must be <= maxPairs (got 5 > 2)",
+        ),
+        (
+            {"warmPool": {"schedule": [{"start": "7am", "end": "19:00", "pairs": 1}]}},
+            "capacityAware.warmPool.schedule.0.start: got '7am'; a time of day is 'HH:MM' in UTC",
+        ),
+        (
+            {"warmPool": {"schedule": [{"start": "24:00", "end": "01:00", "pairs": 1}]}},
+            "warmPool.schedule.0.start: got '24:00'",
+        ),
+        (
+            {"warmPool": {"schedule": [{"start": "07:00", "end": "07:00", "pairs": 1}]}},
+            "start and end are equal",
+        ),
+        (
+            {"proactiveCapacity": "auto", "warmPool": {"missProbability": 0}},
+            "capacityAware.warmPool.missProbability: got 0",
+        ),
+    ],
+)
+def test_bad_warm_pool_settings_name_the_key_and_what_is_allowed(
+    block: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        parse_capacity_aware(block, where="values.yaml")
+    assert message in str(raised.value)
+    assert str(raised.value).startswith("values.yaml: ")
+
+
+def test_a_fixed_pool_may_carry_a_schedule() -> None:
+    settings = parse_capacity_aware(
+        {
+            "proactiveCapacity": 2,
+            "warmPool": {"schedule": [{"start": "22:00", "end": "06:00", "pairs": 0}]},
+        },
+        where="t",
+    )
+    policy_ = settings.reconciler_config(SCALE_SET).warm_pool
+    assert policy_ is not None and not policy_.auto and policy_.static_pairs == 2
+    assert policy_.schedule == (ScheduleEntry(22 * HOUR, 6 * HOUR, 0),)
