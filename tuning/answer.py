@@ -15,7 +15,7 @@ import yaml
 
 from providers.simulated.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
 from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
-from tuning.replay import settings_block
+from tuning.replay import SIM_PREFIX, settings_block
 
 
 def p95_of(row: dict[str, Any]) -> float:
@@ -72,6 +72,9 @@ def recommendation_yaml(
         f"#   dials: {row['dials']}",
         "# Paste under your listener's capacityAware settings (Helm values / ConfigMap).",
     ]
+    sim = {k: v for k, v in row["dials"].items() if k.startswith(SIM_PREFIX)}
+    if sim:
+        header.append(f"# Simulator-side dials of this point (set up by deployment): {sim}")
     body = yaml.safe_dump({"capacityAware": block}, sort_keys=False, default_flow_style=False)
     return "\n".join(header) + "\n" + body
 

@@ -100,7 +100,12 @@ def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if not jobs:
         raise HistoryError(f"{args.history}: no job of the history is served by {base.name!r}")
     grid, grid_source = load_grid(args.grid)
-    points = expand(grid, base.strategies.capacity_aware, where=grid_source)
+    points = expand(
+        grid,
+        base.strategies.capacity_aware,
+        where=grid_source,
+        sim=base.strategies.capacity_aware_sim,
+    )
     out = Path(args.out)
     scenario = with_trace(base, write_trace(jobs, out / "history-trace.csv"), jobs)
     runs = plan(points, seeds)

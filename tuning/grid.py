@@ -6,7 +6,9 @@ product, in the order the keys and values are written. Every point is validated 
 complete ``capacityAware`` block before anything runs, so a typo fails at once with the
 point and the key named. Any key of the block can be a dial: warm pool size
 (``proactiveCapacity``, a number or ``auto``), ``warmPool.schedule``, ``survivorWindow``,
-``placeholderReadyTimeout``, ``hudFallbackQueuedJobs``...
+``placeholderReadyTimeout``, ``doNotDisrupt``, ``hudFallbackQueuedJobs``... Keys starting with
+``sim.`` set the simulator's side instead (``sim.demand_source``: statistics, hud or both),
+which in production is a deployment choice (a HUD URL or not) rather than a key of the block.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Any
 
 import yaml
 
+from providers.simulated.scenario import CapacityAwareModel
 from reconciler.settings import CapacityAwareSettings, SettingsError
-from tuning.replay import dial_settings
+from tuning.replay import DialError, dial_settings, sim_settings, split_dials
 
 MAX_POINTS = 500
 
@@ -78,7 +81,11 @@ def check_grid(data: Any, *, where: str) -> dict[str, list[Any]]:
 
 
 def expand(
-    grid: Mapping[str, list[Any]], base: CapacityAwareSettings, *, where: str
+    grid: Mapping[str, list[Any]],
+    base: CapacityAwareSettings,
+    *,
+    where: str,
+    sim: CapacityAwareModel | None = None,
 ) -> list[Point]:
     """Every point of the grid, validated against the settings model."""
     keys = list(grid)
@@ -92,9 +99,11 @@ def expand(
     for number, combo in enumerate(combos, start=1):
         dials = tuple(zip(keys, combo, strict=True))
         point_id = f"p{number:0{width}d}"
+        block, sim_dials = split_dials(dict(dials))
         try:
-            settings = dial_settings(base, dict(dials), where=f"{where}: point {point_id}")
-        except SettingsError as exc:
+            settings = dial_settings(base, block, where=f"{where}: point {point_id}")
+            sim_settings(sim or CapacityAwareModel(), sim_dials, where=f"{where}: point {point_id}")
+        except (SettingsError, DialError) as exc:
             raise GridError(str(exc)) from None
         points.append(Point(point_id, dials, settings))
     return points

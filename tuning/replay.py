@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from providers.simulated.scenario import JobStream, Scenario
+from pydantic import ValidationError
+
+from providers.simulated.scenario import CapacityAwareModel, JobStream, Scenario, format_errors
 from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
 from tuning.history import History, HistoryJob, Problem
 
@@ -71,10 +73,40 @@ def with_trace(base: Scenario, trace: Path, jobs: list[HistoryJob]) -> Scenario:
     return base.model_copy(update={"jobs": [stream], "duration": duration})
 
 
+#: Dials with this prefix set the simulator's side of the strategy (``capacity_aware_sim``,
+#: e.g. ``sim.demand_source``: where demand comes from), not the listener's block.
+SIM_PREFIX = "sim."
+
+
+class DialError(ValueError):
+    """A simulator dial (``sim.*``) is invalid; the message names the point and the key."""
+
+
+def split_dials(dials: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(capacityAware dials, simulator dials without their prefix)."""
+    block = {k: v for k, v in dials.items() if not k.startswith(SIM_PREFIX)}
+    sim = {k.removeprefix(SIM_PREFIX): v for k, v in dials.items() if k.startswith(SIM_PREFIX)}
+    return block, sim
+
+
+def sim_settings(
+    base: CapacityAwareModel, dials: Mapping[str, Any], *, where: str
+) -> CapacityAwareModel:
+    try:
+        return CapacityAwareModel.model_validate({**base.model_dump(), **dials})
+    except ValidationError as exc:
+        raise DialError(format_errors(exc, f"{where}: sim")) from None
+
+
 def apply_dials(base: Scenario, dials: Mapping[str, Any], *, where: str) -> Scenario:
-    """``base`` with the ``capacityAware`` block changed by ``dials`` (dotted camelCase keys)."""
-    settings = dial_settings(base.strategies.capacity_aware, dials, where=where)
-    strategies = base.strategies.model_copy(update={"capacity_aware": settings})
+    """``base`` with the ``capacityAware`` block (dotted camelCase keys) and the simulator's
+    ``capacity_aware_sim`` knobs (``sim.`` keys) changed by ``dials``."""
+    block_dials, sim_dials = split_dials(dials)
+    settings = dial_settings(base.strategies.capacity_aware, block_dials, where=where)
+    sim = sim_settings(base.strategies.capacity_aware_sim, sim_dials, where=where)
+    strategies = base.strategies.model_copy(
+        update={"capacity_aware": settings, "capacity_aware_sim": sim}
+    )
     return base.model_copy(update={"strategies": strategies})
 
 

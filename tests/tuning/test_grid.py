@@ -49,3 +49,13 @@ def test_too_many_points_are_refused_before_anything_runs() -> None:
             BASE,
             where="g",
         )
+
+
+def test_sim_dials_set_the_simulator_side_and_are_validated() -> None:
+    points = expand(
+        {"sim.demand_source": ["statistics", "hud"], "doNotDisrupt": [True]}, BASE, where="g"
+    )
+    assert [p.dial_map()["sim.demand_source"] for p in points] == ["statistics", "hud"]
+    assert points[0].settings.do_not_disrupt is True
+    with pytest.raises(GridError, match=r"point p1: sim: demand_source: .*statistics"):
+        expand({"sim.demand_source": ["carrier-pigeon"]}, BASE, where="g")
