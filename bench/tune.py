@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from providers.simulated.scenario import load_scenario  # noqa: E402
 from providers.simulated.world import World  # noqa: E402
-from reconciler.settings import _duration_seconds, parse_capacity_aware  # noqa: E402
+from reconciler.settings import duration_seconds, parse_capacity_aware  # noqa: E402
 from tuning.cli import main as tune_main  # noqa: E402
 from tuning.history import load_history  # noqa: E402
 from tuning.replay import replayable, with_trace  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> int:
         for j in world.service.jobs
     ]
     fair = fair_percentiles(waits)
-    target = float(_duration_seconds(args.p95))
+    target = duration_seconds(args.p95)
     p95 = math.inf if fair["p95"] is None else fair["p95"]
     print(
         f"recommendation replayed with seed {args.check_seed}: fair p95 {p95} s "

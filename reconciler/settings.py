@@ -50,6 +50,11 @@ def _duration_seconds(value: Any) -> Any:
 Seconds = Annotated[float, BeforeValidator(_duration_seconds)]
 
 
+def duration_seconds(value: str | float) -> float:
+    """The settings' duration rule for command lines (``"60s"``, ``"2m"``, ``90``)."""
+    return float(_duration_seconds(value))
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from providers.simulated.scenario import ScenarioError, load_scenario
 from providers.simulated.workload.jobs import TraceError
-from reconciler.settings import SettingsError, _duration_seconds
+from reconciler.settings import SettingsError, duration_seconds
 from tuning.answer import frontier, plot, recommend, recommendation_yaml
 from tuning.grid import GridError, expand, load_grid
 from tuning.history import HistoryError, Problem, load_history
@@ -69,7 +69,7 @@ def _seeds(text: str) -> list[int]:
 
 def _target(text: str) -> float:
     try:
-        value = float(_duration_seconds(text))
+        value = duration_seconds(text)
     except ValueError:
         raise UsageError(f"--p95: expected a duration like 60s or 2m (got {text!r})") from None
     if value <= 0:
