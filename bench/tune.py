@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -38,6 +39,12 @@ from tuning.sweep import fair_percentiles  # noqa: E402
 HISTORY = ROOT / "config" / "history" / "sample-day.json"
 
 
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--p95", default="60s")
@@ -53,9 +60,16 @@ def main() -> int:
         "--seeds", str(args.seed), "--workers", str(args.workers), "--out", str(out),
     ]  # fmt: skip
     started = time.perf_counter()
+    cpu_before = _cpu_seconds()
     code = tune_main(argv)
     elapsed = time.perf_counter() - started
+    cpu = _cpu_seconds() - cpu_before
     print(f"\ntune: exit {code}, {elapsed:.1f} s wall (target <= 180 s), {args.workers} workers")
+    # On a shared machine the wall time depends on the other tenants; the CPU time does not.
+    print(
+        f"CPU time of this process and its workers: {cpu:.1f} s "
+        f"(= {cpu / args.workers:.1f} s wall on {args.workers} otherwise idle cores)"
+    )
     print(f"load average after: {os.getloadavg()}")
     if code != 0:
         print("no recommendation to check")
