@@ -127,7 +127,11 @@ def dial_settings(
 
 
 def settings_block(settings: CapacityAwareSettings) -> dict[str, Any]:
-    """The block as a user writes it (camelCase; only what differs from the defaults)."""
+    """The block as a user writes it (camelCase; what differs from the defaults, plus the
+    switch and the warm pool size, which a reader looks for even at their default)."""
     block = settings.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    block["enabled"] = settings.enabled
-    return block
+    return {
+        "enabled": settings.enabled,
+        "proactiveCapacity": settings.proactive_capacity,
+        **{k: v for k, v in block.items() if k not in ("enabled", "proactiveCapacity")},
+    }

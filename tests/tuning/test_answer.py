@@ -119,3 +119,12 @@ def test_recommendation_reads_back_through_the_listener_settings_model() -> None
     assert settings.survivor_window == 180.0
     assert block["warmPool"]["schedule"] == [{"start": "07:00", "end": "19:00", "pairs": 4}]
     assert text.startswith("# arc-capacity-listener tune: test")
+
+
+def test_recommendation_names_the_pool_size_even_at_its_default() -> None:
+    base = parse_capacity_aware({"enabled": True}, where="t")
+    (point,) = expand({"proactiveCapacity": [1]}, base, where="g")
+    text = recommendation_yaml(
+        row("p1", 25.0, 1.0, 1.0), point.settings, target_p95=60.0, context="t"
+    )
+    assert yaml.safe_load(text)["capacityAware"] == {"enabled": True, "proactiveCapacity": 1}
