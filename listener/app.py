@@ -30,7 +30,7 @@ import signal
 import string
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -42,7 +42,7 @@ from listener.arc_config import (
     config_path_from_env,
     load_listener_config,
 )
-from listener.capacity_config import load_capacity_aware
+from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.logging import LoggingConfigError, configure_logging
 from listener.loop import CapacityGate, Listener, serve
@@ -50,6 +50,9 @@ from listener.metrics import MetricsSubscriber, PrometheusMetrics, ScaleSetIdent
 from listener.scaler import KubernetesScalerWriter, Scaler
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession
+from providers.demand.build import build_remote_sources
+from providers.demand.combine import Combine, CombinedDemand
+from providers.demand.statistics import StatisticsDemand
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
 from providers.kubernetes.cache import KubeCache, default_targets
 from providers.kubernetes.checks import Severity, run_startup_checks
@@ -72,6 +75,16 @@ log = logging.getLogger("listener")
 CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
 #: How often the HUD poller looks whether the message session (our labels) is open yet.
 SESSION_WAIT_STEP = 0.5
+
+
+def capacity_off_reason(env: Mapping[str, str]) -> str:
+    """Why capacity-aware mode is off, for the one log line that says so at start."""
+    if not env.get(ENV_FILE) and not env.get(ENV_JSON):
+        return (
+            f"no capacityAware block (neither ${ENV_FILE} nor ${ENV_JSON} is set); "
+            "advertising maxRunners like stock ARC"
+        )
+    return "capacityAware.enabled is false; advertising maxRunners like stock ARC"
 
 
 class FatalError(Exception):
@@ -157,10 +170,20 @@ class ListenerApp:
             cut_on_rise=capacity.enabled and capacity.cut_poll_on_rise,
             debounce=capacity.cut_poll_debounce,
         )
+        self.credentials = config.credentials()
         self.cache: KubeCache | None = None
         self.writer: KubernetesPlaceholderWriter | None = None
         self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
+        # Demand sources (providers/demand): the statistics source is fed by the listener
+        # loop; remote ones attach once the session (our labels) is open.
+        self._wake: Callable[[], None] | None = None
+        self.demand = CombinedDemand(
+            capacity.demand.resolved_sources(capacity.hud.url), Combine(capacity.demand.combine)
+        )
+        self.statistics = StatisticsDemand(on_change=self._wake_reconciler)
+        if "statistics" in self.demand.order:
+            self.demand.attach(self.statistics)
 
     # --- run ---------------------------------------------------------------------------
 
@@ -170,7 +193,7 @@ class ListenerApp:
         self._start_http()
         client = ActionsClient(
             self.config.github_config(self.env),
-            self.config.credentials(),
+            self.credentials,
             scale_set_id=self.config.runner_scale_set_id,
             root_ca=self.config.server_root_ca,
         )
@@ -182,12 +205,16 @@ class ListenerApp:
             min_runners=self.config.min_runners,
             max_runners=self.config.max_runners,
         )
-        listener = Listener(session, scaler, self.gate, self.metrics)
+        listener = Listener(
+            session, scaler, self.gate, self.metrics, self.statistics.observe_statistics
+        )
         self.metrics.record_advertised(self.gate.value)
         side_tasks: list[asyncio.Task[Any]] = []
         try:
             if self.capacity.enabled:
                 side_tasks = await self._start_capacity_aware(api_client, session, listener)
+            else:
+                log.info("capacity-aware mode is off: %s", capacity_off_reason(self.env))
             listen = asyncio.create_task(serve(session, listener), name="listener")
             stopped = asyncio.create_task(self.stop.wait(), name="stop")
             done, _ = await asyncio.wait({listen, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -339,9 +366,13 @@ class ListenerApp:
             on_error=on_error,
         )
         log.info("capacity-aware: instance %s, placeholders in %s", self.instance, placeholder_ns)
+        self._wake = reconcile_loop.trigger
         tasks = [asyncio.create_task(reconcile_loop.run(self.stop), name="reconcile")]
-        if capacity.hud.url:
+        log.info("demand sources: %s (combine: %s)", self.demand.name, self.demand.policy)
+        if capacity.hud.url and "hud" in self.demand.order:
             tasks.append(asyncio.create_task(self._poll_hud(session), name="hud"))
+        if {"github", "http"} & set(self.demand.order):
+            tasks.append(asyncio.create_task(self._poll_remote_demand(session), name="demand"))
         return tasks
 
     def _check_and_build(
@@ -380,13 +411,43 @@ class ListenerApp:
             self.hud = HudDemandSource(
                 client, labels or (self.config.runner_scale_set_name,), observer=self.metrics
             )
+            self.demand.attach(self.hud)
             await self.hud.run(self.stop, hud.poll_interval)
         finally:
             await client.aclose()
 
+    async def _poll_remote_demand(self, session: MessageSession) -> None:
+        """The ``github`` / ``http`` demand sources, polled once the session (labels) is open."""
+        while not session.is_open and not self.stop.is_set():
+            await asyncio.sleep(SESSION_WAIT_STEP)
+        labels = scale_set_labels(session.session.runner_scale_set) if session.is_open else ()
+        try:
+            remote = build_remote_sources(
+                self.demand.order,
+                self.capacity.demand,
+                labels=labels or (self.config.runner_scale_set_name,),
+                github=self.config.github_config(self.env),
+                credentials=self.credentials,
+                env=self.env,
+                on_change=self._wake_reconciler,
+            )
+        except ValueError as exc:  # e.g. an org-scoped URL without demand.github.repositories
+            log.error("demand sources not started: %s; using the others or the floor", exc)
+            return
+        try:
+            for source, _ in remote.polled:
+                self.demand.attach(source)
+            await asyncio.gather(*(s.run(self.stop, every) for s, every in remote.polled))
+        finally:
+            await remote.aclose()
+
+    def _wake_reconciler(self) -> None:
+        if self._wake is not None:
+            self._wake()
+
     def _demand(self) -> Demand:
-        """No HUD configured (or not polled yet): no queued jobs known beyond proactiveCapacity."""
-        return self.hud.current if self.hud is not None else Demand()
+        """The configured sources combined (providers/demand); all failing -> the floor."""
+        return self.demand.current
 
     # --- shutdown ------------------------------------------------------------------------
 
