@@ -44,7 +44,7 @@ from listener.arc_config import (
 )
 from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
-from listener.logging import LoggingConfigError, configure_logging
+from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
 from listener.loop import CapacityGate, Listener, serve
 from listener.metrics import MetricsSubscriber, PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
@@ -107,6 +107,7 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
             config.log_level or "info",
             config.log_format or "text",
             secrets=[config.github_token, config.github_app_private_key],
+            library_level=env.get(LIBRARY_LEVEL_ENV),
         )
     except (ConfigError, SettingsError, LoggingConfigError) as exc:
         print(f"arc-capacity-listener: {exc}", file=sys.stderr)
