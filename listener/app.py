@@ -41,6 +41,7 @@ from listener.arc_config import (
     ListenerConfig,
     config_path_from_env,
     load_listener_config,
+    resolve_vault_credentials,
 )
 from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
@@ -101,7 +102,7 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
     env = dict(os.environ if env is None else env)
     try:
         path = config_path_from_env(env)
-        config = load_listener_config(path)
+        config = resolve_vault_credentials(load_listener_config(path), file=path)
         capacity = load_capacity_aware(env)
         configure_logging(
             config.log_level or "info",

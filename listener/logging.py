@@ -45,7 +45,7 @@ LEVELS: dict[str, int] = {
 }
 FORMATS = ("text", "json")
 #: Chatty libraries that log request URLs per call; quiet unless we debug.
-_NOISY = ("httpx", "httpcore", "urllib3", "kubernetes", "transitions")
+_NOISY = ("httpx", "httpcore", "urllib3", "kubernetes", "transitions", "azure", "msal")
 
 
 class LoggingConfigError(ValueError):
@@ -336,6 +336,7 @@ def _parse_library_level(level: str | None) -> int:
             f"${LIBRARY_LEVEL_ENV}: got {level!r}; allowed: debug, info, warn, error"
         )
     return value
+
 
 __all__ = [
     "LIBRARY_LEVEL_ENV",
