@@ -44,7 +44,9 @@ class KindInfo:
 
 
 _ARC = "actions.github.com"
+_RBAC = "rbac.authorization.k8s.io"
 
+#: Every kind the store keeps, one line each (other parts of the project add kinds here).
 KINDS: dict[str, KindInfo] = {
     k.kind: k
     for k in (
@@ -57,6 +59,14 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("EphemeralRunner", "ephemeralrunners", _ARC, "v1alpha1", True),
         KindInfo("NodePool", "nodepools", "karpenter.sh", "v1", False),
         KindInfo("NodeClaim", "nodeclaims", "karpenter.sh", "v1", False),
+        KindInfo("ServiceAccount", "serviceaccounts", "", "v1", True),
+        KindInfo("Secret", "secrets", "", "v1", True),
+        KindInfo("ConfigMap", "configmaps", "", "v1", True),
+        KindInfo("Role", "roles", _RBAC, "v1", True),
+        KindInfo("RoleBinding", "rolebindings", _RBAC, "v1", True),
+        KindInfo("ClusterRole", "clusterroles", _RBAC, "v1", False),
+        KindInfo("ClusterRoleBinding", "clusterrolebindings", _RBAC, "v1", False),
+        KindInfo("Lease", "leases", "coordination.k8s.io", "v1", True),
     )
 }
 
@@ -231,9 +241,10 @@ class ObjectStore:
         with self.lock:
             meta = obj["metadata"]
             current = self.get(obj["kind"], meta.get("namespace"), meta["name"])
-            if resource_version is not None and resource_version != current["metadata"][
-                "resourceVersion"
-            ]:
+            if (
+                resource_version is not None
+                and resource_version != current["metadata"]["resourceVersion"]
+            ):
                 raise Conflict(f'{obj["kind"]} "{meta["name"]}": the object has been modified')
             for keep in ("uid", "creationTimestamp", "deletionTimestamp"):
                 if keep in current["metadata"]:
@@ -259,8 +270,8 @@ class ObjectStore:
             meta = obj["metadata"]
             if uid is not None and meta["uid"] != uid:
                 raise Conflict(
-                    f'Precondition failed: UID in precondition: {uid}, UID in object meta: '
-                    f'{meta["uid"]}'
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                    f"{meta['uid']}"
                 )
             self.writes["delete"] += 1
             grace = self._graceful(obj, grace_period_seconds)
@@ -295,9 +306,7 @@ class ObjectStore:
             if resource_version < self._oldest_rv:
                 raise Gone(f"too old resource version: {resource_version} ({self._oldest_rv})")
             return [
-                e
-                for e in self._history
-                if e.resource_version > resource_version and e.kind == kind
+                e for e in self._history if e.resource_version > resource_version and e.kind == kind
             ]
 
     def compact(self) -> None:
