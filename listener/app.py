@@ -58,6 +58,11 @@ from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, t
 from providers.kubernetes.cache import KubeCache, default_targets
 from providers.kubernetes.checks import Severity, run_startup_checks
 from providers.kubernetes.labels import LABEL_SCALE_SET
+from providers.kubernetes.permissions import (
+    CannotCheck,
+    missing_permissions,
+    required_permissions,
+)
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
@@ -74,6 +79,9 @@ log = logging.getLogger("listener")
 
 #: How long to wait for the first list of every required kind before giving up.
 CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
+#: Backoff of the start-up permission check (doubling from the first to the max).
+PERMISSION_RETRY_FIRST = float(os.environ.get("CAPACITY_AWARE_PERMISSION_RETRY", "5"))
+PERMISSION_RETRY_MAX = 300.0
 #: How often the HUD poller looks whether the message session (our labels) is open yet.
 SESSION_WAIT_STEP = 0.5
 
@@ -174,6 +182,7 @@ class ListenerApp:
         )
         self.credentials = config.credentials()
         self.cache: KubeCache | None = None
+        self.permissions_pending = False
         self.writer: KubernetesPlaceholderWriter | None = None
         self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
@@ -257,7 +266,40 @@ class ListenerApp:
         log.info("HTTP on %s (metrics: %s)", settings.address, settings.metrics_endpoint or "off")
 
     def _ready(self) -> bool:
+        if self.permissions_pending:
+            return False
         return self.cache is None or self.cache.has_synced
+
+    async def _await_permissions(self, api_client: k8s.ApiClient, namespaces: set[str]) -> bool:
+        """Stay up, not ready, until every permission is granted (SelfSubjectAccessReview);
+        log exactly what is missing, or that the API server cannot be reached; retry with
+        backoff. A missing permission is fixed by ``arc-capacity-listener rbac``."""
+        needed = required_permissions(sorted(namespaces))
+        delay = PERMISSION_RETRY_FIRST
+        self.permissions_pending = True
+        while not self.stop.is_set():
+            try:
+                missing = await asyncio.to_thread(missing_permissions, api_client, needed)
+            except CannotCheck as exc:
+                log.warning("permission check: %s; retrying in %.0fs", exc, delay)
+            else:
+                if not missing:
+                    self.permissions_pending = False
+                    return True
+                for permission in missing:
+                    log.warning("missing permission: %s", permission)
+                log.warning(
+                    "not ready: %d permission(s) missing; grant them with `arc-capacity-listener "
+                    "rbac --scale-set %s --namespace %s --apply`; retrying in %.0fs",
+                    len(missing),
+                    self.config.runner_scale_set_name or "<scale set>",
+                    self.config.ephemeral_runner_set_namespace,
+                    delay,
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), timeout=delay)
+            delay = min(delay * 2, PERMISSION_RETRY_MAX)
+        return False
 
     # --- capacity-aware ------------------------------------------------------------------
 
@@ -280,6 +322,8 @@ class ListenerApp:
             if reconcile_loop is not None:
                 reconcile_loop.trigger()
 
+        if not await self._await_permissions(api_client, {target.runner_namespace, placeholder_ns}):
+            return []  # stopped while waiting for permissions
         cache = KubeCache(api_client, default_targets(target), on_change=on_change).start()
         self.cache = cache
         if not await asyncio.to_thread(cache.wait_synced, CACHE_SYNC_TIMEOUT):
