@@ -1,4 +1,4 @@
-"""Command line: ``arc-capacity-listener {run,status,rbac,simulate,demo}``
+"""Command line: ``arc-capacity-listener {run,status,rbac,values,simulate,demo}``
 (or ``python -m listener``).
 
 Kept thin: each subcommand parses its arguments and hands over to the module that owns it.
@@ -28,12 +28,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser(
         "rbac", help="print or apply the RBAC of one scale set's listener", add_help=False
     )
+    sub.add_parser(
+        "values",
+        help="write the Helm overlay that makes a scale set capacity-aware",
+        add_help=False,
+    )
     sub.add_parser("simulate", help="run a scenario in the simulated world", add_help=False)
     sub.add_parser("demo", help="run every shipped scenario and write a report", add_help=False)
     if not args:
         parser.print_help()
         return 2
     command, rest = args[0], args[1:]
+    if command == "values":
+        from listener.values import main as values_main
+
+        return values_main(rest)
     if command == "rbac":
         from listener.rbac import main as rbac_main
 
