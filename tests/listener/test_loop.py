@@ -824,3 +824,20 @@ def test_a_listener_wired_from_arcs_config_file_runs_against_the_face() -> None:
     assert face.requests_to("create_session")[0].json()["ownerName"] == "pod-x"
     assert writes.sets[0] == b'{"spec":{"patchID":0,"replicas":1}}'  # min_runners + 0
     assert face.requests[-1].route == "delete_session"
+
+
+def test_every_statistics_reach_the_statistics_demand_source_in_order() -> None:
+    """The session's statistics, then each message's, go to ``on_statistics`` (the listener
+    wires the ``statistics`` demand source there): the scale set's own queue at message speed."""
+    journal = Journal()
+    source = ScriptedSource(journal, [message(1, 2), message(2, 4)], session(assigned=1))
+    seen: list[int] = []
+    loop = Listener(
+        source,
+        RecordingScaler(journal),
+        CapacityGate(10),
+        RecordingMetrics(journal),
+        on_statistics=lambda stats: seen.append(stats.total_assigned_jobs),
+    )
+    run(run_until_idle(loop, source))
+    assert seen == [1, 2, 4]  # session, message 1, message 2

@@ -112,3 +112,14 @@ def test_stopping_while_waiting_ends_the_wait_without_starting(
 
     monkeypatch.setattr(app_module, "missing_permissions", stop_after)
     assert asyncio.run(listener._await_permissions(object(), {"arc-runners"})) is False  # type: ignore[arg-type]
+
+
+def test_the_log_says_when_and_why_capacity_aware_mode_is_off() -> None:
+    from listener.app import capacity_off_reason
+
+    assert capacity_off_reason({}).startswith(
+        "no capacityAware block (neither $CAPACITY_AWARE_CONFIG"
+    )
+    assert capacity_off_reason({"CAPACITY_AWARE_JSON": "{}"}).startswith(
+        "capacityAware.enabled is false"
+    )
