@@ -841,3 +841,27 @@ def test_every_statistics_reach_the_statistics_demand_source_in_order() -> None:
     )
     run(run_until_idle(loop, source))
     assert seen == [1, 2, 4]  # session, message 1, message 2
+
+
+def test_the_statistics_demand_source_follows_the_services_available_jobs_on_the_wire() -> None:
+    """Contract: the real client against the Actions face; the face's ``totalAvailableJobs``
+    reaches the ``statistics`` demand source, and each change wakes the reconciler."""
+    from providers.demand.statistics import StatisticsDemand
+
+    feed = ScriptedJobFeed()
+    wakes: list[int | None] = []
+    with ActionsFace(feed, pat=PAT, poll_window=5.0) as face:
+        h = harness(face, feed, CapacityGate(10))
+        demand = StatisticsDemand(on_change=lambda: wakes.append(demand.current.queued_jobs))
+        h.listener.on_statistics = demand.observe_statistics
+
+        async def story() -> None:
+            task = await h.start()
+            feed.add_job(SCALE_SET)
+            assert await asyncio.to_thread(face.wait_until, lambda f: bool(f.acked()), 5)
+            await h.stop(task)
+
+        run(story())
+    assert wakes[0] == 0  # the session's statistics: nothing waiting
+    assert 1 in wakes  # the job message: one job available for this scale set
+    assert demand.current.source == "statistics" and demand.current.error is None
