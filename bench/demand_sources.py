@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from providers.simulated.scenario import Scenario, load_scenario
 from providers.simulated.world import World
 
-SCENARIOS = ("burst", "drain", "ice-failover", "scale-to-zero", "shared-nodepool")
+SCENARIOS = ("burst", "drain", "ice-failover", "scale-to-zero", "shared-nodepool", "storm")
 SOURCES = ("statistics", "hud", "both")
 
 
