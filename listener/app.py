@@ -97,6 +97,13 @@ def capacity_off_reason(env: Mapping[str, str]) -> str:
     return "capacityAware.enabled is false; advertising maxRunners like stock ARC"
 
 
+def blind_at_zero(capacity: CapacityAwareSettings) -> bool:
+    """Scale to zero with statistics as the only demand: nothing would ever reveal a new job
+    (measured in the simulator: bench/demand_sources.py, scale-to-zero, 0 of 15 jobs ran)."""
+    sources = capacity.demand.resolved_sources(capacity.hud.url)
+    return capacity.proactive_capacity == 0 and tuple(sources) == ("statistics",)
+
+
 class FatalError(Exception):
     """Stops the process with one clear line (exit 1)."""
 
@@ -422,6 +429,13 @@ class ListenerApp:
         self._wake = reconcile_loop.trigger
         tasks = [asyncio.create_task(reconcile_loop.run(self.stop), name="reconcile")]
         log.info("demand sources: %s (combine: %s)", self.demand.name, self.demand.policy)
+        if blind_at_zero(capacity):
+            log.warning(
+                "proactiveCapacity is 0 and demand comes from the scale set's statistics only: "
+                "statistics arrive with job messages, and none come while 0 is advertised, so "
+                "jobs queued from now on would wait forever; set proactiveCapacity >= 1 or add a "
+                "polled demand source (demand.sources: github, hud or http)"
+            )
         if capacity.hud.url and "hud" in self.demand.order:
             tasks.append(asyncio.create_task(self._poll_hud(session), name="hud"))
         if {"github", "http"} & set(self.demand.order):

@@ -123,3 +123,18 @@ def test_the_log_says_when_and_why_capacity_aware_mode_is_off() -> None:
     assert capacity_off_reason({"CAPACITY_AWARE_JSON": "{}"}).startswith(
         "capacityAware.enabled is false"
     )
+
+
+def test_scale_to_zero_with_statistics_only_is_flagged_at_start() -> None:
+    """Regression (bench/demand_sources.py, scale-to-zero): statistics come only with job
+    messages, none come while 0 is advertised, so no job ever started."""
+    from listener.app import blind_at_zero
+
+    def settings(block: dict[str, object]) -> object:
+        return parse_capacity_aware({"enabled": True, **block}, where="t")
+
+    assert blind_at_zero(settings({"proactiveCapacity": 0}))  # type: ignore[arg-type]
+    assert not blind_at_zero(settings({"proactiveCapacity": 1}))  # type: ignore[arg-type]
+    assert not blind_at_zero(settings({"proactiveCapacity": 0, "hud": {"url": "http://h"}}))  # type: ignore[arg-type]
+    github = {"proactiveCapacity": 0, "demand": {"sources": ["github", "statistics"]}}
+    assert not blind_at_zero(settings(github))  # type: ignore[arg-type]
