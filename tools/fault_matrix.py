@@ -158,7 +158,7 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         )
     lines += [
         "",
-        "Fault kinds (`providers/simulated/faults.py`, usable in a scenario's "
+        "Fault kinds (`providers/simulated/faults/`, usable in a scenario's "
         "`<name>.faults.yaml`):",
         "",
         "| Kind | Meaning | Shape | Params |",

@@ -5,7 +5,8 @@ below), ``ValidatePod`` (at least one container), ``ValidatePriorityClassUpdate`
 forbidden to change, ``preemptionPolicy`` immutable), ``ValidateRoleBindingUpdate``
 (``roleRef`` immutable) and the Priority admission plugin (fills ``spec.priority`` and
 ``spec.preemptionPolicy`` from the PriorityClass, refuses unknown classes with 403).
-Everything else of upstream's validation is not modelled.
+Defaulting: a PriorityClass's ``preemptionPolicy`` defaults to ``PreemptLowerPriority``.
+Everything else of upstream's validation and defaulting is not modelled.
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def _pod_causes(pod: Obj) -> list[Cause]:
     if not (pod.get("spec") or {}).get("containers"):
         return [("spec.containers", "FieldValueRequired", "Required value")]
     return []
+
+
+def default(info: KindInfo, obj: Obj) -> None:
+    """Defaulting the API server applies before validation (``SetDefaults_PriorityClass``)."""
+    if info.kind == "PriorityClass" and not obj.get("preemptionPolicy"):
+        obj["preemptionPolicy"] = "PreemptLowerPriority"
 
 
 def validate_create(info: KindInfo, obj: Obj) -> None:

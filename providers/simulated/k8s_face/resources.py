@@ -142,6 +142,7 @@ class Resources:
         meta = obj["metadata"]
         for field in ("resourceVersion", "uid", "deletionTimestamp", "creationTimestamp"):
             meta.pop(field, None)
+        admission.default(info, obj)
         admission.validate_create(info, obj)
         if info.kind == "Pod":
             obj["status"] = {"phase": "Pending"}
@@ -285,6 +286,7 @@ class Resources:
             else:
                 meta.pop(key, None)
         final["kind"], final["apiVersion"] = current["kind"], current["apiVersion"]
+        admission.default(route.info, final)
         admission.validate_update(route.info, current, final)
         if final.get("spec") != current.get("spec"):
             meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
