@@ -39,7 +39,7 @@ SKIPPED_PROGRAMS = {"docker", "helm", "curl"}
 RUN = {"kubectl", "arc-capacity-listener"}
 #: Commands that need something the simulated cluster does not have.
 NEEDS_REAL_CLUSTER = {
-    "kubectl apply -f config/podmonitor.yaml": "the Prometheus Operator's PodMonitor CRD",
+    "kubectl apply -f config/monitoring/podmonitor.yaml": "the PodMonitor CRD",
 }
 SCALE_SET, RUNNERS, CONTROLLER = "arc-runners", "arc-runners", "arc-systems"
 CURRENT_VALUES = {
