@@ -16,17 +16,21 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY state_machine/ state_machine/
 COPY reconciler/ reconciler/
 COPY providers/ providers/
 COPY listener/ listener/
-# Build the wheel, then install it (and its dependencies, bytecode compiled now so nothing is
-# written at run time) into a venv that the final stage copies whole. pip itself is removed
-# from the venv: the running image never installs anything.
+# Dependencies come from requirements.lock only: exact versions, every file checked against
+# its sha256 (--require-hashes), so the same lock gives the same image. Then the wheel of this
+# repository, without resolving anything again (--no-deps); bytecode is compiled now so
+# nothing is written at run time. pip itself is removed: the running image installs nothing.
+# Refresh the lock with: pip-compile --generate-hashes --strip-extras --allow-unsafe
+#   --no-header -o requirements.lock pyproject.toml
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/venv \
- && /opt/venv/bin/pip install /wheels/*.whl \
+ && /opt/venv/bin/pip install --require-hashes --no-deps -r requirements.lock \
+ && /opt/venv/bin/pip install --no-deps /wheels/*.whl \
  && /opt/venv/bin/pip uninstall --yes pip \
  && printf '%s\n' '#!/bin/sh' \
       '# ARC starts the listener as /ghalistener (controller env LISTENER_ENTRYPOINT).' \

@@ -1,6 +1,5 @@
-"""Command line: ``arc-capacity-listener {run,status,simulate,demo,tune}``.
-
-Also ``python -m listener``.
+"""Command line: ``arc-capacity-listener {run,status,rbac,values,simulate,demo,tune}``
+(or ``python -m listener``).
 
 Kept thin: each subcommand parses its arguments and hands over to the module that owns it.
 """
@@ -26,6 +25,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="http://127.0.0.1:8080",
         help="base URL of a running listener's metrics server",
     )
+    sub.add_parser(
+        "rbac", help="print or apply the RBAC of one scale set's listener", add_help=False
+    )
+    sub.add_parser(
+        "values",
+        help="write the Helm overlay that makes a scale set capacity-aware",
+        add_help=False,
+    )
     sub.add_parser("simulate", help="run a scenario in the simulated world", add_help=False)
     sub.add_parser("demo", help="run every shipped scenario and write a report", add_help=False)
     sub.add_parser(
@@ -35,6 +42,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     command, rest = args[0], args[1:]
+    if command == "values":
+        from listener.values import main as values_main
+
+        return values_main(rest)
+    if command == "rbac":
+        from listener.rbac import main as rbac_main
+
+        return rbac_main(rest)
     if command in ("simulate", "demo"):
         from providers.simulated.cli import main as simulated_main
 

@@ -41,22 +41,31 @@ from listener.arc_config import (
     ListenerConfig,
     config_path_from_env,
     load_listener_config,
+    resolve_vault_credentials,
 )
-from listener.capacity_config import load_capacity_aware
+from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
-from listener.logging import LoggingConfigError, configure_logging
+from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
 from listener.loop import CapacityGate, Listener, run_open_session
 from listener.metrics import MetricsSubscriber, PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
 from listener.supervise import supervised
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession, default_owner_name
+from providers.demand.build import build_remote_sources
+from providers.demand.combine import Combine, CombinedDemand
+from providers.demand.statistics import StatisticsDemand
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
 from providers.kubernetes.cache import KubeCache, default_targets
 from providers.kubernetes.checks import Severity, run_startup_checks
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
 from providers.kubernetes.lease import LeaseElector, LeaseTiming, lease_name
 from providers.kubernetes.packing import PlacementBounds
+from providers.kubernetes.permissions import (
+    CannotCheck,
+    missing_permissions,
+    required_permissions,
+)
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
@@ -74,6 +83,9 @@ log = logging.getLogger("listener")
 
 #: How long to wait for the first list of every required kind before giving up.
 CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
+#: Backoff of the start-up permission check (doubling from the first to the max).
+PERMISSION_RETRY_FIRST = float(os.environ.get("CAPACITY_AWARE_PERMISSION_RETRY", "5"))
+PERMISSION_RETRY_MAX = 300.0
 #: How often the HUD poller looks whether the message session (our labels) is open yet.
 SESSION_WAIT_STEP = 0.5
 #: Longest blocking wait between two looks at the stop signal (SIGTERM within 5 s).
@@ -82,6 +94,23 @@ STOP_CHECK = 0.5
 CACHE_STOP_TIMEOUT = 1.0
 #: Seconds a Lease holder is trusted without renewing (client-go's default 15).
 LEASE_DURATION = int(os.environ.get("CAPACITY_AWARE_LEASE_DURATION", "15"))
+
+
+def capacity_off_reason(env: Mapping[str, str]) -> str:
+    """Why capacity-aware mode is off, for the one log line that says so at start."""
+    if not env.get(ENV_FILE) and not env.get(ENV_JSON):
+        return (
+            f"no capacityAware block (neither ${ENV_FILE} nor ${ENV_JSON} is set); "
+            "advertising maxRunners like stock ARC"
+        )
+    return "capacityAware.enabled is false; advertising maxRunners like stock ARC"
+
+
+def blind_at_zero(capacity: CapacityAwareSettings) -> bool:
+    """Scale to zero with statistics as the only demand: nothing would ever reveal a new job
+    (measured in the simulator: bench/demand_sources.py, scale-to-zero, 0 of 15 jobs ran)."""
+    sources = capacity.demand.resolved_sources(capacity.hud.url)
+    return capacity.proactive_capacity == 0 and tuple(sources) == ("statistics",)
 
 
 class FatalError(Exception):
@@ -117,12 +146,13 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
     env = dict(os.environ if env is None else env)
     try:
         path = config_path_from_env(env)
-        config = load_listener_config(path)
+        config = resolve_vault_credentials(load_listener_config(path), file=path)
         capacity = load_capacity_aware(env)
         configure_logging(
             config.log_level or "info",
             config.log_format or "text",
             secrets=[config.github_token, config.github_app_private_key],
+            library_level=env.get(LIBRARY_LEVEL_ENV),
         )
     except (ConfigError, SettingsError, LoggingConfigError) as exc:
         print(f"arc-capacity-listener: {exc}", file=sys.stderr)
@@ -189,7 +219,9 @@ class ListenerApp:
             cut_on_rise=capacity.enabled and capacity.cut_poll_on_rise,
             debounce=capacity.cut_poll_debounce,
         )
+        self.credentials = config.credentials()
         self.cache: KubeCache | None = None
+        self.permissions_pending = False
         self.writer: KubernetesPlaceholderWriter | None = None
         self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
@@ -198,6 +230,15 @@ class ListenerApp:
         self.holding: asyncio.Task[None] | None = None
         self.session_open = False
         self.reconciler: Reconciler | None = None
+        # Demand sources (providers/demand): the statistics source is fed by the listener
+        # loop; remote ones attach once the session (our labels) is open.
+        self._wake: Callable[[], None] | None = None
+        self.demand = CombinedDemand(
+            capacity.demand.resolved_sources(capacity.hud.url), Combine(capacity.demand.combine)
+        )
+        self.statistics = StatisticsDemand(on_change=self._wake_reconciler)
+        if "statistics" in self.demand.order:
+            self.demand.attach(self.statistics)
 
     # --- run ---------------------------------------------------------------------------
 
@@ -217,7 +258,7 @@ class ListenerApp:
         self._start_http()
         client = ActionsClient(
             self.config.github_config(self.env),
-            self.config.credentials(),
+            self.credentials,
             scale_set_id=self.config.runner_scale_set_id,
             root_ca=self.config.server_root_ca,
         )
@@ -229,7 +270,9 @@ class ListenerApp:
             min_runners=self.config.min_runners,
             max_runners=self.config.max_runners,
         )
-        listener = Listener(session, scaler, self.gate, self.metrics)
+        listener = Listener(
+            session, scaler, self.gate, self.metrics, self.statistics.observe_statistics
+        )
         self.metrics.record_advertised(self.gate.value)
         side_tasks: list[asyncio.Task[Any]] = []
         try:
@@ -243,6 +286,8 @@ class ListenerApp:
             self.session_open = True
             if self.capacity.enabled:
                 side_tasks = await self._start_capacity_aware(api_client, session, listener)
+            else:
+                log.info("capacity-aware mode is off: %s", capacity_off_reason(self.env))
             await self._listen(session, listener, side_tasks)
         finally:
             for task in side_tasks:
@@ -346,9 +391,10 @@ class ListenerApp:
         log.info("HTTP on %s (metrics: %s)", settings.address, settings.metrics_endpoint or "off")
 
     def _ready(self) -> bool:
-        """Ready = serving: session open, and (capacity-aware) owner with a fresh cache.
-        A second listener waiting for the Lease, or one whose watches are down, is not."""
-        if not self.session_open:
+        """Ready = serving: permissions granted, session open, and (capacity-aware) owner
+        with a fresh cache. A second listener waiting for the Lease, one still missing a
+        permission, or one whose watches are down, is not."""
+        if self.permissions_pending or not self.session_open:
             return False
         if not self.capacity.enabled:
             return True
@@ -356,6 +402,37 @@ class ListenerApp:
             return False
         stale_limit = self.capacity.recalculate_interval
         return self.cache.has_synced and self.cache.stale_for() <= stale_limit
+
+    async def _await_permissions(self, api_client: k8s.ApiClient, namespaces: set[str]) -> bool:
+        """Stay up, not ready, until every permission is granted (SelfSubjectAccessReview);
+        log exactly what is missing, or that the API server cannot be reached; retry with
+        backoff. A missing permission is fixed by ``arc-capacity-listener rbac``."""
+        needed = required_permissions(sorted(namespaces))
+        delay = PERMISSION_RETRY_FIRST
+        self.permissions_pending = True
+        while not self.stop.is_set():
+            try:
+                missing = await asyncio.to_thread(missing_permissions, api_client, needed)
+            except CannotCheck as exc:
+                log.warning("permission check: %s; retrying in %.0fs", exc, delay)
+            else:
+                if not missing:
+                    self.permissions_pending = False
+                    return True
+                for permission in missing:
+                    log.warning("missing permission: %s", permission)
+                log.warning(
+                    "not ready: %d permission(s) missing; grant them with `arc-capacity-listener "
+                    "rbac --scale-set %s --namespace %s --apply`; retrying in %.0fs",
+                    len(missing),
+                    self.config.runner_scale_set_name or "<scale set>",
+                    self.config.ephemeral_runner_set_namespace,
+                    delay,
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), timeout=delay)
+            delay = min(delay * 2, PERMISSION_RETRY_MAX)
+        return False
 
     # --- capacity-aware ------------------------------------------------------------------
 
@@ -380,12 +457,15 @@ class ListenerApp:
                 if kind == "Pod":  # a lost placeholder lowers the header before the debounce
                     reconcile_loop.poke_drop()
 
+        if not await self._await_permissions(api_client, {target.runner_namespace, placeholder_ns}):
+            return []  # stopped while waiting for permissions
         cache = KubeCache(api_client, default_targets(target), on_change=on_change).start()
         self.cache = cache
         if not await self._wait_synced(cache):
             raise FatalError(
                 f"Kubernetes caches not synced after {CACHE_SYNC_TIMEOUT:.0f}s: "
-                f"{', '.join(cache.unsynced())}; check the RBAC in config/rbac.yaml"
+                f"{', '.join(cache.unsynced())}; every permission was granted, so the API "
+                "server is slow or unreachable from this pod"
             )
         builder = self._check_and_build(cache, target, placeholder_ns)
         writer = KubernetesPlaceholderWriter(api_client, builder, cache=cache)
@@ -483,9 +563,20 @@ class ListenerApp:
             drop_guard=DropGuard(reconciler, drop_snapshot),
         )
         log.info("capacity-aware: instance %s, placeholders in %s", self.instance, placeholder_ns)
+        self._wake = reconcile_loop.trigger
         tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
-        if capacity.hud.url:
+        log.info("demand sources: %s (combine: %s)", self.demand.name, self.demand.policy)
+        if blind_at_zero(capacity):
+            log.warning(
+                "proactiveCapacity is 0 and demand comes from the scale set's statistics only: "
+                "statistics arrive with job messages, and none come while 0 is advertised, so "
+                "jobs queued from now on would wait forever; set proactiveCapacity >= 1 or add a "
+                "polled demand source (demand.sources: github, hud or http)"
+            )
+        if capacity.hud.url and "hud" in self.demand.order:
             tasks.append(self._supervise("hud", lambda: self._poll_hud(session)))
+        if {"github", "http"} & set(self.demand.order):
+            tasks.append(self._supervise("demand", lambda: self._poll_remote_demand(session)))
         return tasks
 
     def _supervise(self, name: str, factory: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
@@ -543,13 +634,43 @@ class ListenerApp:
             self.hud = HudDemandSource(
                 client, labels or (self.config.runner_scale_set_name,), observer=self.metrics
             )
+            self.demand.attach(self.hud)
             await self.hud.run(self.stop, hud.poll_interval)
         finally:
             await client.aclose()
 
+    async def _poll_remote_demand(self, session: MessageSession) -> None:
+        """The ``github`` / ``http`` demand sources, polled once the session (labels) is open."""
+        while not session.is_open and not self.stop.is_set():
+            await asyncio.sleep(SESSION_WAIT_STEP)
+        labels = scale_set_labels(session.session.runner_scale_set) if session.is_open else ()
+        try:
+            remote = build_remote_sources(
+                self.demand.order,
+                self.capacity.demand,
+                labels=labels or (self.config.runner_scale_set_name,),
+                github=self.config.github_config(self.env),
+                credentials=self.credentials,
+                env=self.env,
+                on_change=self._wake_reconciler,
+            )
+        except ValueError as exc:  # e.g. an org-scoped URL without demand.github.repositories
+            log.error("demand sources not started: %s; using the others or the floor", exc)
+            return
+        try:
+            for source, _ in remote.polled:
+                self.demand.attach(source)
+            await asyncio.gather(*(s.run(self.stop, every) for s, every in remote.polled))
+        finally:
+            await remote.aclose()
+
+    def _wake_reconciler(self) -> None:
+        if self._wake is not None:
+            self._wake()
+
     def _demand(self) -> Demand:
-        """No HUD configured (or not polled yet): no queued jobs known beyond proactiveCapacity."""
-        return self.hud.current if self.hud is not None else Demand()
+        """The configured sources combined (providers/demand); all failing -> the floor."""
+        return self.demand.current
 
     # --- shutdown ------------------------------------------------------------------------
 

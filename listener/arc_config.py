@@ -15,15 +15,15 @@ Types are strict like Go's decoder (``"42"`` is not an int). Validation (ARC's r
 Credentials are :class:`SecretStr`; a :class:`ConfigError` names the file, the key and the
 reason and never echoes a credential.
 
-Partial: vault-held credentials (Azure Key Vault) are validated but not fetched;
-:meth:`ListenerConfig.credentials` raises a ConfigError for them.
+Vault-held credentials (Azure Key Vault, ``listener.keyvault``) are fetched by
+:func:`resolve_vault_credentials` before anything starts, exactly as ARC's ``config.Read`` does.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +37,7 @@ from pydantic import (
     model_validator,
 )
 
+from listener import keyvault
 from providers.actions.auth import AppAuth, Credentials, PatAuth
 from providers.actions.config_url import ConfigUrlError, GitHubConfig, parse_config_url
 
@@ -149,12 +150,13 @@ class ListenerConfig(_Strict):
         return parse_config_url(self.configure_url, env=env)
 
     def credentials(self, *, file: str = "<config>") -> Credentials:
-        if self.uses_vault:
+        has_any = self.github_token.get_secret_value() or self.github_app_id
+        if self.uses_vault and not has_any:
             raise ConfigError(
                 file,
                 "vault_type",
-                "credentials held in a vault (azure_key_vault) are not supported by this "
-                "listener yet; put the GitHub credentials in the config secret instead",
+                "the credentials are in Azure Key Vault and were not read yet "
+                "(resolve_vault_credentials)",
             )
         if not self.uses_app:
             return PatAuth(self.github_token)
@@ -194,6 +196,11 @@ def _problems(config: ListenerConfig) -> list[tuple[str, str]]:
             problems.append(("vault_type", "must be 'azure_key_vault' or empty"))
         if not config.vault_lookup_key:
             problems.append(("vault_lookup_key", "is required when vault_type is set"))
+        if config.vault_type == "azure_key_vault":
+            if config.azure_key_vault is None:
+                problems.append(("azure_key_vault", "is required when vault_type is set"))
+            else:
+                problems += keyvault.validate_settings(_vault_settings(config.azure_key_vault))
         return problems
     has_pat = bool(config.github_token.get_secret_value())
     app_fields = (
@@ -272,6 +279,39 @@ def load_listener_config(path: str | os.PathLike[str]) -> ListenerConfig:
     return parse_listener_config(data, file=file)
 
 
+def _vault_settings(vault: AzureKeyVault) -> keyvault.AzureKeyVaultSettings:
+    return keyvault.AzureKeyVaultSettings(
+        tenant_id=vault.tenant_id,
+        client_id=vault.client_id,
+        url=vault.url,
+        certificate_path=vault.certificate_path,
+    )
+
+
+def resolve_vault_credentials(
+    config: ListenerConfig,
+    *,
+    file: str = "<config>",
+    fetch: Callable[..., keyvault.AppConfig] = keyvault.fetch_app_config,
+) -> ListenerConfig:
+    """With ``vault_type`` set: the config with the GitHub credentials read from the vault
+    (ARC's ``config.Read``); without: the config unchanged."""
+    if not config.uses_vault or config.azure_key_vault is None:
+        return config
+    try:
+        app = fetch(_vault_settings(config.azure_key_vault), config.vault_lookup_key)
+    except keyvault.VaultError as exc:
+        raise ConfigError(file, "vault_lookup_key", str(exc)) from None
+    return config.model_copy(
+        update={
+            "github_token": app.github_token,
+            "github_app_id": app.github_app_id,
+            "github_app_installation_id": app.github_app_installation_id,
+            "github_app_private_key": app.github_app_private_key,
+        }
+    )
+
+
 def config_path_from_env(env: Mapping[str, str] | None = None) -> str:
     """``$LISTENER_CONFIG_PATH``; ARC requires it, so its absence is an error here too."""
     environ = os.environ if env is None else env
@@ -301,4 +341,5 @@ __all__ = [
     "config_path_from_env",
     "load_listener_config",
     "parse_listener_config",
+    "resolve_vault_credentials",
 ]

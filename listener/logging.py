@@ -13,9 +13,13 @@ with one stream handler. Every record passes a :class:`RedactionFilter` first, w
   ``RemoteAuth <token>``, JWTs (``eyJ...``), GitHub tokens (``ghp_``, ``ghs_``,
   ``github_pat_``...), PEM private key blocks, and ``token=`` / ``password=`` style pairs.
 
+Both formats are those of ARC's listener (Go ``log/slog`` with ``AddSource``): keys ``time``,
+``level`` (``INFO``...), ``source``, ``msg``, then ``app=ghalistener`` (see "formatters" below).
 Extra structured fields go in ``extra={"fields": {...}}``; the JSON format emits them as
 top-level keys, the text format as ``key=value`` pairs. One transition = one line (the
-reconciler's LoggingSubscriber uses ``TransitionEvent.log_line``).
+reconciler's LoggingSubscriber uses ``TransitionEvent.log_line``). Third-party loggers
+(httpx, httpcore, urllib3, kubernetes, transitions) stay at WARNING unless
+``$CAPACITY_AWARE_LIBRARY_LOG_LEVEL`` asks for more.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ LEVELS: dict[str, int] = {
 }
 FORMATS = ("text", "json")
 #: Chatty libraries that log request URLs per call; quiet unless we debug.
-_NOISY = ("httpx", "httpcore", "urllib3", "kubernetes", "transitions")
+_NOISY = ("httpx", "httpcore", "urllib3", "kubernetes", "transitions", "azure", "msal")
 
 
 class LoggingConfigError(ValueError):
@@ -141,10 +145,46 @@ def register_secret(value: str | SecretStr | None) -> None:
 
 
 # --- formatters ------------------------------------------------------------------------------
+#
+# ARC's listener logs through Go's log/slog (cmd/ghalistener/config/config.go ``Logger()``):
+# ``slog.NewJSONHandler`` / ``slog.NewTextHandler`` with ``AddSource: true``, and
+# ``logger.With("app", "ghalistener")``. So every line has, in this order, ``time``, ``level``
+# (``DEBUG``/``INFO``/``WARN``/``ERROR``), ``source``, ``msg``, then ``app`` and the line's own
+# attributes. JSON times are RFC 3339 with up to nanoseconds (trailing zeros trimmed); text
+# times have exactly milliseconds; text values are quoted when empty or when they contain a
+# space, ``=``, ``"`` or a non-printable character (slog's ``needsQuoting``). We emit the same
+# keys and formats so ARC users' log pipelines keep parsing; ``logger`` (the Python logger
+# name) and the structured fields follow ``app``.
+
+APP = "ghalistener"
+_SLOG_LEVELS = {
+    logging.DEBUG: "DEBUG",
+    logging.INFO: "INFO",
+    logging.WARNING: "WARN",
+    logging.ERROR: "ERROR",
+    logging.CRITICAL: "ERROR",
+}
 
 
-def _timestamp(record: logging.LogRecord) -> str:
-    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+def slog_level(levelno: int) -> str:
+    """slog's level names; levels between two names take the lower one plus an offset."""
+    if levelno in _SLOG_LEVELS:
+        return _SLOG_LEVELS[levelno]
+    base = max((lv for lv in _SLOG_LEVELS if lv <= levelno), default=logging.DEBUG)
+    return f"{_SLOG_LEVELS[base]}+{levelno - base}" if levelno > base else _SLOG_LEVELS[base]
+
+
+def _json_time(record: logging.LogRecord) -> str:
+    """RFC 3339 with the fraction trimmed of trailing zeros, ``Z`` for UTC (Go's RFC3339Nano)."""
+    moment = datetime.fromtimestamp(record.created, UTC)
+    fraction = f"{moment.microsecond:06d}".rstrip("0")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
+
+
+def _text_time(record: logging.LogRecord) -> str:
+    """RFC 3339 with exactly three fractional digits (slog's appendRFC3339Millis)."""
+    moment = datetime.fromtimestamp(record.created, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{moment.microsecond // 1000:03d}Z"
 
 
 def _fields(record: logging.LogRecord) -> Mapping[str, Any]:
@@ -152,47 +192,76 @@ def _fields(record: logging.LogRecord) -> Mapping[str, Any]:
     return fields if isinstance(fields, Mapping) else {}
 
 
+def _exception_text(formatter: logging.Formatter, record: logging.LogRecord) -> str | None:
+    if record.exc_info and not record.exc_text:
+        record.exc_text = formatter.formatException(record.exc_info)
+    return record.exc_text or None
+
+
+def _attributes(record: logging.LogRecord, exc: str | None) -> dict[str, Any]:
+    """What follows ``msg``: app, logger, the structured fields, exception and stack."""
+    entry: dict[str, Any] = {"app": APP, "logger": record.name}
+    for key, value in _fields(record).items():
+        entry.setdefault(str(key), value)
+    if exc:
+        entry["exc"] = exc
+    if record.stack_info:
+        entry["stack"] = record.stack_info
+    return entry
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ts, level, logger, msg, extra fields, exception."""
+    """One JSON object per line, slog's JSONHandler layout (see above)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "ts": _timestamp(record),
-            "level": record.levelname.lower(),
-            "logger": record.name,
+            "time": _json_time(record),
+            "level": slog_level(record.levelno),
+            "source": {
+                "function": f"{record.module}.{record.funcName}",
+                "file": record.pathname,
+                "line": record.lineno,
+            },
             "msg": record.getMessage(),
         }
-        for key, value in _fields(record).items():
-            entry.setdefault(str(key), value)
-        if record.exc_info and not record.exc_text:
-            record.exc_text = self.formatException(record.exc_info)
-        if record.exc_text:
-            entry["exc"] = record.exc_text
-        if record.stack_info:
-            entry["stack"] = record.stack_info
+        for key, value in _attributes(record, _exception_text(self, record)).items():
+            entry.setdefault(key, value)
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
 class TextFormatter(logging.Formatter):
-    """``2026-01-02T03:04:05.678+00:00 INFO  reconciler.transitions msg key=value``."""
+    """logfmt, slog's TextHandler layout:
+    ``time=2026-01-02T03:04:05.678Z level=INFO source=/app/x.py:12 msg=... app=ghalistener``.
+    A traceback is one quoted ``exc`` value, so a record stays one line."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_timestamp(record)} {record.levelname:<5} {record.name} {record.getMessage()}"
-        extras = " ".join(f"{k}={_text_value(v)}" for k, v in _fields(record).items())
-        if extras:
-            line = f"{line} {extras}"
-        if record.exc_info and not record.exc_text:
-            record.exc_text = self.formatException(record.exc_info)
-        if record.exc_text:
-            line = f"{line}\n{record.exc_text}"
-        if record.stack_info:
-            line = f"{line}\n{record.stack_info}"
-        return line
+        pairs: list[tuple[str, Any]] = [
+            ("time", _text_time(record)),
+            ("level", slog_level(record.levelno)),
+            ("source", f"{record.pathname}:{record.lineno}"),
+            ("msg", record.getMessage()),
+        ]
+        pairs += list(_attributes(record, _exception_text(self, record)).items())
+        return " ".join(f"{_text_key(k)}={_text_value(v)}" for k, v in pairs)
+
+
+def _needs_quoting(text: str) -> bool:
+    """slog's needsQuoting: empty, a space, '=', '"', or anything not printable."""
+    return not text or any(c in ' ="' or not c.isprintable() for c in text)
+
+
+def _text_key(key: str) -> str:
+    return json.dumps(key, ensure_ascii=False) if _needs_quoting(key) else key
 
 
 def _text_value(value: Any) -> str:
-    text = str(value)
-    return json.dumps(text) if (not text or any(c.isspace() for c in text) or '"' in text) else text
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, Mapping | list | tuple):
+        text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = str(value)
+    return json.dumps(text, ensure_ascii=False) if _needs_quoting(text) else text
 
 
 # --- setup -----------------------------------------------------------------------------------
@@ -219,6 +288,7 @@ def configure_logging(
     stream: IO[str] | None = None,
     secrets: Iterable[str | SecretStr | None] = (),
     registry: SecretRegistry | None = None,
+    library_level: str | None = None,
 ) -> logging.Handler:
     """Install one redacting handler on the root logger; returns it (tests remove it).
 
@@ -243,15 +313,33 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(numeric)
+    # Libraries stay at WARNING whatever our level (at ARC's default ``debug`` httpcore and
+    # urllib3 would log every request), unless ``library_level`` asks for more.
+    libraries = _parse_library_level(library_level)
     for noisy in _NOISY:
-        logging.getLogger(noisy).setLevel(numeric if numeric <= logging.DEBUG else logging.WARNING)
+        logging.getLogger(noisy).setLevel(max(libraries, numeric))
     logging.captureWarnings(True)
     return handler
 
 
 _HANDLER_NAME = "arc-capacity-listener"
+#: Environment variable that lowers the level of third-party loggers (default warn).
+LIBRARY_LEVEL_ENV = "CAPACITY_AWARE_LIBRARY_LOG_LEVEL"
+
+
+def _parse_library_level(level: str | None) -> int:
+    if level is None or not level.strip():
+        return logging.WARNING
+    value = LEVELS.get(level.strip().lower())
+    if value is None:
+        raise LoggingConfigError(
+            f"${LIBRARY_LEVEL_ENV}: got {level!r}; allowed: debug, info, warn, error"
+        )
+    return value
+
 
 __all__ = [
+    "LIBRARY_LEVEL_ENV",
     "REDACTED",
     "JsonFormatter",
     "LoggingConfigError",

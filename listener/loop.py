@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from listener.arc_config import ListenerConfig
@@ -261,11 +261,14 @@ class Listener:
         scaler: JobScaler,
         gate: CapacityGate,
         metrics: ListenerMetrics | None = None,
+        on_statistics: Callable[[Statistics], None] | None = None,
     ) -> None:
         self.source = source
         self.scaler = scaler
         self.gate = gate
         self.metrics = metrics or NoopListenerMetrics()
+        #: Every statistics the session and its messages carry (the ``statistics`` demand source).
+        self.on_statistics = on_statistics
         self.last_message_id = 0
         self.latest: Statistics | None = None
         self.cuts = 0
@@ -288,7 +291,7 @@ class Listener:
         self.gate.bind(asyncio.get_running_loop())
         try:
             self.latest = session.statistics
-            self.metrics.record_statistics(self.latest)
+            self._observe(self.latest)
             desired = await self._scale(self.latest.total_assigned_jobs)
             self.metrics.record_desired_runners(desired)
             while True:
@@ -365,7 +368,7 @@ class Listener:
     async def _handle(self, message: DecodedMessage) -> None:
         stats = message.statistics
         self.latest = stats
-        self.metrics.record_statistics(stats)
+        self._observe(stats)
         await self.source.delete_message(message.message_id)
         available = message.of_type(JobAvailable)
         if available:
@@ -380,6 +383,11 @@ class Listener:
             self.scaler.handle_job_completed(completed)
         desired = await self._scale(stats.total_assigned_jobs)
         self.metrics.record_desired_runners(desired)
+
+    def _observe(self, stats: Statistics) -> None:
+        self.metrics.record_statistics(stats)
+        if self.on_statistics is not None:
+            self.on_statistics(stats)
 
     async def _scale(self, assigned_jobs: int) -> int:
         return await asyncio.to_thread(self.scaler.handle_desired_runner_count, assigned_jobs)

@@ -158,6 +158,65 @@ class WarmPoolSettings(_Model):
         return self
 
 
+DemandSourceName = Literal["statistics", "github", "hud", "http"]
+
+
+class GitHubDemandSettings(_Model):
+    """GitHub REST polling of queued jobs, with the listener's own credentials (optional)."""
+
+    #: ``owner/repo`` to look in; empty = the repository of a repository-scoped config URL.
+    repositories: list[str] = Field(default_factory=list, max_length=50)
+    poll_interval: Seconds = Field(default=60.0, ge=10, le=3600)
+    timeout: Seconds = Field(default=10.0, gt=0, le=120)
+    #: Stop polling (and use the floor) while fewer API calls than this are left in the
+    #: rate-limit window: the credentials are shared with ARC and the runners' registration.
+    rate_limit_reserve: int = Field(default=500, ge=0, le=100_000)
+    #: At most this many workflow runs looked into per poll (bounds the calls per poll).
+    max_runs: int = Field(default=30, ge=1, le=500)
+
+
+class HttpDemandSettings(_Model):
+    """Any HTTP endpoint serving HUD's ``queued_jobs_aggregate`` JSON rows."""
+
+    url: str | None = None
+    #: Environment variable with a bearer token for the endpoint (optional; never the token).
+    token_env: str = "DEMAND_HTTP_TOKEN"
+    timeout: Seconds = Field(default=5.0, gt=0, le=60)
+    poll_interval: Seconds = Field(default=30.0, ge=1, le=3600)
+
+
+class DemandSettings(_Model):
+    """Which demand sources feed the reconciler, and how their answers are combined.
+
+    ``sources`` in order of preference; None = ``[hud, statistics]`` when ``hud.url`` is set,
+    else ``[statistics]``. ``combine: max`` (default, as the simulator's "both") takes the
+    largest answer: each source undercounts in its own way; ``first`` the first source that
+    answers. Only when every source fails does decide use the floor.
+    """
+
+    sources: list[DemandSourceName] | None = Field(default=None, min_length=1)
+    combine: Literal["first", "max"] = "max"
+    github: GitHubDemandSettings = Field(default_factory=GitHubDemandSettings)
+    http: HttpDemandSettings = Field(default_factory=HttpDemandSettings)
+
+    @model_validator(mode="after")
+    def _check_sources(self) -> DemandSettings:
+        if self.sources is not None and len(set(self.sources)) != len(self.sources):
+            raise ValueError(f"demand.sources lists a source twice: {self.sources}")
+        if self.sources is not None and "http" in self.sources and not self.http.url:
+            raise ValueError("demand.sources has 'http' but demand.http.url is not set")
+        for repo in self.github.repositories:
+            owner, _, name = repo.partition("/")
+            if not owner or not name or "/" in name:
+                raise ValueError(f"demand.github.repositories: {repo!r} is not 'owner/repo'")
+        return self
+
+    def resolved_sources(self, hud_url: str | None) -> tuple[DemandSourceName, ...]:
+        if self.sources is not None:
+            return tuple(self.sources)
+        return ("hud", "statistics") if hud_url else ("statistics",)
+
+
 class CapacityAwareSettings(_Model):
     """The whole ``capacityAware`` block. Defaults are safe for a first install."""
 
@@ -210,6 +269,7 @@ class CapacityAwareSettings(_Model):
     #: Queued jobs assumed when the HUD is unavailable (added to proactiveCapacity).
     hud_fallback_queued_jobs: StrictInt = Field(default=0, ge=0, le=10_000)
     hud: HudSettings = Field(default_factory=HudSettings)
+    demand: DemandSettings = Field(default_factory=DemandSettings)
     #: Namespace of the placeholder pods; default (None) = the runner namespace.
     placeholder_namespace: str | None = None
     #: Cut the in-flight long poll short when advertised capacity drops (DESIGN §6).
@@ -229,6 +289,8 @@ class CapacityAwareSettings(_Model):
                 "placeholderTtl must exceed recalculateInterval so leases are renewed in time "
                 f"(got {self.placeholder_ttl} <= {self.recalculate_interval})"
             )
+        if "hud" in self.demand.resolved_sources(self.hud.url) and not self.hud.url:
+            raise ValueError("demand.sources has 'hud' but hud.url is not set")
         if not self.workflow_resources:
             raise ValueError("workflowResources needs at least one resource, e.g. {cpu: '1'}")
         auto_only = self.warm_pool.model_fields_set - {"schedule"}

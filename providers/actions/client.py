@@ -14,7 +14,7 @@ Per call:
 
 Transport: one ``httpx.AsyncClient`` with a 5 min per-attempt timeout, the system CA pool
 plus an optional extra root CA (``server_root_ca``), and the standard proxy variables
-(``HTTP(S)_PROXY``/``NO_PROXY``, either case: httpx's ``trust_env``).
+(``HTTP(S)_PROXY``/``NO_PROXY``, either case, with Go's rules: ``providers.actions.proxy``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr, ValidationError
 
+from providers.actions import proxy
 from providers.actions.auth import AdminToken, AdminTokenSource, Credentials
 from providers.actions.config_url import GitHubConfig
 from providers.actions.errors import (
@@ -105,7 +107,8 @@ def make_http_client(
             raise ValueError(f"server_root_ca is not a PEM certificate bundle ({exc})") from None
     client = httpx.AsyncClient(
         verify=context,
-        trust_env=trust_env,
+        # Go's proxy rules (NO_PROXY CIDRs included), see providers/actions/proxy.py.
+        **proxy.client_options(os.environ, trust_env=trust_env, verify=context),
         timeout=httpx.Timeout(timeout),
         follow_redirects=True,
         max_redirects=10,

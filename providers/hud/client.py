@@ -47,6 +47,7 @@ from pydantic import (
 )
 
 from providers.actions.redact import REGISTRY, SecretRegistry
+from providers.demand import FailureMode
 from reconciler.settings import HudSettings
 from reconciler.snapshot import Demand
 
@@ -242,6 +243,10 @@ class HudObserver(Protocol):
 
 class HudDemandSource:
     """The latest HUD demand for one scale set, as the reconciler's :class:`Demand`."""
+
+    #: ``providers.demand.DemandSource``: HUD fails open to the configured floor.
+    name = "hud"
+    failure_mode = FailureMode.OPEN_TO_FLOOR
 
     def __init__(
         self,

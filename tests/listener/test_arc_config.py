@@ -162,18 +162,6 @@ class TestArcValidationRules:
             "runner_scale_set_id",
         ]
 
-    def test_a_vault_config_is_valid_but_not_supported_yet(self) -> None:
-        config = parse_listener_config(
-            pat_config(
-                vault_type="azure_key_vault",
-                vault_lookup_key="gh-secret",
-                github_token="",
-                azure_key_vault={"tenant_id": "t", "client_id": "c", "url": "https://v"},
-            )
-        )
-        with pytest.raises(ConfigError, match="not supported by this listener yet"):
-            config.credentials()
-
 
 class TestErrorsNeverEchoSecrets:
     def test_a_wrong_type_for_a_secret_does_not_echo_it(self) -> None:

@@ -824,3 +824,44 @@ def test_a_listener_wired_from_arcs_config_file_runs_against_the_face() -> None:
     assert face.requests_to("create_session")[0].json()["ownerName"] == "pod-x"
     assert writes.sets[0] == b'{"spec":{"patchID":0,"replicas":1}}'  # min_runners + 0
     assert face.requests[-1].route == "delete_session"
+
+
+def test_every_statistics_reach_the_statistics_demand_source_in_order() -> None:
+    """The session's statistics, then each message's, go to ``on_statistics`` (the listener
+    wires the ``statistics`` demand source there): the scale set's own queue at message speed."""
+    journal = Journal()
+    source = ScriptedSource(journal, [message(1, 2), message(2, 4)], session(assigned=1))
+    seen: list[int] = []
+    loop = Listener(
+        source,
+        RecordingScaler(journal),
+        CapacityGate(10),
+        RecordingMetrics(journal),
+        on_statistics=lambda stats: seen.append(stats.total_assigned_jobs),
+    )
+    run(run_until_idle(loop, source))
+    assert seen == [1, 2, 4]  # session, message 1, message 2
+
+
+def test_the_statistics_demand_source_follows_the_services_available_jobs_on_the_wire() -> None:
+    """Contract: the real client against the Actions face; the face's ``totalAvailableJobs``
+    reaches the ``statistics`` demand source, and each change wakes the reconciler."""
+    from providers.demand.statistics import StatisticsDemand
+
+    feed = ScriptedJobFeed()
+    wakes: list[int | None] = []
+    with ActionsFace(feed, pat=PAT, poll_window=5.0) as face:
+        h = harness(face, feed, CapacityGate(10))
+        demand = StatisticsDemand(on_change=lambda: wakes.append(demand.current.queued_jobs))
+        h.listener.on_statistics = demand.observe_statistics
+
+        async def story() -> None:
+            task = await h.start()
+            feed.add_job(SCALE_SET)
+            assert await asyncio.to_thread(face.wait_until, lambda f: bool(f.acked()), 5)
+            await h.stop(task)
+
+        run(story())
+    assert wakes[0] == 0  # the session's statistics: nothing waiting
+    assert 1 in wakes  # the job message: one job available for this scale set
+    assert demand.current.source == "statistics" and demand.current.error is None

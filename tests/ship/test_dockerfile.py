@@ -84,6 +84,7 @@ def test_the_build_context_excludes_tests_and_local_state() -> None:
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
     assert allowed == {
         "pyproject.toml",
+        "requirements.lock",
         "README.md",
         "state_machine",
         "reconciler",

@@ -11,7 +11,14 @@ from listener.metrics import ARC_FAMILIES, CAPACITY_FAMILIES, main, render_metri
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-GUIDES = ("quickstart.md", "operations.md", "troubleshooting.md", "metrics.md")
+GUIDES = (
+    "quickstart.md",
+    "operations.md",
+    "troubleshooting.md",
+    "metrics.md",
+    "configuration.md",
+    "migrate-kubernetes-novolume.md",
+)
 
 
 def test_metrics_doc_is_up_to_date() -> None:

@@ -78,14 +78,17 @@ def test_json_lines_carry_level_logger_message_and_fields(
         extra={"fields": {"pair": "abcde-1", "from": "READY", "to": "PREEMPTED"}},
     )
     (entry,) = lines(stream)
-    assert entry["level"] == "info"
+    assert entry["level"] == "INFO"
     assert entry["logger"] == "tests.ship.logging"
+    assert entry["app"] == "ghalistener"
     assert entry["msg"] == "transition pair=abcde-1 READY->PREEMPTED"
     assert entry["pair"] == "abcde-1" and entry["to"] == "PREEMPTED"
-    assert str(entry["ts"]).endswith("+00:00")
+    assert str(entry["time"]).endswith("Z")
+    source = entry["source"]
+    assert isinstance(source, dict) and source["file"].endswith("test_logging.py")
 
 
-def test_text_format_is_one_line_with_key_values(registry: SecretRegistry) -> None:
+def test_text_format_is_one_logfmt_line_with_key_values(registry: SecretRegistry) -> None:
     stream = io.StringIO()
     handler = configure_logging("info", "text", stream=stream, registry=registry)
     try:
@@ -96,7 +99,8 @@ def test_text_format_is_one_line_with_key_values(registry: SecretRegistry) -> No
     finally:
         logging.getLogger().removeHandler(handler)
     (line,) = stream.getvalue().splitlines()
-    assert " INFO  reconciler.transitions transition " in line
+    assert " level=INFO source=" in line
+    assert " msg=transition app=ghalistener logger=reconciler.transitions " in line
     assert line.endswith('pair=abcde-1 reason="both pods Running"')
 
 

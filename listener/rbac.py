@@ -1,0 +1,204 @@
+"""``arc-capacity-listener rbac``: the extra RBAC of one scale set's listener, without hand edits.
+
+ARC names the listener ServiceAccount ``<AutoscalingRunnerSet>-<hash of its namespace>-listener``
+and creates it in the controller namespace, labelled ``actions.github.com/scale-set-name`` and
+``actions.github.com/scale-set-namespace``; a runner-group or URL change recreates it. This
+command finds it from the AutoscalingRunnerSet's name and namespace (by those labels, in any
+namespace or the one given) and prints the ClusterRole, ClusterRoleBinding, Role(s) and
+RoleBinding(s) of ``providers.kubernetes.permissions`` bound to it, as YAML for
+``kubectl apply -f -``; with ``--apply`` it creates or updates them itself.
+
+Exit codes: 0 done; 1 not found / not allowed / unreachable (one line on stderr); 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from providers.kubernetes.permissions import CLUSTER_RULES, NAMESPACED_RULES
+
+LABEL_NAME = "actions.github.com/scale-set-name"
+LABEL_NAMESPACE = "actions.github.com/scale-set-namespace"
+PART_OF = {"app.kubernetes.io/part-of": "arc-capacity-listener"}
+ROLE = "arc-capacity-listener"
+CLUSTER_ROLE = "arc-capacity-listener-read"
+
+
+class RbacError(Exception):
+    """One line for stderr: what was not found or not allowed, and where."""
+
+
+def find_listener_service_account(
+    core: k8s.CoreV1Api, scale_set: str, namespace: str, controller_namespace: str | None = None
+) -> tuple[str, str]:
+    """(namespace, name) of the listener ServiceAccount ARC made for this scale set."""
+    selector = f"{LABEL_NAME}={scale_set},{LABEL_NAMESPACE}={namespace}"
+    if controller_namespace:
+        found = core.list_namespaced_service_account(controller_namespace, label_selector=selector)
+    else:
+        found = core.list_service_account_for_all_namespaces(label_selector=selector)
+    listeners = [
+        (sa.metadata.namespace, sa.metadata.name)
+        for sa in found.items
+        if sa.metadata.name.startswith(f"{scale_set}-") and sa.metadata.name.endswith("-listener")
+    ]
+    where = f"namespace {controller_namespace}" if controller_namespace else "any namespace"
+    if not listeners:
+        raise RbacError(
+            f"no listener ServiceAccount for AutoscalingRunnerSet {namespace}/{scale_set} in "
+            f"{where} (looked for labels {selector}); is the scale set installed and its "
+            "listener created?"
+        )
+    if len(listeners) > 1:
+        names = ", ".join(f"{ns}/{n}" for ns, n in listeners)
+        raise RbacError(
+            f"several listener ServiceAccounts match ({names}); pass --controller-namespace"
+        )
+    return listeners[0]
+
+
+def bindings(
+    service_account: tuple[str, str],
+    scale_set: str,
+    namespaces: Sequence[str],
+) -> list[dict[str, Any]]:
+    """Pure: the objects to apply for this ServiceAccount (cluster ones first)."""
+    sa_namespace, sa_name = service_account
+    subject = [{"kind": "ServiceAccount", "name": sa_name, "namespace": sa_namespace}]
+    rbac = "rbac.authorization.k8s.io/v1"
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRole",
+            "metadata": {"name": CLUSTER_ROLE, "labels": dict(PART_OF)},
+            "rules": [rule.as_dict() for rule in CLUSTER_RULES],
+        },
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{CLUSTER_ROLE}-{sa_name}", "labels": dict(PART_OF)},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": CLUSTER_ROLE,
+            },
+            "subjects": subject,
+        },
+    ]
+    for namespace in dict.fromkeys(namespaces):
+        objects.append(
+            {
+                "apiVersion": rbac,
+                "kind": "Role",
+                "metadata": {"name": ROLE, "namespace": namespace, "labels": dict(PART_OF)},
+                "rules": [rule.as_dict() for rule in NAMESPACED_RULES],
+            }
+        )
+        objects.append(
+            {
+                "apiVersion": rbac,
+                "kind": "RoleBinding",
+                "metadata": {
+                    "name": f"{ROLE}-{scale_set}",
+                    "namespace": namespace,
+                    "labels": dict(PART_OF),
+                },
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ROLE},
+                "subjects": subject,
+            }
+        )
+    return objects
+
+
+def render(objects: Sequence[Mapping[str, Any]], service_account: tuple[str, str]) -> str:
+    header = (
+        f"# RBAC of arc-capacity-listener for ServiceAccount "
+        f"{service_account[0]}/{service_account[1]} (arc-capacity-listener rbac)\n"
+    )
+    return header + yaml.safe_dump_all(list(objects), sort_keys=False)
+
+
+def apply(api_client: k8s.ApiClient, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Create each object, or replace it when it exists; returns one line per object."""
+    api = k8s.RbacAuthorizationV1Api(api_client)
+    done = []
+    for obj in objects:
+        kind, meta = obj["kind"], obj["metadata"]
+        name, namespace = meta["name"], meta.get("namespace")
+        suffix = "namespaced_" if namespace else ""
+        snake = {
+            "ClusterRole": "cluster_role",
+            "ClusterRoleBinding": "cluster_role_binding",
+            "Role": "role",
+            "RoleBinding": "role_binding",
+        }[kind]
+        args = (namespace, obj) if namespace else (obj,)
+        try:
+            getattr(api, f"create_{suffix}{snake}")(*args)
+            done.append(f"{kind.lower()}/{name} created")
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            replace_args = (name, namespace, obj) if namespace else (name, obj)
+            getattr(api, f"replace_{suffix}{snake}")(*replace_args)
+            done.append(f"{kind.lower()}/{name} configured")
+    return done
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="arc-capacity-listener rbac",
+        description="Print (or apply) the RBAC of one scale set's capacity-aware listener.",
+    )
+    parser.add_argument("--scale-set", required=True, help="AutoscalingRunnerSet name")
+    parser.add_argument("--namespace", required=True, help="its namespace (the runners')")
+    parser.add_argument("--controller-namespace", help="where ARC runs the listener pods")
+    parser.add_argument(
+        "--placeholder-namespace", help="capacityAware.placeholderNamespace, if not the runners'"
+    )
+    parser.add_argument("--apply", action="store_true", help="create/update them now")
+    args = parser.parse_args(argv)
+    from listener.app import kubernetes_api_client
+
+    environ = dict(os.environ if env is None else env)
+    try:
+        api_client = kubernetes_api_client(environ)
+    except Exception as exc:  # kubeconfig missing or unreadable: one line, no traceback
+        print(f"arc-capacity-listener rbac: no Kubernetes credentials: {exc}", file=sys.stderr)
+        return 1
+    try:
+        with api_client:
+            sa = find_listener_service_account(
+                k8s.CoreV1Api(api_client), args.scale_set, args.namespace, args.controller_namespace
+            )
+            namespaces = [args.namespace, args.placeholder_namespace or args.namespace]
+            objects = bindings(sa, args.scale_set, namespaces)
+            if not args.apply:
+                sys.stdout.write(render(objects, sa))
+                return 0
+            for line in apply(api_client, objects):
+                print(line)
+            return 0
+    except RbacError as exc:
+        print(f"arc-capacity-listener rbac: {exc}", file=sys.stderr)
+    except ApiException as exc:
+        print(
+            f"arc-capacity-listener rbac: the API server answered HTTP {exc.status} {exc.reason}",
+            file=sys.stderr,
+        )
+    except (Urllib3Error, OSError) as exc:
+        host = api_client.configuration.host
+        print(
+            f"arc-capacity-listener rbac: cannot reach the Kubernetes API at {host}: {exc}",
+            file=sys.stderr,
+        )
+    return 1

@@ -1,0 +1,121 @@
+"""What the listener may do in Kubernetes, and a start-up check that it really may.
+
+:data:`CLUSTER_RULES` and :data:`NAMESPACED_RULES` are the permissions the listener needs on
+top of ARC's own listener Role (config/rbac.yaml holds the same rules; a test keeps them
+equal). :func:`missing_permissions` asks the API server with one SelfSubjectAccessReview per
+(verb, resource, namespace), the way ``kubectl auth can-i`` does, and returns what is denied.
+A connection failure raises :class:`CannotCheck` so it is never reported as missing RBAC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+
+
+#: Cluster-scoped reads (a ClusterRole): node state, the PriorityClass ladder, Karpenter.
+CLUSTER_RULES: tuple[Rule, ...] = (
+    Rule(("",), ("nodes",), ("list", "watch")),
+    Rule(("scheduling.k8s.io",), ("priorityclasses",), ("list", "watch")),
+    Rule(("karpenter.sh",), ("nodepools", "nodeclaims"), ("list", "watch")),
+)
+#: In the runner namespace (and the placeholder namespace, when it differs).
+NAMESPACED_RULES: tuple[Rule, ...] = (
+    Rule(("",), ("pods",), ("list", "watch", "create", "patch", "delete")),
+    Rule(
+        ("actions.github.com",),
+        ("ephemeralrunnersets", "ephemeralrunners", "autoscalingrunnersets"),
+        ("list", "watch"),
+    ),
+    # The owner election (providers/kubernetes/lease.py): one Lease per scale set.
+    Rule(("coordination.k8s.io",), ("leases",), ("get", "create", "update")),
+)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Permission:
+    verb: str
+    group: str
+    resource: str
+    #: None = cluster-wide.
+    namespace: str | None = None
+
+    def __str__(self) -> str:
+        where = f"in namespace {self.namespace}" if self.namespace else "cluster-wide"
+        return f"{self.verb} {self.group or 'core'}/{self.resource} {where}"
+
+
+class CannotCheck(Exception):
+    """The API server could not be asked: connection refused, TLS, timeout (said as such),
+    or the identity itself refused. Never reported as missing RBAC."""
+
+
+def required_permissions(namespaces: Iterable[str]) -> list[Permission]:
+    """Every (verb, resource, namespace) the listener needs, cluster rules first."""
+    needed = [
+        Permission(verb, group, resource)
+        for rule in CLUSTER_RULES
+        for group in rule.api_groups
+        for resource in rule.resources
+        for verb in rule.verbs
+    ]
+    for namespace in dict.fromkeys(namespaces):  # ordered, no duplicates
+        needed += [
+            Permission(verb, group, resource, namespace)
+            for rule in NAMESPACED_RULES
+            for group in rule.api_groups
+            for resource in rule.resources
+            for verb in rule.verbs
+        ]
+    return needed
+
+
+def missing_permissions(
+    api_client: k8s.ApiClient, needed: Sequence[Permission], *, timeout: float = 10.0
+) -> list[Permission]:
+    """The permissions of ``needed`` that the API server denies to this process's identity."""
+    authz = k8s.AuthorizationV1Api(api_client)
+    missing = []
+    for permission in needed:
+        review = k8s.V1SelfSubjectAccessReview(
+            spec=k8s.V1SelfSubjectAccessReviewSpec(
+                resource_attributes=k8s.V1ResourceAttributes(
+                    verb=permission.verb,
+                    group=permission.group,
+                    resource=permission.resource,
+                    namespace=permission.namespace,
+                )
+            )
+        )
+        try:
+            answer = authz.create_self_subject_access_review(review, _request_timeout=timeout)
+        except ApiException as exc:
+            if exc.status in (401, 403):  # cannot even ask: an identity problem, say so
+                raise CannotCheck(
+                    f"the API server refused the access review (HTTP {exc.status} {exc.reason})"
+                ) from None
+            raise CannotCheck(f"access review failed: HTTP {exc.status} {exc.reason}") from None
+        except (Urllib3Error, OSError) as exc:
+            host = api_client.configuration.host
+            raise CannotCheck(f"cannot reach the Kubernetes API at {host}: {exc}") from None
+        if not (answer.status and answer.status.allowed):
+            missing.append(permission)
+    return missing

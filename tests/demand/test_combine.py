@@ -1,0 +1,86 @@
+"""Several demand sources as one: the first that answers, or the largest; the floor only when
+all fail. Also the ``capacityAware.demand`` settings block."""
+
+from __future__ import annotations
+
+import pytest
+
+from providers.demand import FailureMode
+from providers.demand.combine import Combine, CombinedDemand, combine
+from providers.demand.statistics import StatisticsDemand
+from reconciler.settings import SettingsError, parse_capacity_aware
+from reconciler.snapshot import Demand
+
+HUD_DOWN = Demand(queued_jobs=None, error="HUD http error: 503", source="hud")
+HUD_UP = Demand(queued_jobs=9, source="hud")
+STATS = Demand(queued_jobs=4, source="statistics")
+
+
+def test_first_takes_the_preferred_source_while_it_answers() -> None:
+    assert combine([HUD_UP, STATS], Combine.FIRST) == HUD_UP
+
+
+def test_first_falls_back_to_the_next_source_when_the_preferred_one_fails() -> None:
+    assert combine([HUD_DOWN, STATS], Combine.FIRST) == STATS
+
+
+def test_max_takes_the_largest_answer() -> None:
+    assert combine([STATS, HUD_UP], Combine.MAX) == HUD_UP
+
+
+def test_all_failing_is_a_failure_naming_every_source_so_decide_uses_the_floor() -> None:
+    stats_down = Demand(queued_jobs=None, error="no statistics received yet", source="statistics")
+    result = combine([HUD_DOWN, stats_down], Combine.MAX)
+    assert result.queued_jobs is None
+    assert result.error == "hud: HUD http error: 503; statistics: no statistics received yet"
+
+
+def test_a_source_not_started_yet_counts_as_failing() -> None:
+    combined = CombinedDemand(["github", "statistics"])
+    stats = StatisticsDemand()
+    combined.attach(stats)
+    assert combined.current.error == "github: not started; statistics: no statistics received yet"
+    stats.observe(3)
+    assert combined.current == Demand(queued_jobs=3, source="statistics")
+    assert combined.failure_mode is FailureMode.OPEN_TO_FLOOR
+
+
+def test_attaching_a_source_that_was_not_configured_is_refused() -> None:
+    with pytest.raises(ValueError, match="'hud' is not one of"):
+        CombinedDemand(["statistics"]).attach(_Named("hud"))
+
+
+class _Named:
+    failure_mode = FailureMode.OPEN_TO_FLOOR
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def current(self) -> Demand:
+        return Demand()
+
+
+class TestSettings:
+    def test_default_is_the_statistics_source_alone(self) -> None:
+        settings = parse_capacity_aware({}, where="t")
+        assert settings.demand.resolved_sources(settings.hud.url) == ("statistics",)
+
+    def test_with_a_hud_url_hud_is_preferred_and_statistics_is_the_fallback(self) -> None:
+        settings = parse_capacity_aware({"hud": {"url": "http://hud"}}, where="t")
+        assert settings.demand.resolved_sources(settings.hud.url) == ("hud", "statistics")
+
+    @pytest.mark.parametrize(
+        ("block", "message"),
+        [
+            ({"demand": {"sources": ["hud"]}}, "demand.sources has 'hud' but hud.url is not set"),
+            ({"demand": {"sources": ["http"]}}, "demand.http.url is not set"),
+            ({"demand": {"sources": ["statistics", "statistics"]}}, "lists a source twice"),
+            ({"demand": {"sources": ["queue"]}}, "capacityAware.demand.sources.0: got 'queue'"),
+            ({"demand": {"github": {"repositories": ["octo"]}}}, "'octo' is not 'owner/repo'"),
+            ({"demand": {"combine": "sum"}}, "capacityAware.demand.combine: got 'sum'"),
+        ],
+    )
+    def test_bad_blocks_are_one_clear_error(self, block: dict[str, object], message: str) -> None:
+        with pytest.raises(SettingsError, match=message.replace(".", r"\.").replace("(", r"\(")):
+            parse_capacity_aware(block, where="t")

@@ -1,0 +1,81 @@
+"""`arc-capacity-listener values`: the overlay keeps the scale set's own values (Helm replaces
+lists under --reuse-values, so our lists carry the user's entries too)."""
+
+from __future__ import annotations
+
+from listener.values import GRACE_SECONDS, overlay
+
+CURRENT = {
+    "githubConfigUrl": "https://github.com/acme",
+    "containerMode": {"type": "kubernetes-novolume"},
+    "template": {
+        "spec": {
+            "nodeSelector": {"pool": "ci"},
+            "volumes": [{"name": "cache", "emptyDir": {}}],
+            "containers": [
+                {
+                    "name": "runner",
+                    "image": "acme/runner:2.330",
+                    "env": [{"name": "RUNNER_DEBUG", "value": "1"}],
+                    "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
+                },
+                {"name": "sidecar", "image": "acme/sidecar:1"},
+            ],
+        }
+    },
+}
+
+
+def render(current: dict[str, object]) -> tuple[dict[str, object], list[str]]:
+    return overlay(
+        current,
+        image="reg/acl:1",
+        configmap="arc-runners-capacity-aware",
+        hook_configmap="arc-runners-hook-template",
+    )
+
+
+def test_the_users_runner_container_and_volumes_are_kept() -> None:
+    result, warnings = render(CURRENT)
+    spec = result["template"]["spec"]  # type: ignore[index]
+    runner, sidecar = spec["containers"]
+    assert runner["image"] == "acme/runner:2.330"
+    assert runner["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}}
+    assert [e["name"] for e in runner["env"]] == [
+        "RUNNER_DEBUG",
+        "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE",
+    ]
+    assert sidecar == {"name": "sidecar", "image": "acme/sidecar:1"}
+    assert [v["name"] for v in spec["volumes"]] == ["cache", "hook-template"]
+    assert spec["nodeSelector"] == {"pool": "ci"} and spec["priorityClassName"] == "arc-runner"
+    assert warnings == []
+
+
+def test_the_listener_keeps_a_60s_grace_period_and_gets_the_config_mount() -> None:
+    result, _ = render(CURRENT)
+    spec = result["listenerTemplate"]["spec"]  # type: ignore[index]
+    assert spec["terminationGracePeriodSeconds"] == GRACE_SECONDS == 60
+    (listener,) = spec["containers"]
+    assert listener["name"] == "listener" and listener["image"] == "reg/acl:1"
+    assert listener["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert {"name": "capacity-aware", "configMap": {"name": "arc-runners-capacity-aware"}} in spec[
+        "volumes"
+    ]
+
+
+def test_rendering_twice_changes_nothing() -> None:
+    once, _ = render(CURRENT)
+    twice, _ = render({**CURRENT, **once})
+    assert twice == once
+
+
+def test_a_non_novolume_mode_is_a_warning_pointing_to_the_migration() -> None:
+    _, warnings = render({**CURRENT, "containerMode": {"type": "kubernetes"}})
+    assert any("docs/migrate-kubernetes-novolume.md" in w for w in warnings)
+
+
+def test_values_without_a_runner_container_get_the_charts_default_one() -> None:
+    result, warnings = render({"containerMode": {"type": "kubernetes-novolume"}})
+    (runner,) = result["template"]["spec"]["containers"]  # type: ignore[index]
+    assert runner["image"] == "ghcr.io/actions/actions-runner:latest"
+    assert any("no resource requests" in w for w in warnings)
