@@ -147,7 +147,8 @@ def test_a_busy_morning_is_deterministic_and_accounting_stays_exact() -> None:
         logs.append(list(w.log.lines()))
         stats = w.cluster.stats()
         assert stats.nodes_launched > 0 and stats.preemptions > 0
-        assert stats.nodeclaims_failed > 0  # the m5.large ICE window was hit
+        # The m5.large ICE window was hit; the fleet fell back to another override each time.
+        assert w.cluster.lifecycle.fleet_errors > 0
         assert w.events("node_removed")
     assert logs[0] == logs[1]
     other = busy_world(seed=6)
