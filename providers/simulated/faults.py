@@ -105,35 +105,45 @@ def _info(meaning: str, shape: Literal["instant", "window"], *params: str) -> Ki
 K = FaultKind
 KIND_INFO: dict[FaultKind, KindInfo] = {
     K.K8S_5XX: _info("Kubernetes API answers 5xx", "window", "status", "ratio"),
-    K.K8S_429: _info("Kubernetes API throttles (429 + Retry-After)", "window", "retry_after",
-                     "ratio"),
-    K.K8S_TIMEOUT: _info("Kubernetes API holds requests without answering", "window", "hold",
-                         "ratio"),
-    K.K8S_WATCH_DROP: _info("open watch streams are cut (every `every` s)", "window", "every",
-                            "hold"),
+    K.K8S_429: _info(
+        "Kubernetes API throttles (429 + Retry-After)", "window", "retry_after", "ratio"
+    ),
+    K.K8S_TIMEOUT: _info(
+        "Kubernetes API holds requests without answering", "window", "hold", "ratio"
+    ),
+    K.K8S_WATCH_DROP: _info(
+        "open watch streams are cut (every `every` s)", "window", "every", "hold"
+    ),
     K.K8S_GONE: _info("watch history compacted: resuming answers 410 Gone", "instant"),
     K.K8S_SLOW: _info("Kubernetes API answers slowly", "window", "delay"),
     K.ACTIONS_5XX: _info("Actions service answers 5xx", "instant", "status", "route", "times"),
-    K.ACTIONS_429: _info("Actions service throttles (429 + Retry-After)", "instant",
-                         "retry_after", "route", "times"),
+    K.ACTIONS_429: _info(
+        "Actions service throttles (429 + Retry-After)", "instant", "retry_after", "route", "times"
+    ),
     K.ACTIONS_401: _info("Actions tokens expire (401)", "instant", "which"),
     K.ACTIONS_409: _info("another session holds the scale set (409)", "window"),
     K.ACTIONS_EMPTY_200: _info("GetMessage answers 200 with an empty body", "instant", "times"),
-    K.ACTIONS_MALFORMED: _info("Actions answers 200 with a body that is not JSON", "instant",
-                               "route", "times"),
-    K.ACTIONS_RESET: _info("connection reset in the middle of the long poll", "instant",
-                           "route", "times"),
+    K.ACTIONS_MALFORMED: _info(
+        "Actions answers 200 with a body that is not JSON", "instant", "route", "times"
+    ),
+    K.ACTIONS_RESET: _info(
+        "connection reset in the middle of the long poll", "instant", "route", "times"
+    ),
     K.HUD_DOWN: _info("HUD answers an error status", "window", "status"),
     K.HUD_SLOW: _info("HUD answers after a delay", "window", "delay"),
     K.HUD_MALFORMED: _info("HUD answers something that is not rows", "window", "shape"),
     K.HUD_ABSURD: _info("HUD answers absurd counts (negative, 10^9)", "window", "value"),
     K.NODE_LOSS: _info("nodes hosting placeholders vanish", "instant", "count"),
-    K.PLACEHOLDER_DELETED: _info("placeholder pods deleted behind the listener's back",
-                                 "instant", "count"),
-    K.CONSOLIDATION: _info("Karpenter consolidates nodes hosting placeholders", "instant",
-                           "count"),
-    K.LISTENER_CRASH: _info("the listener process dies mid-reconcile and restarts", "instant",
-                            "restart_after", "after_writes"),
+    K.PLACEHOLDER_DELETED: _info(
+        "placeholder pods deleted behind the listener's back", "instant", "count"
+    ),
+    K.CONSOLIDATION: _info("Karpenter consolidates nodes hosting placeholders", "instant", "count"),
+    K.LISTENER_CRASH: _info(
+        "the listener process dies mid-reconcile and restarts",
+        "instant",
+        "restart_after",
+        "after_writes",
+    ),
     K.SECOND_LISTENER: _info("a second listener runs for the same scale set", "window"),
     K.CLOCK_JUMP: _info("the listener's clock jumps (forward or back)", "instant", "seconds"),
 }
@@ -276,8 +286,9 @@ def parse_fault_plan(data: Any, *, where: str) -> FaultPlan:
         return FaultPlan()
     if isinstance(data, Mapping):
         if "faults" not in data:
-            raise FaultPlanError(f"{where}: no 'faults' key (expected faults: [{{kind, start, "
-                                 "end, params}, ...]])")
+            raise FaultPlanError(
+                f"{where}: no 'faults' key (expected faults: [{{kind, start, end, params}}, ...]])"
+            )
         data = data["faults"]
     if data is None:
         return FaultPlan()
@@ -335,8 +346,9 @@ class FaultScheduler:
     at ``end`` (window faults with an end). Faults of a kind without a handler are recorded
     in :attr:`skipped` (so a report can say what was not applied, never silently)."""
 
-    def __init__(self, loop: EventLoop, plan: FaultPlan,
-                 handlers: Mapping[FaultKind, FaultHandler]) -> None:
+    def __init__(
+        self, loop: EventLoop, plan: FaultPlan, handlers: Mapping[FaultKind, FaultHandler]
+    ) -> None:
         self.loop = loop
         self.plan = plan
         self.handlers = dict(handlers)
@@ -362,8 +374,9 @@ class FaultScheduler:
 class Hook:
     """A :class:`FaultHandler` from two callables (``end`` optional)."""
 
-    def __init__(self, start: Callable[[Fault], None],
-                 end: Callable[[Fault], None] | None = None) -> None:
+    def __init__(
+        self, start: Callable[[Fault], None], end: Callable[[Fault], None] | None = None
+    ) -> None:
         self._start = start
         self._end = end
 
@@ -564,7 +577,8 @@ class DemandFaults:
 
 def placeholder_pods(store: ObjectStore, scale_set: str) -> list[Obj]:
     return [
-        p for p in store.list("Pod")
+        p
+        for p in store.list("Pod")
         if (p["metadata"].get("labels") or {}).get(L.LABEL_SCALE_SET) == scale_set
     ]
 
@@ -574,8 +588,9 @@ def _placeholder_nodes(store: ObjectStore, scale_set: str) -> list[str]:
     return sorted(n for n in nodes if n)
 
 
-def lose_placeholder_nodes(cluster: Any, store: ObjectStore, rng: random.Random,
-                           scale_set: str, count: int) -> list[str]:
+def lose_placeholder_nodes(
+    cluster: Any, store: ObjectStore, rng: random.Random, scale_set: str, count: int
+) -> list[str]:
     """``count`` nodes hosting this scale set's placeholders vanish (their pods with them)."""
     nodes = _placeholder_nodes(store, scale_set)
     chosen = rng.sample(nodes, min(count, len(nodes)))
@@ -584,11 +599,13 @@ def lose_placeholder_nodes(cluster: Any, store: ObjectStore, rng: random.Random,
     return chosen
 
 
-def delete_placeholders(store: ObjectStore, rng: random.Random, scale_set: str,
-                        count: int) -> list[str]:
+def delete_placeholders(
+    store: ObjectStore, rng: random.Random, scale_set: str, count: int
+) -> list[str]:
     """Someone (a human, a policy engine) deletes ``count`` placeholder pods directly."""
-    pods = [p for p in placeholder_pods(store, scale_set)
-            if not p["metadata"].get("deletionTimestamp")]
+    pods = [
+        p for p in placeholder_pods(store, scale_set) if not p["metadata"].get("deletionTimestamp")
+    ]
     chosen = rng.sample(pods, min(count, len(pods)))
     names = []
     for pod in chosen:
@@ -599,8 +616,9 @@ def delete_placeholders(store: ObjectStore, rng: random.Random, scale_set: str,
     return names
 
 
-def consolidate_placeholder_nodes(cluster: Any, store: ObjectStore, rng: random.Random,
-                                  scale_set: str, count: int) -> list[str]:
+def consolidate_placeholder_nodes(
+    cluster: Any, store: ObjectStore, rng: random.Random, scale_set: str, count: int
+) -> list[str]:
     """Karpenter disrupts ``count`` Karpenter nodes hosting placeholders: disrupted taint, then
     eviction of every pod through the eviction API (DisruptionTarget, graceful delete).
 
@@ -855,20 +873,23 @@ class WorldChaos:
 
     def _node_loss(self, fault: Fault) -> None:
         for driver, handle in self._each():
-            lost = lose_placeholder_nodes(handle.cluster, handle.store, self.rng,
-                                          driver.target.ers_name, fault.params.count)
+            lost = lose_placeholder_nodes(
+                handle.cluster, handle.store, self.rng, driver.target.ers_name, fault.params.count
+            )
             self._note(fault, f"lost nodes {lost}")
 
     def _delete_placeholders(self, fault: Fault) -> None:
         for driver, handle in self._each():
-            gone = delete_placeholders(handle.store, self.rng, driver.target.ers_name,
-                                       fault.params.count)
+            gone = delete_placeholders(
+                handle.store, self.rng, driver.target.ers_name, fault.params.count
+            )
             self._note(fault, f"deleted {gone}")
 
     def _consolidate(self, fault: Fault) -> None:
         for driver, handle in self._each():
-            nodes = consolidate_placeholder_nodes(handle.cluster, handle.store, self.rng,
-                                                  driver.target.ers_name, fault.params.count)
+            nodes = consolidate_placeholder_nodes(
+                handle.cluster, handle.store, self.rng, driver.target.ers_name, fault.params.count
+            )
             self._note(fault, f"consolidated {nodes}")
 
     def _freeze(self, fault: Fault) -> None:
@@ -928,8 +949,13 @@ class WorldChaos:
     def _died(self, driver: Any, index: int, fault: Fault | None) -> None:
         self.record.crashes += 1
         loop = self.world.loop
-        self.record.events.append((loop.now() - loop.start, fault.label() if fault else "?",
-                                   f"died in a step of instance {driver.instance}"))
+        self.record.events.append(
+            (
+                loop.now() - loop.start,
+                fault.label() if fault else "?",
+                f"died in a step of instance {driver.instance}",
+            )
+        )
         # The process is gone and its long poll with it; modelled as the service holding 0
         # for this scale set until the new pod's first poll (which sends 0 until its first
         # step confirms capacity: CapacityGate(initial=0)). Through the sink, so the
@@ -963,7 +989,10 @@ class WorldChaos:
         old_builder = driver.builder
         ers = driver.ctx.arc.ers()
         builder = PlaceholderPodBuilder(
-            driver.settings, ers, instance=instance, namespace=driver.namespace,
+            driver.settings,
+            ers,
+            instance=instance,
+            namespace=driver.namespace,
             owner=ers if driver.namespace == driver.ctx.spec.namespace else None,
             workflow_pod_spec=driver.ctx.spec.workflow_pod_spec(),
         )
@@ -974,15 +1003,21 @@ class WorldChaos:
         clock = self.clocks[index]
         driver.builder, driver.writer, driver.instance = builder, writer, instance
         driver.reconciler = Reconciler(
-            driver.config, clock=clock,
-            subscribers=[PlaceholderSubscriber(kill, namespace=driver.namespace, clock=clock,
-                                               config=driver.config)],
-            sink=driver.sink, instance=instance,
+            driver.config,
+            clock=clock,
+            subscribers=[
+                PlaceholderSubscriber(
+                    kill, namespace=driver.namespace, clock=clock, config=driver.config
+                )
+            ],
+            sink=driver.sink,
+            instance=instance,
         )
         self._step_paused(driver, False)
         driver.trigger()
-        self.record.events.append((loop_elapsed(self.world.loop), "restart",
-                                   f"instance {instance} started"))
+        self.record.events.append(
+            (loop_elapsed(self.world.loop), "restart", f"instance {instance} started")
+        )
         for callback in self.on_restart:
             callback(driver)
 
@@ -998,18 +1033,32 @@ class WorldChaos:
             instance = "".join(self.rng.choice("abcdefghij0123456789") for _ in range(5))
             ers = driver.ctx.arc.ers()
             builder = PlaceholderPodBuilder(
-                driver.settings, ers, instance=instance, namespace=driver.namespace,
+                driver.settings,
+                ers,
+                instance=instance,
+                namespace=driver.namespace,
                 owner=ers if driver.namespace == driver.ctx.spec.namespace else None,
                 workflow_pod_spec=driver.ctx.spec.workflow_pod_spec(),
             )
             writer = StorePlaceholderWriter(driver.ctx.store, builder)
-            second = _SecondListener(driver, Reconciler(
-                driver.config, clock=self.world.loop,
-                subscribers=[PlaceholderSubscriber(writer, namespace=driver.namespace,
-                                                   clock=self.world.loop,
-                                                   config=driver.config)],
-                sink=None, instance=instance,
-            ), interval=driver.settings.recalculate_interval)
+            second = _SecondListener(
+                driver,
+                Reconciler(
+                    driver.config,
+                    clock=self.world.loop,
+                    subscribers=[
+                        PlaceholderSubscriber(
+                            writer,
+                            namespace=driver.namespace,
+                            clock=self.world.loop,
+                            config=driver.config,
+                        )
+                    ],
+                    sink=None,
+                    instance=instance,
+                ),
+                interval=driver.settings.recalculate_interval,
+            )
             self.seconds.append(second)
             second.start()
         self._note(fault, f"{len(self.drivers)} second listener(s) started")
@@ -1017,9 +1066,12 @@ class WorldChaos:
     def _second_end(self, fault: Fault) -> None:
         for second in self.seconds:
             second.stop()
-            self._note(fault, f"second listener exited after {second.steps} steps "
-                              f"({second.errors} failed), holding {len(second.reconciler.store)} "
-                              "pairs")
+            self._note(
+                fault,
+                f"second listener exited after {second.steps} steps "
+                f"({second.errors} failed), holding {len(second.reconciler.store)} "
+                "pairs",
+            )
         self.seconds = []
 
 
@@ -1062,8 +1114,9 @@ class _SecondListener:
         from providers.kubernetes.translate import build_snapshot
 
         loop = self.driver.ctx.loop
-        snapshot = build_snapshot(self.driver.source, self.driver.target, now=loop.now(),
-                                  demand=self.driver.demand)
+        snapshot = build_snapshot(
+            self.driver.source, self.driver.target, now=loop.now(), demand=self.driver.demand
+        )
         try:
             self.reconciler.step(snapshot)
         except Exception:  # like the production loop: logged, retried next interval

@@ -231,9 +231,10 @@ class ObjectStore:
         with self.lock:
             meta = obj["metadata"]
             current = self.get(obj["kind"], meta.get("namespace"), meta["name"])
-            if resource_version is not None and resource_version != current["metadata"][
-                "resourceVersion"
-            ]:
+            if (
+                resource_version is not None
+                and resource_version != current["metadata"]["resourceVersion"]
+            ):
                 raise Conflict(f'{obj["kind"]} "{meta["name"]}": the object has been modified')
             for keep in ("uid", "creationTimestamp", "deletionTimestamp"):
                 if keep in current["metadata"]:
@@ -259,8 +260,8 @@ class ObjectStore:
             meta = obj["metadata"]
             if uid is not None and meta["uid"] != uid:
                 raise Conflict(
-                    f'Precondition failed: UID in precondition: {uid}, UID in object meta: '
-                    f'{meta["uid"]}'
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                    f"{meta['uid']}"
                 )
             self.writes["delete"] += 1
             grace = self._graceful(obj, grace_period_seconds)
@@ -295,9 +296,7 @@ class ObjectStore:
             if resource_version < self._oldest_rv:
                 raise Gone(f"too old resource version: {resource_version} ({self._oldest_rv})")
             return [
-                e
-                for e in self._history
-                if e.resource_version > resource_version and e.kind == kind
+                e for e in self._history if e.resource_version > resource_version and e.kind == kind
             ]
 
     def compact(self) -> None:

@@ -25,6 +25,7 @@ from providers.kubernetes.labels import (
     ANNOTATION_DO_NOT_DISRUPT,
     LABEL_NODEPOOL,
 )
+from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.matching import (
     Placement,
@@ -32,7 +33,6 @@ from providers.simulated.cluster.matching import (
     compile_placement,
     compile_taints,
 )
-from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.pods import (
     container_reason,
     default_category,

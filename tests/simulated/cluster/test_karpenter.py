@@ -223,9 +223,9 @@ def test_a_claim_whose_every_override_is_out_of_capacity_is_deleted_with_an_even
         (3.0, name, ["small/us-east-1a/on-demand"])
     ]
     events = [e for e in w.store.list("Event") if e["reason"] == "InsufficientCapacityError"]
-    assert [(e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events] == [
-        ("Warning", "NodeClaim", name)
-    ]
+    assert [
+        (e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events
+    ] == [("Warning", "NodeClaim", name)]
     assert events[0]["message"].startswith(f"NodeClaim {name} event: ")
     assert not any(c.get("reason") == "InsufficientCapacityError" for c in conditions)
     assert w.store.get("NodeClaim", None, name)["metadata"].get("deletionTimestamp")
