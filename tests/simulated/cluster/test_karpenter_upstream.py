@@ -12,6 +12,7 @@ it provisions for, written from kubernetes-sigs/karpenter:
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from providers.simulated.cluster import ClusterSpec, Latencies, NodePoolSpec
@@ -83,7 +84,7 @@ def test_a_stream_of_waiting_pods_holds_the_window_open_to_its_ten_second_maximu
     w.run(45)
     assert batches[:4] == [1.0, 2.5, 4.0, 5.5]  # before any requeue: 1 s idle closes them
     late = [t for t in batches if t >= 15]
-    gaps = [b - a for a, b in zip(late, late[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(late)]
     assert gaps and all(g >= 10.0 for g in gaps), batches
 
 
