@@ -31,6 +31,9 @@ def test_a_non_positive_timeout_is_refused() -> None:
         poll_schedule(0)
 
 
+FIVE_MIN = {"median": "5m"}
+
+
 def job_times(world: World) -> list[tuple[float, float, float]]:
     """(workflow pod created, pod Running, job_running) per job, from the event log."""
     created = {e["job"]: e for e in events(world, "pod_created") if e["role"] == "workflow"}
