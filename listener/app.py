@@ -54,6 +54,7 @@ from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, t
 from providers.kubernetes.cache import KubeCache, default_targets
 from providers.kubernetes.checks import Severity, run_startup_checks
 from providers.kubernetes.labels import LABEL_SCALE_SET
+from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
@@ -261,6 +262,8 @@ class ListenerApp:
         builder = self._check_and_build(cache, target, placeholder_ns)
         writer = KubernetesPlaceholderWriter(api_client, builder, cache=cache)
         self.writer = writer
+        # Launch ramp inputs: NodePool headroom + packing (refreshed), NodeClaim launch rate.
+        placement = PlacementBounds(cache, target, builder)
         reconciler_config = capacity.reconciler_config(config.ephemeral_runner_set_name)
         metrics_subscriber = MetricsSubscriber(self.metrics)
         reconciler = Reconciler(
@@ -287,7 +290,11 @@ class ListenerApp:
             nonlocal failing_closed
             if not cache.has_synced:
                 return None
-            snap = build_snapshot(cache, target, now=self.clock.now(), demand=self._demand())
+            now = self.clock.now()
+            fit, launches = placement(now)
+            snap = build_snapshot(
+                cache, target, now=now, demand=self._demand(), fit=fit, launches=launches
+            )
             # A live maxRunners (ARS) change moves the header and the scaler's clamp together.
             listener.set_live_max_runners(snap.max_runners)
             stale = cache.stale_for()

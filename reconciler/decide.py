@@ -14,8 +14,9 @@ Steps, in order (each is one function below):
 5. ``resize``             desired = clamp(proactive + queued jobs, 0, maxRunners - live real
                           runners); create QUEUED pairs up to it, or scale down in the order
                           QUEUED, REQUESTED/PARTIAL, READY (newest first within each group).
-6. ``launch``             QUEUED -> REQUESTED, oldest first, bounded by the burst cap (pairs in
-                          flight), the per-step cap and the fit estimate.
+6. ``launch``             QUEUED -> REQUESTED, oldest first, bounded by the ramp
+                          (``launch_budget``: node-launch rate in node-sized groups, NodePool
+                          headroom, safety caps).
 7. ``renew_leases``       RenewLease for pods of pairs we keep whose lease is past half-life.
 
 Decisions accumulate in a :class:`Decision`; nothing is applied here.
@@ -23,6 +24,7 @@ Decisions accumulate in a :class:`Decision`; nothing is applied here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass, field
 
@@ -59,6 +61,8 @@ class Decision:
     commands: list[Command] = field(default_factory=list)
     #: The state each pair will be in once ``changes`` apply (pairs deleted are dropped).
     states: dict[str, PairState] = field(default_factory=dict)
+    #: Why QUEUED pairs were left waiting this step (see :class:`LaunchBudget`), or None.
+    launch_limited_by: str | None = None
 
     def move(self, record: PairRecord, target: PairState, reason: str) -> None:
         self.changes.append(Move(record.pair_id, target, Kind.ACTIVE, reason))
@@ -199,22 +203,55 @@ def _records_in(inp: DecideInput, *states: PairState) -> Iterator[PairRecord]:
 def desired_pairs(snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
     """clamp(proactiveCapacity + queued jobs, 0, maxRunners - live real runners)."""
     queued = snapshot.demand.queued_jobs
-    if queued is None:  # HUD failed: fail open to the configured floor, never 0 or unlimited
+    if queued is None:  # every source failed: fail open to the configured floor, never 0
         queued = config.hud_fallback_queued_jobs
+    return max(0, min(config.proactive_capacity + max(0, queued), _headroom(snapshot)))
+
+
+def _headroom(snapshot: ClusterSnapshot) -> int:
+    """maxRunners minus live real runners: pairs beyond it could never be handed a job."""
     live_runners = sum(1 for p in snapshot.runner_pods if p.alive)
-    headroom = max(0, snapshot.max_runners - live_runners)
-    return max(0, min(config.proactive_capacity + max(0, queued), headroom))
+    return max(0, snapshot.max_runners - live_runners)
+
+
+def group_size(snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
+    """Pairs one new node of the best-fitting allowed type holds (1 without an estimate)."""
+    if config.launch_group_size is not None:
+        return config.launch_group_size
+    return max(1, snapshot.fit.pairs_per_node) if snapshot.fit is not None else 1
+
+
+def packed_target(want: int, live: int, snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
+    """Round the pairs that need *new* nodes up to whole node-sized groups.
+
+    A lone pair makes Karpenter pick the smallest type that fits it; under a NodePool vCPU
+    limit, small nodes hold fewer slots (and cost more per slot). The rounding never passes
+    maxRunners headroom, and applies only while jobs are queued: the warm pool alone
+    (``proactiveCapacity``) is kept exactly as configured, and scale to zero stays zero.
+    """
+    group = group_size(snapshot, config)
+    free_slots = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0
+    needing_nodes = want - live - free_slots
+    if not snapshot.demand.queued_jobs or group <= 1 or needing_nodes <= 0:
+        return want
+    return min(_headroom(snapshot), want + (-needing_nodes) % group)
 
 
 def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     want = desired_pairs(inp.snapshot, inp.config)
     live = decision.in_states(*LIVE)
-    if len(live) < want:
+    target = packed_target(want, len(live), inp.snapshot, inp.config)
+    if len(live) < target:
         taken = inp.snapshot.placeholders.keys() | decision.states.keys()
-        for _ in range(want - len(live)):
+        for _ in range(target - len(live)):
             decision.add(_fresh_id(ids, taken), f"desired {want} pairs, have {len(live)}")
         return
-    excess = len(live) - want
+    # Keep a partly used node's worth of extra pairs (the rounding above made them) instead
+    # of flapping them away; never beyond maxRunners headroom, never when nothing is wanted.
+    keep = want
+    if inp.snapshot.demand.queued_jobs:
+        keep = min(_headroom(inp.snapshot), want + group_size(inp.snapshot, inp.config) - 1)
+    excess = len(live) - max(want, keep)
     if excess <= 0:
         return
     for group in ((S.QUEUED,), (S.REQUESTED, S.PARTIAL), (S.READY,)):
@@ -242,19 +279,67 @@ def _fresh_id(ids: Iterator[str], taken: Set[str]) -> str:
 
 
 def launch(inp: DecideInput, decision: Decision) -> None:
-    in_flight = len(decision.in_states(*IN_FLIGHT))
-    slots = min(
-        inp.config.max_requests_per_step,
-        inp.config.max_pairs_in_flight - in_flight,
-    )
-    if inp.snapshot.fit is not None:
-        slots = min(slots, inp.snapshot.fit.new_pairs)
-    if slots <= 0:
-        return
     queued = decision.in_states(S.QUEUED)  # insertion order: existing (oldest) first, then new
-    for pair_id in queued[:slots]:
+    if not queued:
+        return
+    budget = launch_budget(inp, len(decision.in_states(*IN_FLIGHT)), _unbound_in_flight(inp))
+    decision.launch_limited_by = budget.limited_by if budget.pairs < len(queued) else None
+    for pair_id in queued[: budget.pairs]:
         decision.changes.append(Move(pair_id, S.REQUESTED, Kind.ACTIVE, "launch slot free"))
         decision.states[pair_id] = S.REQUESTED
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchBudget:
+    pairs: int
+    #: The tightest bound: "ramp" (node-launch rate), "nodepool" (fit estimate),
+    #: "in-flight cap" or "per-step cap".
+    limited_by: str
+
+
+def launch_budget(inp: DecideInput, in_flight: int, unbound_in_flight: int) -> LaunchBudget:
+    """How many QUEUED pairs may be requested now: the ramp (DESIGN §10).
+
+    1. Safety valves: ``maxPairsInFlight`` minus pairs in flight, ``maxRequestsPerStep``.
+    2. NodePool headroom: the fit estimate's new pairs (free allocatable + pool limits).
+    3. Node-launch rate: pairs that fit free allocatable need no node; the rest come in
+       node-sized groups, one new node each, and nodes may be added at ``nodeLaunchRate`` per
+       minute minus the NodeClaims created in the last minute minus the nodes our pending,
+       not-yet-covered pairs will still cause. Groups are whole, so Karpenter packs a node.
+    maxRunners headroom already bounds how many pairs exist (``desired_pairs``).
+    """
+    config, fit, launches = inp.config, inp.snapshot.fit, inp.snapshot.launches
+    bounds = [
+        (config.max_pairs_in_flight - in_flight, "in-flight cap"),
+        (config.max_requests_per_step, "per-step cap"),
+    ]
+    if fit is not None:
+        bounds.append((fit.new_pairs, "nodepool"))
+    if fit is not None and launches is not None:
+        group = config.launch_group_size or max(1, fit.pairs_per_node)
+        uncovered = max(0, unbound_in_flight - group * launches.launching)
+        nodes = (
+            math.floor(config.node_launch_rate)
+            - launches.launched_last_minute
+            - math.ceil(uncovered / group)
+        )
+        # Pending pairs will take free allocatable before new pairs do.
+        on_existing = max(0, fit.on_existing_nodes - unbound_in_flight)
+        bounds.append((on_existing + max(0, nodes) * group, "ramp"))
+    pairs, limited_by = min(bounds)
+    return LaunchBudget(max(0, pairs), limited_by)
+
+
+def _unbound_in_flight(inp: DecideInput) -> int:
+    """Pairs in flight with a half still waiting for a node: each may still cause a launch."""
+    count = 0
+    for pair_id, pods in inp.snapshot.placeholders.items():
+        record = inp.pairs.get(pair_id)
+        if record is None or record.state not in IN_FLIGHT:
+            continue
+        if any(p.node_name is None and not p.lost for p in pods.present()):
+            count += 1
+    return count
 
 
 # 7 -------------------------------------------------------------------------------------

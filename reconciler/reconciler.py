@@ -33,7 +33,7 @@ from reconciler.sync import sync
 from state_machine.events import TransitionEvent
 from state_machine.record import PairRecord
 from state_machine.states import PairState
-from state_machine.store import Change, PairStore
+from state_machine.store import Change, Observed, PairStore
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,8 @@ _RELEASING = frozenset((PairState.DELETED, PairState.TIMED_OUT))
 class Plan:
     changes: tuple[Change, ...]
     commands: tuple[Command, ...]
+    #: Why QUEUED pairs were left waiting (decide's launch budget), or None.
+    launch_limited_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,7 @@ class StepResult:
     commands: tuple[Command, ...]
     ledger: CapacityLedger
     subscriber_errors: int = 0
+    launch_limited_by: str | None = None
 
 
 def reconcile(
@@ -68,13 +71,17 @@ def reconcile(
     """The pure step: what should change, given what we hold and what we observe."""
     synced = sync(records.values(), snapshot)
     view = dict(records)
-    for move in synced:
-        view[move.pair_id] = view[move.pair_id].moved(move.target, now, move.reason)
+    for change in synced:
+        record = view[change.pair_id]
+        if isinstance(change, Observed):
+            view[change.pair_id] = record.observed(change.roles)
+        else:
+            view[change.pair_id] = record.moved(change.target, now, change.reason)
     decision = decide(
         DecideInput(view, snapshot, config, now, instance, first_step),
         ids,
     )
-    return Plan((*synced, *decision.changes), tuple(decision.commands))
+    return Plan((*synced, *decision.changes), tuple(decision.commands), decision.launch_limited_by)
 
 
 class Reconciler:
@@ -95,6 +102,8 @@ class Reconciler:
         self.instance = instance
         self.store = store or PairStore(config.scale_set)
         self.steps = 0
+        #: The capacity last handed to the sink (None before the first step).
+        self.published: int | None = None
         self._seq = itertools.count(1)
 
     def _ids(self) -> Iterator[str]:
@@ -126,7 +135,7 @@ class Reconciler:
             released_pods={c.pod.name for c in plan.commands if isinstance(c, DeleteOrphan)},
         )
         self._publish_capacity(ledger)
-        return StepResult(events, plan.commands, ledger, errors)
+        return StepResult(events, plan.commands, ledger, errors, plan.launch_limited_by)
 
     def _notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> int:
         if not events and not commands:
@@ -144,5 +153,16 @@ class Reconciler:
         return errors
 
     def _publish_capacity(self, ledger: CapacityLedger) -> None:
+        self.published = ledger.capacity
         if self.sink is not None:
             self.sink.set_max_runners(ledger.capacity)
+
+    def publish_drop(self, capacity: int) -> bool:
+        """Publish ``capacity`` between steps if it is below the last published value (see
+        :mod:`reconciler.fast_drop`); rises wait for the next full step. True if published."""
+        if self.published is None or capacity >= self.published:
+            return False
+        self.published = capacity
+        if self.sink is not None:
+            self.sink.set_max_runners(capacity)
+        return True

@@ -104,10 +104,22 @@ class CapacityAwareSettings(_Model):
     #: expired leases are reaped (orphans of a dead listener instance).
     placeholder_ttl: Seconds = Field(default=1800.0, ge=60, le=86_400)
     priority_classes: PriorityClassNames = Field(default_factory=PriorityClassNames)
-    #: Burst cap: at most this many pairs REQUESTED/PARTIAL at once...
-    max_pairs_in_flight: int = Field(default=10, ge=1, le=10_000)
-    #: ...and at most this many requested per reconcile step.
-    max_requests_per_step: int = Field(default=5, ge=1, le=10_000)
+    #: The launch ramp follows demand, bounded by maxRunners headroom, NodePool headroom (the
+    #: fit estimate) and this node-launch rate: new nodes per minute that our pending pairs may
+    #: cause (counted from Karpenter NodeClaims, so the registry/cache storm stays bounded).
+    node_launch_rate: float = Field(default=20.0, gt=0, le=10_000)
+    #: Pairs requested together so one Karpenter batch fills one node; None = estimate it from
+    #: the NodePool's instance types (1 when they are unknown).
+    launch_group_size: int | None = Field(default=None, ge=1, le=1_000)
+    #: Put ``karpenter.sh/do-not-disrupt: "true"`` on workflow placeholders (opt-in per scale
+    #: set, so per NodePool): Karpenter then does not consolidate nodes that hold warm pairs,
+    #: which otherwise evicts them, makes us recreate them and launches a new node.
+    do_not_disrupt: bool = False
+    #: Hard ceilings kept as safety valves (the ramp above is the real bound): pairs
+    #: REQUESTED/PARTIAL at once...
+    max_pairs_in_flight: int = Field(default=1_000, ge=1, le=10_000)
+    #: ...and pairs requested per reconcile step.
+    max_requests_per_step: int = Field(default=200, ge=1, le=10_000)
     #: Queued jobs assumed when the HUD is unavailable (added to proactiveCapacity).
     hud_fallback_queued_jobs: int = Field(default=0, ge=0, le=10_000)
     hud: HudSettings = Field(default_factory=HudSettings)
@@ -144,6 +156,8 @@ class CapacityAwareSettings(_Model):
             max_pairs_in_flight=self.max_pairs_in_flight,
             max_requests_per_step=self.max_requests_per_step,
             hud_fallback_queued_jobs=self.hud_fallback_queued_jobs,
+            node_launch_rate=self.node_launch_rate,
+            launch_group_size=self.launch_group_size,
         )
 
 
@@ -156,9 +170,12 @@ class ReconcilerConfig:
     placeholder_ready_timeout: float = 300.0
     survivor_window: float = 600.0
     placeholder_ttl: float = 1800.0
-    max_pairs_in_flight: int = 10
-    max_requests_per_step: int = 5
+    max_pairs_in_flight: int = 1_000
+    max_requests_per_step: int = 200
     hud_fallback_queued_jobs: int = 0
+    #: New nodes per minute our pending pairs may cause (see CapacityAwareSettings).
+    node_launch_rate: float = 20.0
+    launch_group_size: int | None = None
 
     @property
     def lease_renew_before(self) -> float:

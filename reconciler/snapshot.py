@@ -156,7 +156,7 @@ class WorkflowPod:
 
 @dataclass(frozen=True, slots=True)
 class Demand:
-    """Queued jobs for this scale set's labels (HUD), or why it is unknown.
+    """Queued jobs for this scale set's labels (see ``providers.demand``), or why unknown.
 
     ``queued_jobs is None`` means the source failed; decide then falls back to the
     configured floor (fail-safe: never 0 pairs, never unlimited).
@@ -164,6 +164,8 @@ class Demand:
 
     queued_jobs: int | None = 0
     error: str | None = None
+    #: Which source produced it (``statistics``, ``hud``, ...), for logs and metrics.
+    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +178,20 @@ class FitEstimate:
 
     new_pairs: int
     detail: str = ""
+    #: Of ``new_pairs``, how many fit free allocatable on existing nodes (no launch needed).
+    on_existing_nodes: int = 0
+    #: Pairs one node of the best-fitting allowed instance type holds (launch group size).
+    pairs_per_node: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchFacts:
+    """How fast nodes are coming, from Karpenter's NodeClaims (bounds the launch ramp)."""
+
+    #: NodeClaims created in the last minute (any cause: the rate protects the cluster).
+    launched_last_minute: int = 0
+    #: NodeClaims not initialized yet: nodes on their way for pods already pending.
+    launching: int = 0
 
 
 _EMPTY: Mapping[str, PairPods] = MappingProxyType({})
@@ -197,6 +213,8 @@ class ClusterSnapshot:
     idle_runners: int = 0
     demand: Demand = field(default_factory=Demand)
     fit: FitEstimate | None = None
+    #: NodeClaim launch facts; None without Karpenter (no node-launch rate to honour).
+    launches: LaunchFacts | None = None
     #: Recent capacity failures seen in Karpenter (e.g. "InsufficientCapacity g5.xlarge
     #: us-east-1a"), used only to explain TIMED_OUT reasons.
     capacity_signals: tuple[str, ...] = ()

@@ -4,15 +4,18 @@ Steps, in order, for every pair whose pods may exist (one pass, one lookup per p
 
 1. Classify each half from the snapshot: MISSING, PENDING, RUNNING (counts), STALLED
    (Running on a node that stopped accepting it) or LOST (terminating, DisruptionTarget,
-   ended by itself).
-2. REQUESTED: a LOST half -> PREEMPTED; both RUNNING -> READY; one RUNNING -> PARTIAL.
-   A MISSING half is not news here: the create may not be in the cache yet, and a pod that
-   never shows up is caught by decide's ready timeout.
-3. PARTIAL: a LOST half, or no half left that ever ran -> PREEMPTED; both RUNNING -> READY;
+   ended by itself). A MISSING half the record has seen before is *vanished*.
+2. Remember halves seen for the first time (an ``Observed`` change, not a transition), so a
+   later disappearance is news and not "the create is not in the cache yet".
+3. REQUESTED: a LOST or vanished half -> PREEMPTED while the other half lives, DELETED when
+   nothing survives; both RUNNING -> READY; one RUNNING -> PARTIAL. A MISSING half never seen
+   is not news: the create may not be in the cache yet, and a pod that never shows up is
+   caught by decide's ready timeout.
+4. PARTIAL: as REQUESTED; and no half left that ever ran -> PREEMPTED; both RUNNING -> READY;
    the Running half STALLED -> back to REQUESTED.
-4. READY: a half LOST or MISSING (both were seen Running, so missing means gone) -> PREEMPTED.
-5. PREEMPTED: every half gone (MISSING or LOST) -> DELETED.
-6. TIMED_OUT: both halves MISSING -> DELETED (their deletion is confirmed).
+5. READY: a half LOST or MISSING (both were seen Running, so missing means gone) -> PREEMPTED.
+6. PREEMPTED: every half gone (MISSING or LOST) -> DELETED.
+7. TIMED_OUT: both halves MISSING -> DELETED (their deletion is confirmed).
 
 An observation that says a pair is already past a state is applied directly (READY from
 REQUESTED), so out-of-order observations resolve without intermediate steps.
@@ -20,86 +23,137 @@ REQUESTED), so out-of-order observations resolve without intermediate steps.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
 from state_machine.events import Kind
 from state_machine.record import PairRecord
-from state_machine.states import PairState
-from state_machine.store import Move
+from state_machine.states import PairState, Role
+from state_machine.store import Move, Observed
 
 _EMPTY = PairPods()
 _GONE = (Half.MISSING, Half.LOST)
+_ALIVE = (Half.PENDING, Half.RUNNING, Half.STALLED)
+#: States in which a half may still be unseen, so first sightings are worth remembering.
+_WATCHING = frozenset((PairState.REQUESTED, PairState.PARTIAL))
 
 
 def classify(pod: PlaceholderPod | None) -> Half:
     return Half.MISSING if pod is None else pod.half
 
 
-def sync(pairs: Iterable[PairRecord], snapshot: ClusterSnapshot) -> list[Move]:
-    moves: list[Move] = []
+@dataclass(frozen=True, slots=True)
+class Halves:
+    """Both halves of one pair as observed now, and which of them the record saw before."""
+
+    runner: Half
+    workflow: Half
+    pods: PairPods
+    seen: frozenset[Role]
+
+    def vanished(self) -> tuple[Role, ...]:
+        """Halves that were seen and are missing now: preempted or deleted, gone for good."""
+        return tuple(
+            role
+            for role, half in ((Role.RUNNER, self.runner), (Role.WORKFLOW, self.workflow))
+            if half is Half.MISSING and role in self.seen
+        )
+
+
+def sync(pairs: Iterable[PairRecord], snapshot: ClusterSnapshot) -> list[Move | Observed]:
+    changes: list[Move | Observed] = []
     observed = snapshot.placeholders
     for record in pairs:
         rule = _RULES.get(record.state)
         if rule is None:
             continue
         pods = observed.get(record.pair_id, _EMPTY)
-        decided = rule(classify(pods.runner), classify(pods.workflow), pods)
+        if record.state in _WATCHING:
+            first_seen = _first_seen(record, pods)
+            if first_seen:
+                changes.append(Observed(record.pair_id, first_seen))
+        halves = Halves(classify(pods.runner), classify(pods.workflow), pods, record.seen)
+        decided = rule(halves)
         if decided is not None:
             target, reason = decided
-            moves.append(Move(record.pair_id, target, Kind.PASSIVE, reason))
-    return moves
+            changes.append(Move(record.pair_id, target, Kind.PASSIVE, reason))
+    return changes
+
+
+def _first_seen(record: PairRecord, pods: PairPods) -> frozenset[Role]:
+    roles = frozenset(pod.role for pod in pods.present())
+    return roles - record.seen
 
 
 Outcome = tuple[PairState, str] | None
 
 
-def _requested(runner: Half, workflow: Half, pods: PairPods) -> Outcome:
-    if Half.LOST in (runner, workflow):
-        return PairState.PREEMPTED, _lost_reason(pods)
-    if runner is Half.RUNNING and workflow is Half.RUNNING:
+def _gone_before_ready(h: Halves) -> Outcome:
+    """A half LOST or vanished before the pair was READY: PREEMPTED, or DELETED if none lives."""
+    vanished = h.vanished()
+    if Half.LOST not in (h.runner, h.workflow) and not vanished:
+        return None
+    if h.runner not in _ALIVE and h.workflow not in _ALIVE:
+        return PairState.DELETED, _gone_reason(h, vanished) + "; nothing survives"
+    return PairState.PREEMPTED, _gone_reason(h, vanished)
+
+
+def _requested(h: Halves) -> Outcome:
+    gone = _gone_before_ready(h)
+    if gone is not None:
+        return gone
+    if h.runner is Half.RUNNING and h.workflow is Half.RUNNING:
         return PairState.READY, "both pods Running"
-    if Half.RUNNING in (runner, workflow):
-        return PairState.PARTIAL, f"{_running_half(runner)} pod Running, the other not yet"
+    if Half.RUNNING in (h.runner, h.workflow):
+        return PairState.PARTIAL, f"{_running_half(h.runner)} pod Running, the other not yet"
     return None
 
 
-def _partial(runner: Half, workflow: Half, pods: PairPods) -> Outcome:
-    if Half.LOST in (runner, workflow):
-        return PairState.PREEMPTED, _lost_reason(pods)
-    if runner is Half.RUNNING and workflow is Half.RUNNING:
+def _partial(h: Halves) -> Outcome:
+    gone = _gone_before_ready(h)
+    if gone is not None:
+        return gone
+    if h.runner is Half.RUNNING and h.workflow is Half.RUNNING:
         return PairState.READY, "both pods Running"
-    if Half.RUNNING in (runner, workflow):
+    if Half.RUNNING in (h.runner, h.workflow):
         return None
-    if Half.STALLED in (runner, workflow):
+    if Half.STALLED in (h.runner, h.workflow):
         return PairState.REQUESTED, "the Running pod's node stopped accepting it"
     # Neither half runs any more and none is stalled: the one that ran has vanished.
     return PairState.PREEMPTED, "the Running pod vanished"
 
 
-def _ready(runner: Half, workflow: Half, pods: PairPods) -> Outcome:
-    if Half.LOST in (runner, workflow):
-        return PairState.PREEMPTED, _lost_reason(pods)
-    if Half.MISSING in (runner, workflow):
-        gone = "runner" if runner is Half.MISSING else "workflow"
+def _ready(h: Halves) -> Outcome:
+    if Half.LOST in (h.runner, h.workflow):
+        return PairState.PREEMPTED, _lost_reason(h.pods)
+    if Half.MISSING in (h.runner, h.workflow):
+        gone = "runner" if h.runner is Half.MISSING else "workflow"
         return PairState.PREEMPTED, f"{gone} placeholder deleted"
     return None
 
 
-def _preempted(runner: Half, workflow: Half, pods: PairPods) -> Outcome:
-    if runner in _GONE and workflow in _GONE:
+def _preempted(h: Halves) -> Outcome:
+    if h.runner in _GONE and h.workflow in _GONE:
         return PairState.DELETED, "the surviving pod is gone too"
     return None
 
 
-def _timed_out(runner: Half, workflow: Half, pods: PairPods) -> Outcome:
-    if runner is Half.MISSING and workflow is Half.MISSING:
+def _timed_out(h: Halves) -> Outcome:
+    if h.runner is Half.MISSING and h.workflow is Half.MISSING:
         return PairState.DELETED, "both pods confirmed gone"
     return None
 
 
 def _running_half(runner: Half) -> str:
     return "runner" if runner is Half.RUNNING else "workflow"
+
+
+def _gone_reason(h: Halves, vanished: tuple[Role, ...]) -> str:
+    if vanished:
+        names = " and ".join(role.value for role in vanished)
+        return f"{names} placeholder vanished before the pair was ready (seen, then gone)"
+    return _lost_reason(h.pods)
 
 
 def _lost_reason(pods: PairPods) -> str:
@@ -117,7 +171,7 @@ def _lost_reason(pods: PairPods) -> str:
     return "a placeholder was lost"
 
 
-_RULES = {
+_RULES: dict[PairState, Callable[[Halves], Outcome]] = {
     PairState.REQUESTED: _requested,
     PairState.PARTIAL: _partial,
     PairState.READY: _ready,

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from state_machine.states import PairState
+from state_machine.states import PairState, Role
 
 #: Recent transitions kept per record (status history is bounded, unlike Ray's).
 HISTORY_LIMIT = 12
@@ -42,6 +42,9 @@ class PairRecord:
     #: so a PARTIAL <-> REQUESTED flap cannot postpone TIMED_OUT forever).
     first_entered: Mapping[PairState, float] = field(default_factory=lambda: MappingProxyType({}))
     history: tuple[HistoryEntry, ...] = ()
+    #: Halves observed in the cluster at least once (Pending or beyond). A half that was seen
+    #: and is missing now is gone, not "not in the cache yet".
+    seen: frozenset[Role] = frozenset()
 
     @classmethod
     def new(cls, pair_id: str, scale_set: str, at: float, reason: str) -> PairRecord:
@@ -72,6 +75,10 @@ class PairRecord:
             first_entered=MappingProxyType(first),
             history=(*self.history, HistoryEntry(target, at, reason))[-HISTORY_LIMIT:],
         )
+
+    def observed(self, roles: frozenset[Role]) -> PairRecord:
+        """A copy that remembers ``roles`` as seen (an observation, not a transition)."""
+        return replace(self, seen=self.seen | roles)
 
     def entered(self, state: PairState) -> float | None:
         return self.first_entered.get(state)

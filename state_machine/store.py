@@ -17,7 +17,7 @@ from types import MappingProxyType
 from state_machine.events import Kind, TransitionEvent
 from state_machine.machine import InvalidTransition, PairMachine
 from state_machine.record import PairRecord
-from state_machine.states import PairState
+from state_machine.states import PairState, Role
 from state_machine.table import INITIAL, TERMINAL
 
 
@@ -39,7 +39,16 @@ class Move:
     reason: str
 
 
-Change = NewPair | Move
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """Remember that halves of a pair were seen in the cluster. Not a transition: no state
+    change, no version bump, no event (sync records it so a later disappearance is news)."""
+
+    pair_id: str
+    roles: frozenset[Role]
+
+
+Change = NewPair | Move | Observed
 
 
 class DuplicatePair(Exception):
@@ -94,7 +103,12 @@ class PairStore:
     def commit(self, changes: Sequence[Change], at: float) -> list[TransitionEvent]:
         """Validate the whole batch, then apply it; returns the events in batch order."""
         self._validate(changes)
-        events = [self._apply(change, at) for change in changes]
+        events: list[TransitionEvent] = []
+        for change in changes:
+            if isinstance(change, Observed):
+                self._put(self._records[change.pair_id].observed(change.roles))
+            else:
+                events.append(self._apply(change, at))
         for event in events:
             if event.target in TERMINAL:
                 self._drop(event.pair_id)
@@ -112,6 +126,8 @@ class PairStore:
                 continue
             if current is None:
                 raise UnknownPair(change.pair_id)
+            if isinstance(change, Observed):
+                continue
             self._machine.check(change.pair_id, current, change.target)
             view[change.pair_id] = change.target
 
@@ -119,7 +135,7 @@ class PairStore:
         record = self._records.get(pair_id)
         return record.state if record else None
 
-    def _apply(self, change: Change, at: float) -> TransitionEvent:
+    def _apply(self, change: NewPair | Move, at: float) -> TransitionEvent:
         if isinstance(change, NewPair):
             record = PairRecord.new(change.pair_id, self.scale_set, at, change.reason)
             self._put(record)
@@ -161,6 +177,7 @@ __all__ = [
     "InvalidTransition",
     "Move",
     "NewPair",
+    "Observed",
     "PairStore",
     "UnknownPair",
 ]

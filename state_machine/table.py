@@ -53,6 +53,10 @@ EDGES: tuple[Edge, ...] = (
     Edge(P, PE, PASSIVE, "a pod of the pair was preempted, evicted, deleted or ended"),
     # A pod we had already seen vanished before the pair was ready (deleted behind our back).
     Edge(R, PE, PASSIVE, "a pod already observed vanished or ended before the pair was ready"),
+    # Every pod the pair had was seen and is gone again before it was ready (preempted or
+    # deleted behind our back): nothing survives to protect, so the pair is over at once.
+    Edge(R, D, PASSIVE, "every pod it had vanished before the pair was ready"),
+    Edge(P, D, PASSIVE, "every pod it had vanished before the pair was ready"),
     # Scale down (pending pairs go first, then READY), or a pod create failed.
     Edge(R, D, ACTIVE, "scale down (pending first), or its pods could not be created"),
     Edge(P, D, ACTIVE, "scale down (pending first)"),

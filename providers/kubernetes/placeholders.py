@@ -105,6 +105,10 @@ def _check_label_value(key: str, value: str) -> None:
         )
 
 
+#: Karpenter's pod annotation that blocks voluntary disruption of the pod's node.
+KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
 def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if spec.get("nodeSelector"):
@@ -239,6 +243,11 @@ class PlaceholderPodBuilder:
             },
             "annotations": {L.ANNOTATION_EXPIRES_AT: format_expiry(spec.expires_at)},
         }
+        if role is Role.WORKFLOW and self.settings.do_not_disrupt:
+            # Karpenter will not consolidate a node running a pod with this annotation, so
+            # warm capacity is not evicted, relaunched and paid for twice. Scale-down still
+            # frees the node: deleting the pair empties it and emptiness consolidation runs.
+            metadata["annotations"][KARPENTER_DO_NOT_DISRUPT] = "true"
         if self.owner_reference is not None:
             metadata["ownerReferences"] = [dict(self.owner_reference)]
         pod_spec: dict[str, Any] = {

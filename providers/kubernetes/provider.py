@@ -26,8 +26,9 @@ from kubernetes import client
 
 from providers.kubernetes.cache import KubeCache, WatchTarget, default_targets
 from providers.kubernetes.checks import Finding, run_startup_checks
+from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, PlaceholderSpecError
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot, fit_estimate
+from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
@@ -61,6 +62,7 @@ class KubernetesProvider:
         self._api_client = api_client
         self._writer_concurrency = writer_concurrency
         self._writer: KubernetesPlaceholderWriter | None = None
+        self._placement: PlacementBounds | None = None
         self._ers_version: str | None = None
 
     def start(self) -> KubernetesProvider:
@@ -123,14 +125,17 @@ class KubernetesProvider:
         """A snapshot from the cache (no API call). Raises ProviderNotReady before sync."""
         if not self.cache.has_synced:
             raise ProviderNotReady(f"cache not synced yet: {', '.join(self.cache.unsynced())}")
-        fit = None
         try:
             builder = self._ensure_writer().builder
-            fit = fit_estimate(
-                self.cache, self.target, builder.runner_requests, builder.workflow_requests
-            )
+            placement = self._placement
+            if placement is None or placement.builder is not builder:  # template changed
+                placement = self._placement = PlacementBounds(self.cache, self.target, builder)
+            fit, launches = placement(now)
         except (ProviderNotReady, PlaceholderSpecError) as exc:
-            # No fit bound without a usable template; the snapshot itself is still valid
+            # No ramp bounds without a usable template; the snapshot itself is still valid
             # (and the start-up checks report the template problem).
             log.debug("no fit estimate: %s", exc)
-        return build_snapshot(self.cache, self.target, now=now, demand=demand, fit=fit)
+            fit, launches = None, None
+        return build_snapshot(
+            self.cache, self.target, now=now, demand=demand, fit=fit, launches=launches
+        )

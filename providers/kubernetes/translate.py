@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.packing import pairs_per_node, pool_hosts
 from providers.kubernetes.resources import (
     Resources,
     add_into,
@@ -47,6 +48,7 @@ from reconciler.snapshot import (
     ClusterSnapshot,
     Demand,
     FitEstimate,
+    LaunchFacts,
     PairPods,
     PlaceholderPod,
     PodPhase,
@@ -367,6 +369,7 @@ def build_snapshot(
     now: float,
     demand: Demand,
     fit: FitEstimate | None = None,
+    launches: LaunchFacts | None = None,
 ) -> ClusterSnapshot:
     """One immutable snapshot of this scale set's slice of the cluster (see module doc)."""
     ers = _find(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
@@ -444,6 +447,7 @@ def build_snapshot(
         idle_runners=idle,
         demand=demand,
         fit=fit,
+        launches=launches,
         capacity_signals=capacity_signals_from(source, now),
     )
 
@@ -527,6 +531,8 @@ def fit_estimate(
     *,
     tolerations: Sequence[Mapping[str, Any]] = (),
     limit: int = UNBOUNDED_PAIRS,
+    runner_selector: Mapping[str, str] | None = None,
+    workflow_selector: Mapping[str, str] | None = None,
 ) -> FitEstimate | None:
     """Ray-style estimate of how many new (runner, workflow) pairs could schedule now.
 
@@ -537,16 +543,20 @@ def fit_estimate(
        requests of pods still waiting for a node (Karpenter provisions for them first);
        a resource no NodePool limits is unbounded. Pairs from headroom = the tightest
        resource's quotient.
-    3. Result = pairs on existing nodes + pairs from headroom, capped at ``limit``.
+    3. Result = pairs on existing nodes + pairs from headroom, capped at ``limit``; plus the
+       launch group size (:func:`providers.kubernetes.packing.pairs_per_node`).
 
-    None when there are no NodePools (no Karpenter: no bound). ``target`` is accepted for
-    future per-NodePool matching; today every NodePool is assumed able to host the pair,
-    which over-estimates (safe: the scheduler stays the judge; this only bounds attempts).
+    None when there are no NodePools (no Karpenter: no bound). With selectors given, only
+    NodePools whose nodes carry a half's nodeSelector labels count for that headroom; without,
+    every NodePool is assumed able to host the pair (over-estimates: safe, the scheduler stays
+    the judge; this only bounds attempts).
     """
-    del target  # see docstring: per-pool matching is not implemented
-    pools = list(_safe_list(source, "NodePool"))
-    if not pools:
+    del target
+    all_pools = list(_safe_list(source, "NodePool"))
+    if not all_pools:
         return None
+    selectors = [s for s in (runner_selector, workflow_selector) if s is not None]
+    pools = [p for p in all_pools if not selectors or any(pool_hosts(p, s) for s in selectors)]
     # 1. free allocatable on usable nodes.
     nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
     used: dict[str, Resources] = {}
@@ -611,5 +621,20 @@ def fit_estimate(
         left = headroom.get(r, Decimal(0)) - pending.get(r, Decimal(0))
         from_pools = min(from_pools, max(0, int(left // amount)))
     total = min(limit, on_nodes + from_pools)
-    detail = f"{on_nodes} on existing nodes + {from_pools} within NodePool limits"
-    return FitEstimate(new_pairs=total, detail=detail)
+    same_node = runner_selector == workflow_selector
+    packing = pairs_per_node(
+        pools,
+        runner_requests if same_node else {},
+        workflow_requests,
+        workflow_selector or {},
+    )
+    detail = (
+        f"{on_nodes} on existing nodes + {from_pools} within NodePool limits; "
+        f"{packing.pairs_per_node} per {packing.instance_type or 'node'}"
+    )
+    return FitEstimate(
+        new_pairs=total,
+        detail=detail,
+        on_existing_nodes=min(on_nodes, total),
+        pairs_per_node=packing.pairs_per_node,
+    )

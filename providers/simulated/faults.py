@@ -820,15 +820,7 @@ class WorldChaos:
         kill = KillSwitch(FaultyWriter(driver.writer, self.gate, loop))
         self.kills.append(kill)
         self._set_writer(driver.reconciler, kill)
-        poll = driver._poll_hud
-
-        def poll_hud() -> None:
-            poll()
-            filtered = self.demand.filter(driver.demand)
-            if filtered != driver.demand:
-                driver.demand = filtered
-
-        driver._poll_hud = poll_hud
+        driver.hud_filter = self.demand.filter
         step = driver._step
 
         def guarded_step(driver: Any = driver, index: int = index) -> None:

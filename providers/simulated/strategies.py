@@ -33,9 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from listener.loop import CapacityGate
+from providers.demand import combine_demands
+from providers.demand.statistics import StatisticsDemand
 from providers.kubernetes import labels as L
+from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot, fit_estimate
+from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.simulated.engine import EventLoop, Timer
 from providers.simulated.eventlog import EventLog
 from providers.simulated.store import AlreadyExists, Conflict, NotFound, Obj, ObjectStore
@@ -50,11 +53,12 @@ from providers.simulated.workload.pods import (
     PodRouter,
 )
 from reconciler.capacity import fail_closed_capacity
+from reconciler.fast_drop import DropGuard
 from reconciler.loop import Schedule
 from reconciler.ports import PairSpec, PodRef
 from reconciler.reconciler import Reconciler
 from reconciler.settings import CapacityAwareSettings
-from reconciler.snapshot import Demand, FitEstimate
+from reconciler.snapshot import Demand, FitEstimate, LaunchFacts
 from reconciler.subscribers import PlaceholderSubscriber
 
 log = logging.getLogger(__name__)
@@ -315,6 +319,14 @@ def _pod_facts(pod: Obj) -> tuple[Any, ...]:
     return (bound, deleting, ended)
 
 
+def _counts(facts: tuple[Any, ...] | None) -> bool:
+    """A placeholder's facts say it backs capacity: bound, Running, not leaving."""
+    if facts is None or len(facts) != len(_FRESH_PLACEHOLDER):
+        return False
+    bound, running, deleting, disrupted, ended = facts
+    return bool(bound and running and not (deleting or disrupted or ended))
+
+
 def _object_facts(obj: Obj) -> tuple[Any, ...] | None:
     """What the reconciler's decisions read from other kinds; None: nothing.
 
@@ -359,10 +371,13 @@ class StoreCacheView:
         router: PodRouter,
         target: ScaleSetTarget,
         on_change: Callable[[], None],
+        on_lost: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.target = target
         self.on_change = on_change
+        #: Called when a placeholder that backed capacity stops backing it (fast drop path).
+        self.on_lost = on_lost
         self._pods: dict[tuple[str, str], Obj] = {}
         self._facts: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         router.on_change(self._on_pod)
@@ -385,13 +400,18 @@ class StoreCacheView:
             return
         meta = pod["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
+        counted = _counts(self._facts.get(("Pod", *key)))
         if event_type == "DELETED":
             self._pods.pop(key, None)
             self._facts.pop(("Pod", *key), None)
+            if counted and self.on_lost is not None:
+                self.on_lost()
             self.on_change()
             return
         self._pods[key] = pod
         facts = _pod_facts(pod)
+        if counted and not _counts(facts) and self.on_lost is not None:
+            self.on_lost()
         if event_type == "ADDED" and (
             facts == _FRESH_PLACEHOLDER
             or (facts == (False, False, False) and L.LABEL_WORKFLOW_RUNNER_POD in meta["labels"])
@@ -456,8 +476,10 @@ class CapacityAwareDriver:
         *,
         use_fit: bool,
         fit_refresh: float,
+        demand_source: str = "both",
     ) -> None:
         self.ctx = ctx
+        self.demand_source = demand_source
         self.settings = settings
         self.use_fit = use_fit
         self.fit_refresh = fit_refresh
@@ -496,30 +518,70 @@ class CapacityAwareDriver:
             sink=self.sink,
             instance=self.instance,
         )
+        self.drop_guard = DropGuard(
+            self.reconciler,
+            lambda: build_snapshot(
+                self._source(), self.target, now=self.ctx.loop.now(), demand=self.demand
+            ),
+        )
         self.schedule = Schedule(
             interval=settings.recalculate_interval,
             jitter=settings.recalculate_jitter,
             debounce=settings.watch_debounce,
             rng=random.Random(ctx.rng.random()),
         )
-        self.demand = Demand(queued_jobs=None, error="HUD not polled yet")
+        self.hud_demand = Demand(queued_jobs=None, error="HUD not polled yet", source="hud")
+        self.statistics = StatisticsDemand(on_change=self.trigger)
+        #: Fault injection: rewrites each HUD answer (an outage, a slow or absurd feed).
+        self.hud_filter: Callable[[Demand], Demand] | None = None
         self._timer: Timer | None = None
-        self._fit: FitEstimate | None = None
-        self._fit_at = float("-inf")
+        self._placement: PlacementBounds | None = None
         self.steps = 0
         self.step_errors = 0
 
     def start(self) -> None:
         ctx = self.ctx
-        self.source = StoreCacheView(ctx.store, ctx.router, self.target, self.trigger)
-        self._poll_hud()
+        self.source = StoreCacheView(
+            ctx.store, ctx.router, self.target, self.trigger, on_lost=self._lost
+        )
+        if self.demand_source in ("statistics", "both"):
+            ctx.listener.statistics_observers.append(
+                lambda stats: self.statistics.observe(stats["totalAvailableJobs"])
+            )
+        if self.demand_source in ("hud", "both"):
+            self._poll_hud()
         self._arm()
+
+    @property
+    def demand(self) -> Demand:
+        """The demand decide sees: the configured source(s); with both, the larger known
+        value wins (each undercounts in its own way: HUD lags by its poll, statistics arrive
+        only with messages); unknown only when every source is."""
+        if self.demand_source == "hud":
+            return self.hud_demand
+        if self.demand_source == "statistics":
+            return self.statistics.current
+        return combine_demands(self.statistics.current, self.hud_demand)
 
     # --- triggers -----------------------------------------------------------------------
 
     def trigger(self) -> None:
         self.schedule.trigger(self.ctx.loop.now())
         self._arm()
+
+    def _lost(self) -> None:
+        """A placeholder stopped backing capacity: check the ledger now, not after the
+        debounce (coalesced: one check per instant, after the world's own handlers ran)."""
+        if self.drop_guard.poke():
+            self.ctx.loop.call_later(0.0, self._check_drop)
+
+    def _check_drop(self) -> None:
+        source = self._source()
+        stale_for = getattr(source, "stale_for", None)
+        if callable(stale_for) and stale_for() > self.settings.recalculate_interval:
+            self.drop_guard.pending = False
+            return  # failing closed already: 0 is advertised
+        self.drop_guard.check()
 
     def _arm(self) -> None:
         due = self.schedule.due_at()
@@ -534,11 +596,13 @@ class CapacityAwareDriver:
         ctx = self.ctx
         try:
             queued = ctx.hud.queued_jobs(ctx.spec.labels)
-            demand = Demand(queued_jobs=queued)
+            demand = Demand(queued_jobs=queued, source="hud")
         except HudUnavailable as exc:
-            demand = Demand(queued_jobs=None, error=str(exc))
-        if demand != self.demand:
-            self.demand = demand
+            demand = Demand(queued_jobs=None, error=str(exc), source="hud")
+        if self.hud_filter is not None:
+            demand = self.hud_filter(demand)
+        if demand != self.hud_demand:
+            self.hud_demand = demand
             self.trigger()
         ctx.loop.call_later(self.settings.hud.poll_interval, self._poll_hud)
 
@@ -549,26 +613,22 @@ class CapacityAwareDriver:
             raise RuntimeError("CapacityAwareDriver stepped before start()")
         return self.source
 
-    def _fit_estimate(self, now: float) -> FitEstimate | None:
+    def _bounds(self, now: float) -> tuple[FitEstimate | None, LaunchFacts | None]:
         if not self.use_fit:
-            return None
-        if now - self._fit_at >= self.fit_refresh:
-            self._fit_at = now
-            self._fit = fit_estimate(
-                self._source(),
-                self.target,
-                self.builder.runner_requests,
-                self.builder.workflow_requests,
-                tolerations=self.ctx.spec.workflow_placement.get("tolerations") or (),
+            return None, None
+        if self._placement is None:
+            self._placement = PlacementBounds(
+                self._source(), self.target, self.builder, refresh=self.fit_refresh
             )
-        return self._fit
+        return self._placement(now)
 
     def _step(self) -> None:
         self._timer = None
         now = self.ctx.loop.now()
         source = self._source()
+        fit, launches = self._bounds(now)
         snapshot = build_snapshot(
-            source, self.target, now=now, demand=self.demand, fit=self._fit_estimate(now)
+            source, self.target, now=now, demand=self.demand, fit=fit, launches=launches
         )
         # The production listener's fail-closed rule (listener/app.py): a cache whose watches
         # have been down for more than one interval may hide a lost placeholder, so advertise
@@ -597,11 +657,17 @@ class CapacityAware(Strategy):
     workflow_priority_class = "arc-workflow"
 
     def __init__(
-        self, settings: CapacityAwareSettings, *, use_fit: bool = True, fit_refresh: float = 10.0
+        self,
+        settings: CapacityAwareSettings,
+        *,
+        use_fit: bool = True,
+        fit_refresh: float = 10.0,
+        demand_source: str = "both",
     ) -> None:
         self.settings = settings
         self.use_fit = use_fit
         self.fit_refresh = fit_refresh
+        self.demand_source = demand_source
         self.drivers: list[CapacityAwareDriver] = []
 
     def attach(self, ctx: ScaleSetContext) -> None:
@@ -611,7 +677,11 @@ class CapacityAware(Strategy):
         gate.debounce = self.settings.cut_poll_debounce
         gate.set_max_runners(0)  # nothing is confirmed before the first step
         driver = CapacityAwareDriver(
-            ctx, self.settings, use_fit=self.use_fit, fit_refresh=self.fit_refresh
+            ctx,
+            self.settings,
+            use_fit=self.use_fit,
+            fit_refresh=self.fit_refresh,
+            demand_source=self.demand_source,
         )
         self.drivers.append(driver)
         ctx.loop.call_soon(driver.start)

@@ -7,11 +7,11 @@ from reconciler.clock import ManualClock
 from reconciler.ports import PodRef
 from reconciler.reconciler import Reconciler
 from reconciler.settings import ReconcilerConfig
-from reconciler.snapshot import PairPods
+from reconciler.snapshot import PairPods, PodPhase
 from reconciler.subscribers import PlaceholderSubscriber, RecordingSubscriber
 from state_machine.states import PairState, Role
 
-from .builders import SCALE_SET, ph, runner, running_pair, snapshot, workflow
+from .builders import SCALE_SET, pending_pair, ph, runner, running_pair, snapshot, workflow
 from .fakes import FakeWriter
 
 
@@ -67,3 +67,24 @@ def test_capacity_never_includes_pairs_the_same_step_is_deleting() -> None:
     result = rec.step(snapshot(placeholders=ready))
     assert sum(e.target is PairState.DELETED for e in result.events) == 2
     assert result.ledger.capacity == 1
+
+
+def test_vanished_half_is_lost_at_once_not_held_in_flight_until_the_ready_timeout() -> None:
+    """Regression (issue 13): a REQUESTED pair whose runner half had been seen and was then
+    preempted and deleted sat in flight until placeholderReadyTimeout ("never observed:
+    runner pod", which was false), blocking the launch budget and shrinking the warm pool."""
+    clock = ManualClock(0.0)
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1)
+    rec = Reconciler(config, clock=clock)
+    rec.step(snapshot())
+    assert rec.store.get("i0-1").state is PairState.REQUESTED
+    clock.advance(5)
+    rec.step(snapshot(placeholders={"i0-1": pending_pair("i0-1")}))  # both halves seen Pending
+    assert rec.store.get("i0-1").seen == frozenset(Role)
+    clock.advance(5)
+    workflow_only = PairPods(None, ph("i0-1", Role.WORKFLOW, phase=PodPhase.PENDING))
+    result = rec.step(snapshot(placeholders={"i0-1": workflow_only}))
+    [lost] = [e for e in result.events if e.pair_id == "i0-1"]
+    assert lost.target is PairState.PREEMPTED
+    assert lost.reason == "runner placeholder vanished before the pair was ready (seen, then gone)"
+    assert clock.now() < config.placeholder_ready_timeout

@@ -9,6 +9,7 @@ from reconciler.sync import Half, classify, sync
 from state_machine.events import Kind
 from state_machine.record import PairRecord
 from state_machine.states import PairState, Role
+from state_machine.store import Move, Observed
 
 from .builders import ph, snapshot
 
@@ -26,9 +27,13 @@ def half(pair_id: str, role: Role, h: Half):  # type: ignore[no-untyped-def]
     }[h]
 
 
-def record_in(state: PairState) -> PairRecord:
-    record = PairRecord.new("p-1", "arc-runners", 0.0, "test")
+def record_in(state: PairState, seen: frozenset[Role] = frozenset()) -> PairRecord:
+    record = PairRecord.new("p-1", "arc-runners", 0.0, "test").observed(seen)
     return record if state is S.QUEUED else record.moved(state, 1.0, "setup")
+
+
+def moves_only(changes: list[Move | Observed]) -> list[Move]:
+    return [c for c in changes if isinstance(c, Move)]
 
 
 CASES = [
@@ -69,9 +74,55 @@ def test_sync_moves(
     pods = PairPods(
         half("p-1", Role.RUNNER, runner_half), half("p-1", Role.WORKFLOW, workflow_half)
     )
-    moves = sync([record_in(state)], snapshot(placeholders={"p-1": pods}))
+    moves = moves_only(sync([record_in(state)], snapshot(placeholders={"p-1": pods})))
     assert [m.target for m in moves] == ([expected] if expected else [])
     assert all(m.kind is Kind.PASSIVE and m.reason for m in moves)
+
+
+BOTH = frozenset(Role)
+RUNNER_ONLY = frozenset((Role.RUNNER,))
+
+#: The record has seen halves before: a MISSING half that was seen is gone, not "not cached yet".
+VANISHED_CASES = [
+    # state,      seen,        runner,    workflow,  expected
+    (S.REQUESTED, BOTH,        H.MISSING, H.PENDING, S.PREEMPTED),  # runner half vanished
+    (S.REQUESTED, BOTH,        H.PENDING, H.MISSING, S.PREEMPTED),  # workflow half vanished
+    (S.REQUESTED, BOTH,        H.MISSING, H.MISSING, S.DELETED),    # nothing survives
+    (S.REQUESTED, RUNNER_ONLY, H.PENDING, H.MISSING, None),         # workflow not cached yet
+    (S.REQUESTED, RUNNER_ONLY, H.MISSING, H.MISSING, S.DELETED),    # the only one seen is gone
+    (S.REQUESTED, BOTH,        H.LOST,    H.MISSING, S.DELETED),
+    (S.REQUESTED, BOTH,        H.PENDING, H.PENDING, None),
+    (S.PARTIAL,   BOTH,        H.RUNNING, H.MISSING, S.PREEMPTED),  # the pending half vanished
+    (S.PARTIAL,   BOTH,        H.MISSING, H.MISSING, S.DELETED),
+    (S.PARTIAL,   RUNNER_ONLY, H.RUNNING, H.MISSING, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("state", "seen", "runner_half", "workflow_half", "expected"), VANISHED_CASES, ids=str
+)
+def test_sync_moves_when_halves_were_seen_before(
+    state: PairState,
+    seen: frozenset[Role],
+    runner_half: Half,
+    workflow_half: Half,
+    expected: PairState | None,
+) -> None:
+    pods = PairPods(
+        half("p-1", Role.RUNNER, runner_half), half("p-1", Role.WORKFLOW, workflow_half)
+    )
+    moves = moves_only(sync([record_in(state, seen)], snapshot(placeholders={"p-1": pods})))
+    assert [m.target for m in moves] == ([expected] if expected else [])
+    for move in moves:
+        assert "never observed" not in move.reason
+
+
+def test_sync_remembers_halves_seen_for_the_first_time_only() -> None:
+    pods = PairPods(ph("p-1", Role.RUNNER, phase=PodPhase.PENDING), None)
+    changes = sync([record_in(S.REQUESTED)], snapshot(placeholders={"p-1": pods}))
+    assert changes == [Observed("p-1", frozenset((Role.RUNNER,)))]
+    again = sync([record_in(S.REQUESTED, RUNNER_ONLY)], snapshot(placeholders={"p-1": pods}))
+    assert again == []
 
 
 def test_every_state_with_pods_has_a_sync_case() -> None:
@@ -95,5 +146,5 @@ def test_classify(pod, expected) -> None:  # type: ignore[no-untyped-def]
 
 def test_preemption_reason_names_the_half_and_the_cause() -> None:
     pods = PairPods(ph("p-1", Role.RUNNER, disrupted=True), ph("p-1", Role.WORKFLOW))
-    [move] = sync([record_in(S.READY)], snapshot(placeholders={"p-1": pods}))
+    [move] = moves_only(sync([record_in(S.READY)], snapshot(placeholders={"p-1": pods})))
     assert move.reason == "runner placeholder preempted or evicted"

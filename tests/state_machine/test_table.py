@@ -130,3 +130,20 @@ def test_passive_edges_are_the_observable_ones() -> None:
     assert (S.REQUESTED, S.READY) in passive
     assert (S.QUEUED, S.REQUESTED) not in passive
     assert all(e.when for e in EDGES), "every edge says when it happens"
+
+
+@pytest.mark.parametrize(("source", "target"), list(itertools.product(ALL, ALL)), ids=str)
+def test_fast_lookup_agrees_with_firing_the_transitions_machine(
+    source: PairState, target: PairState
+) -> None:
+    """The hot path validates with a set read back from the machine; the machine of record
+    (firing its trigger) must give the same answer for every pair of states."""
+    machine = PairMachine()
+    verdicts = []
+    for validate in (machine.check, machine.fire):
+        try:
+            validate("p", source, target)
+            verdicts.append(True)
+        except InvalidTransition:
+            verdicts.append(False)
+    assert verdicts[0] == verdicts[1] == allowed(source, target)

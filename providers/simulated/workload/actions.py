@@ -90,6 +90,18 @@ class JobFeed(Protocol):
 
     def statistics(self, scale_set_id: int) -> dict[str, int]: ...
 
+    def close_session(self, scale_set_id: int) -> None:
+        """DELETE of the message session (the listener's exit, PROTOCOL §0 step 6): the
+        service stops assigning against the capacity its last poll advertised until a new
+        session polls."""
+        ss = self.scale_set(scale_set_id)
+        if ss.session_closed or not ss.has_polled:
+            return
+        ss.session_closed = True
+        self.log.emit("capacity_advertised", scale_set=ss.name, value=0, reason="session closed")
+        for observer in self.capacity_observers:
+            observer(ss, 0)
+
     def acquire(self, scale_set_id: int, request_ids: Sequence[int]) -> list[int]: ...
 
 
@@ -109,6 +121,9 @@ class ScaleSet:
     cluster: str
     advertised: int = 0
     has_polled: bool = False
+    #: The listener deleted its message session (ARC's listener does on exit) and no new
+    #: session has polled yet: nothing is assigned against the old session's capacity.
+    session_closed: bool = False
     last_poll: float | None = None
     #: Assigned and not finished (waiting + started + running), by runnerRequestId.
     assigned: dict[int, Job] = field(default_factory=dict)
@@ -127,11 +142,12 @@ class ScaleSet:
     def room(self) -> int:
         """Jobs the service may still assign here: up to the advertised capacity, plus one
         per idle registered runner, which the broker hands a job with no capacity check."""
+        idle_room = max(0, len(self.idle) - len(self.waiting))
         if not self.has_polled:
             return 0
-        return max(0, self.advertised - len(self.assigned)) + max(
-            0, len(self.idle) - len(self.waiting)
-        )
+        if self.session_closed:  # no listener session: only idle runners can be handed jobs
+            return idle_room
+        return max(0, self.advertised - len(self.assigned)) + idle_room
 
 
 CapacityObserver = Callable[[ScaleSet, int], None]
@@ -380,8 +396,9 @@ class ActionsService:
         if max_capacity < 0:
             raise ServiceError(f"X-ScaleSetMaxCapacity must be >= 0 (got {max_capacity})")
         ss.last_poll = self.loop.now()
-        if not ss.has_polled or max_capacity != ss.advertised:
+        if not ss.has_polled or ss.session_closed or max_capacity != ss.advertised:
             ss.has_polled = True
+            ss.session_closed = False
             ss.advertised = max_capacity
             self.log.emit("capacity_advertised", scale_set=ss.name, value=max_capacity)
             for observer in self.capacity_observers:
@@ -389,6 +406,18 @@ class ActionsService:
             self._fill(ss)
         messages, ss.outbox = ss.outbox, []
         return messages
+
+    def close_session(self, scale_set_id: int) -> None:
+        """DELETE of the message session (the listener's exit, PROTOCOL §0 step 6): the
+        service stops assigning against the capacity its last poll advertised until a new
+        session polls."""
+        ss = self.scale_set(scale_set_id)
+        if ss.session_closed or not ss.has_polled:
+            return
+        ss.session_closed = True
+        self.log.emit("capacity_advertised", scale_set=ss.name, value=0, reason="session closed")
+        for observer in self.capacity_observers:
+            observer(ss, 0)
 
     def acquire(self, scale_set_id: int, request_ids: Sequence[int]) -> list[int]:
         """Acquire offered jobs; returns the ids that are (still) this scale set's."""

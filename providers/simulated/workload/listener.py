@@ -22,6 +22,7 @@ listener pod) after ``restart_delay``: new session, new scaler (first patch auth
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,15 @@ class ListenerModel:
         self.polls = 0
         self.cuts = 0
         self.sessions = 0
+        #: Called with the statistics the real listener would receive: the session's, and
+        #: those carried by every message (a 202 "no message" carries none).
+        self.statistics_observers: list[Callable[[dict[str, int]], None]] = []
+
+    def _statistics(self) -> dict[str, int]:
+        stats = self.service.statistics(self.scale_set.id)
+        for observer in self.statistics_observers:
+            observer(stats)
+        return stats
 
     def _scaler(self) -> Scaler:
         return Scaler(
@@ -131,7 +141,7 @@ class ListenerModel:
 
     def _new_session(self) -> None:
         self.sessions += 1
-        stats = self.service.statistics(self.scale_set.id)
+        stats = self._statistics()
         self.scaler.handle_desired_runner_count(stats["totalAssignedJobs"])
         self._poll_at(self.loop.now())
 
@@ -172,7 +182,10 @@ class ListenerModel:
             self._poll_at(self.loop.now())
 
     def set_max_runners(self, max_runners: int) -> None:
-        """The AutoscalingRunnerSet changed: the controller restarts the listener."""
+        """The AutoscalingRunnerSet changed: the controller restarts the listener, whose
+        exit deletes its message session (so no job is assigned against the old capacity
+        while the new listener starts)."""
+        self.service.close_session(self.scale_set.id)
         self._restarting = True
         self._in_flight = None
         for timer in (self._timer, self._cut_timer):
@@ -211,7 +224,7 @@ class ListenerModel:
             for message in messages:
                 if message["messageType"] == "JobCompleted":
                     self.scaler.handle_job_completed(JobCompleted.model_validate(message))
-        stats = self.service.statistics(ss_id)
+        stats = self._statistics() if messages else self.service.statistics(ss_id)
         self.scaler.handle_desired_runner_count(stats["totalAssignedJobs"])
         if self.scale_set.outbox:
             self._poll_at(self.loop.now() + self.timings.handling_latency)

@@ -105,3 +105,22 @@ def test_the_hud_view_counts_queued_jobs_a_runner_with_those_labels_could_take()
     assert svc.queued_for(["gpu", "linux"]) == 2
     assert svc.queued_for(["gpu"]) == 1
     assert svc.queue_depth == 3
+
+
+def test_job_queued_while_the_listener_restarts_is_not_assigned_against_its_old_capacity() -> None:
+    """Regression (issue 13, ``drain`` seed 1): maxRunners went to 0, ARC restarted the
+    listener, and a job queued in the seconds before the new session polled was assigned
+    against the capacity the old session had advertised: stranded on a scale set with no
+    runners. The old listener deletes its session on exit; nothing is assigned until the new
+    session polls (and then only up to what it advertises)."""
+    svc = service()
+    blue = svc.add_scale_set("blue", ["gpu"], cluster="c1")
+    green = svc.add_scale_set("green", ["gpu"], cluster="c2")
+    svc.poll(blue.id, 5)
+    svc.close_session(blue.id)
+    late = svc.submit(job())
+    assert late.state is JobState.QUEUED
+    svc.poll(green.id, 1)
+    assert late.scale_set == "green"
+    svc.poll(blue.id, 0)  # the new session advertises the drained maxRunners
+    assert svc.statistics(blue.id)["totalAssignedJobs"] == 0

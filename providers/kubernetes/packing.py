@@ -1,0 +1,167 @@
+"""How to launch placeholder pairs so Karpenter packs them well, and how fast nodes come.
+
+1. :func:`pairs_per_node`: for the NodePools that can host the pair (their template labels
+   satisfy the pair's nodeSelector), the instance types their requirements allow, minus those
+   larger than the pool's remaining limits (Karpenter filters those too). For each type, how many
+   whole pairs (runner + workflow half on one node) its allocatable holds; the best-fitting type
+   is the one whose pairs use the largest share of it (dominant resource), ties to more pairs.
+   Requesting pairs in groups of that size lets one Karpenter batch fill one such node instead of
+   picking the smallest type for a lone pair (under a vCPU cap, small nodes waste the cap).
+2. :func:`launch_facts`: NodeClaims created in the last minute (launch rate) and NodeClaims
+   not initialized yet (nodes on their way), from the cluster itself.
+
+Both only bound *how many pairs to request when*; the scheduler alone confirms capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from providers.kubernetes.instance_types import shape
+from providers.kubernetes.resources import Resources, add_into, quantity
+from reconciler.snapshot import LaunchFacts
+
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+#: The launch rate is counted over this window.
+RATE_WINDOW = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Packing:
+    pairs_per_node: int
+    instance_type: str | None
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _template(pool: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (pool.get("spec") or {}).get("template") or {}
+
+
+def pool_hosts(pool: Mapping[str, Any], node_selector: Mapping[str, str]) -> bool:
+    """The pool's nodes carry every label the pair's nodeSelector asks for (template labels
+    or a single-valued ``In`` requirement)."""
+    template = _template(pool)
+    labels = dict(_meta(template).get("labels") or {})
+    for req in (template.get("spec") or {}).get("requirements") or ():
+        values = req.get("values") or []
+        if req.get("operator") == "In" and len(values) == 1:
+            labels.setdefault(req.get("key", ""), values[0])
+    return all(labels.get(k) == v for k, v in node_selector.items())
+
+
+def allowed_types(pool: Mapping[str, Any]) -> tuple[str, ...]:
+    for req in (_template(pool).get("spec") or {}).get("requirements") or ():
+        if req.get("key") == LABEL_INSTANCE_TYPE and req.get("operator") == "In":
+            return tuple(str(v) for v in req.get("values") or ())
+    return ()
+
+
+def _remaining(pool: Mapping[str, Any]) -> Resources:
+    spec_limits = (pool.get("spec") or {}).get("limits") or {}
+    used = (pool.get("status") or {}).get("resources") or {}
+    name = _meta(pool).get("name", "?")
+    return {
+        r: quantity(v, where=f"nodepool {name} spec.limits.{r}")
+        - quantity(used.get(r, 0), where=f"nodepool {name} status.resources.{r}")
+        for r, v in spec_limits.items()
+    }
+
+
+def _pairs_on(allocatable: Mapping[str, Decimal], pair: Mapping[str, Decimal]) -> tuple[int, float]:
+    """Whole pairs a node holds, and the dominant share of it they use."""
+    fits = [
+        int(allocatable.get(r, Decimal(0)) // amount) for r, amount in pair.items() if amount > 0
+    ]
+    n = min(fits) if fits else 0
+    if n <= 0:
+        return 0, 0.0
+    share = max(float(n * amount / allocatable[r]) for r, amount in pair.items() if amount > 0)
+    return n, share
+
+
+def pairs_per_node(
+    pools: Iterable[Mapping[str, Any]],
+    runner_requests: Mapping[str, Decimal],
+    workflow_requests: Mapping[str, Decimal],
+    node_selector: Mapping[str, str],
+) -> Packing:
+    pair: Resources = dict(runner_requests)
+    add_into(pair, workflow_requests)
+    pair["pods"] = pair.get("pods", Decimal(0)) + 2
+    best = Packing(1, None)
+    best_key = (0.0, 0)
+    for pool in pools:
+        if not pool_hosts(pool, node_selector):
+            continue
+        remaining = _remaining(pool)
+        for name in allowed_types(pool):
+            node = shape(name)
+            if node is None:
+                continue
+            allocatable = node.allocatable()
+            capacity = {"cpu": Decimal(node.vcpu), "nvidia.com/gpu": Decimal(node.gpu)}
+            if any(r in remaining and capacity.get(r, 0) > remaining[r] for r in capacity):
+                continue  # larger than what the pool may still add
+            n, share = _pairs_on(allocatable, pair)
+            if n and (share, n) > best_key:
+                best_key, best = (share, n), Packing(n, name)
+    return best
+
+
+def launch_facts(claims: Iterable[Mapping[str, Any]], *, now: float) -> LaunchFacts:
+    from providers.kubernetes.translate import parse_timestamp  # avoid an import cycle
+
+    recent = launching = 0
+    for claim in claims:
+        meta = _meta(claim)
+        created = parse_timestamp(meta.get("creationTimestamp"))
+        if created is not None and now - created < RATE_WINDOW:
+            recent += 1
+        if meta.get("deletionTimestamp"):
+            continue
+        conditions = (claim.get("status") or {}).get("conditions") or ()
+        if not any(
+            c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions
+        ):
+            launching += 1
+    return LaunchFacts(launched_last_minute=recent, launching=launching)
+
+
+class PlacementBounds:
+    """The two placement inputs of the launch ramp for one scale set, from the watch cache.
+
+    The fit estimate scans every pod, so it is recomputed at most every ``refresh`` seconds;
+    launch facts read only NodeClaims and are fresh on every call (the rate needs them so).
+    ``builder`` is anything with ``runner_requests``, ``workflow_requests`` and
+    ``runner_placement`` / ``workflow_placement`` (PlaceholderPodBuilder).
+    """
+
+    def __init__(self, source: Any, target: Any, builder: Any, *, refresh: float = 10.0) -> None:
+        self.source, self.target, self.builder, self.refresh = source, target, builder, refresh
+        self._fit: Any = None
+        self._fit_at = float("-inf")
+
+    def __call__(self, now: float) -> tuple[Any, LaunchFacts | None]:
+        from providers.kubernetes.translate import fit_estimate  # avoid an import cycle
+
+        if now - self._fit_at >= self.refresh:
+            self._fit_at = now
+            workflow = self.builder.workflow_placement
+            self._fit = fit_estimate(
+                self.source,
+                self.target,
+                self.builder.runner_requests,
+                self.builder.workflow_requests,
+                tolerations=workflow.get("tolerations") or (),
+                runner_selector=self.builder.runner_placement.get("nodeSelector") or {},
+                workflow_selector=workflow.get("nodeSelector") or {},
+            )
+        if self._fit is None:  # no NodePools: no Karpenter, no launch rate to honour
+            return None, None
+        return self._fit, launch_facts(self.source.list("NodeClaim"), now=now)
