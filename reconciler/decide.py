@@ -302,10 +302,11 @@ def launch_budget(inp: DecideInput, in_flight: int, unbound_in_flight: int) -> L
 
     1. Safety valves: ``maxPairsInFlight`` minus pairs in flight, ``maxRequestsPerStep``.
     2. NodePool headroom: the fit estimate's new pairs (free allocatable + pool limits).
-    3. Node-launch rate: pairs that fit free allocatable need no node; the rest come in
-       node-sized groups, one new node each, and nodes may be added at ``nodeLaunchRate`` per
-       minute minus the NodeClaims created in the last minute minus the nodes our pending,
-       not-yet-covered pairs will still cause. Groups are whole, so Karpenter packs a node.
+    3. Node-launch rate: pairs that fit free allocatable need no node; the rest need new
+       nodes, which may come at ``nodeLaunchRate`` per minute minus the NodeClaims created in
+       the last minute minus the nodes our pending pairs not covered by a launching NodeClaim
+       will still cause. A big batch fills nodes of the largest allowed type (Karpenter grows
+       each NodeClaim until nothing more fits), so that is the pairs-per-node of the rate.
     maxRunners headroom already bounds how many pairs exist (``desired_pairs``).
     """
     config, fit, launches = inp.config, inp.snapshot.fit, inp.snapshot.launches
@@ -316,16 +317,16 @@ def launch_budget(inp: DecideInput, in_flight: int, unbound_in_flight: int) -> L
     if fit is not None:
         bounds.append((fit.new_pairs, "nodepool"))
     if fit is not None and launches is not None:
-        group = config.launch_group_size or max(1, fit.pairs_per_node)
-        uncovered = max(0, unbound_in_flight - group * launches.launching)
+        per_node = max(group_size(inp.snapshot, config), fit.pairs_per_large_node)
+        uncovered = max(0, unbound_in_flight - launches.covered_pairs)
         nodes = (
             math.floor(config.node_launch_rate)
             - launches.launched_last_minute
-            - math.ceil(uncovered / group)
+            - math.ceil(uncovered / per_node)
         )
         # Pending pairs will take free allocatable before new pairs do.
         on_existing = max(0, fit.on_existing_nodes - unbound_in_flight)
-        bounds.append((on_existing + max(0, nodes) * group, "ramp"))
+        bounds.append((on_existing + max(0, nodes) * per_node, "ramp"))
     pairs, limited_by = min(bounds)
     return LaunchBudget(max(0, pairs), limited_by)
 

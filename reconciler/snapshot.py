@@ -182,6 +182,8 @@ class FitEstimate:
     on_existing_nodes: int = 0
     #: Pairs one node of the best-fitting allowed instance type holds (launch group size).
     pairs_per_node: int = 1
+    #: Pairs one node of the largest allowed type holds (what a big batch fills).
+    pairs_per_large_node: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +194,8 @@ class LaunchFacts:
     launched_last_minute: int = 0
     #: NodeClaims not initialized yet: nodes on their way for pods already pending.
     launching: int = 0
+    #: Pairs those NodeClaims were sized for (their requests): pending pairs they cover.
+    covered_pairs: int = 0
 
 
 _EMPTY: Mapping[str, PairPods] = MappingProxyType({})

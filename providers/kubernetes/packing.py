@@ -31,8 +31,12 @@ RATE_WINDOW = 60.0
 
 @dataclass(frozen=True, slots=True)
 class Packing:
+    #: Pairs per node of the best-fitting allowed type (the launch group size).
     pairs_per_node: int
     instance_type: str | None
+    #: Pairs per node of the largest allowed type: what Karpenter fills when many pairs are
+    #: pending at once (its scheduler grows each NodeClaim until no allowed type fits more).
+    pairs_per_large_node: int = 1
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -96,6 +100,7 @@ def pairs_per_node(
     pair["pods"] = pair.get("pods", Decimal(0)) + 2
     best = Packing(1, None)
     best_key = (0.0, 0)
+    largest = 1
     for pool in pools:
         if not pool_hosts(pool, node_selector):
             continue
@@ -109,15 +114,21 @@ def pairs_per_node(
             if any(r in remaining and capacity.get(r, 0) > remaining[r] for r in capacity):
                 continue  # larger than what the pool may still add
             n, share = _pairs_on(allocatable, pair)
+            largest = max(largest, n)
             if n and (share, n) > best_key:
                 best_key, best = (share, n), Packing(n, name)
-    return best
+    return Packing(best.pairs_per_node, best.instance_type, max(largest, best.pairs_per_node))
 
 
-def launch_facts(claims: Iterable[Mapping[str, Any]], *, now: float) -> LaunchFacts:
+def launch_facts(
+    claims: Iterable[Mapping[str, Any]], *, now: float, pair_cpu: Decimal = Decimal(0)
+) -> LaunchFacts:
+    """NodeClaims created within :data:`RATE_WINDOW`, NodeClaims not initialized yet, and how
+    many pairs those can hold: a NodeClaim's ``spec.resources.requests`` is what Karpenter
+    sized it for (the pending pods it batched), so pending pairs within it are covered."""
     from providers.kubernetes.translate import parse_timestamp  # avoid an import cycle
 
-    recent = launching = 0
+    recent = launching = covered = 0
     for claim in claims:
         meta = _meta(claim)
         created = parse_timestamp(meta.get("creationTimestamp"))
@@ -130,7 +141,19 @@ def launch_facts(claims: Iterable[Mapping[str, Any]], *, now: float) -> LaunchFa
             c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions
         ):
             launching += 1
-    return LaunchFacts(launched_last_minute=recent, launching=launching)
+            covered += _pairs_sized_for(claim, pair_cpu)
+    return LaunchFacts(launched_last_minute=recent, launching=launching, covered_pairs=covered)
+
+
+def _pairs_sized_for(claim: Mapping[str, Any], pair_cpu: Decimal) -> int:
+    if pair_cpu <= 0:
+        return 0
+    requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    try:
+        cpu = quantity(requests.get("cpu", 0), where="nodeclaim spec.resources.requests.cpu")
+    except ValueError:
+        return 0
+    return int(cpu // pair_cpu)
 
 
 class PlacementBounds:
@@ -164,4 +187,7 @@ class PlacementBounds:
             )
         if self._fit is None:  # no NodePools: no Karpenter, no launch rate to honour
             return None, None
-        return self._fit, launch_facts(self.source.list("NodeClaim"), now=now)
+        pair_cpu = self.builder.runner_requests.get("cpu", Decimal(0)) + (
+            self.builder.workflow_requests.get("cpu", Decimal(0))
+        )
+        return self._fit, launch_facts(self.source.list("NodeClaim"), now=now, pair_cpu=pair_cpu)

@@ -637,4 +637,5 @@ def fit_estimate(
         detail=detail,
         on_existing_nodes=min(on_nodes, total),
         pairs_per_node=packing.pairs_per_node,
+        pairs_per_large_node=packing.pairs_per_large_node,
     )

@@ -279,7 +279,8 @@ def test_fit_estimate_packs_free_allocatable_then_nodepool_headroom():
     # node-a: 3 cpu free -> 2 pairs (1.5 cpu each); pools: 6 cpu left - 1.5 pending = 4.5 -> 3.
     assert fit is not None
     assert fit.new_pairs == 5
-    assert fit.detail == "2 on existing nodes + 3 within NodePool limits"
+    assert fit.on_existing_nodes == 2
+    assert fit.detail.startswith("2 on existing nodes + 3 within NodePool limits")
 
 
 def test_fit_estimate_without_limits_is_bounded_only_by_the_cap():

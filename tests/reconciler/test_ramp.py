@@ -1,0 +1,137 @@
+"""The launch ramp and node-sized groups (issue 13): how many QUEUED pairs decide requests.
+
+Every bound is a fact about the cluster: maxRunners headroom (how many pairs exist), NodePool
+headroom (the fit estimate), and the node-launch rate counted from Karpenter's NodeClaims.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+
+from reconciler.decide import DecideInput, decide, launch_budget, packed_target
+from reconciler.settings import ReconcilerConfig
+from reconciler.snapshot import ClusterSnapshot, FitEstimate, LaunchFacts
+from state_machine.record import PairRecord
+from state_machine.states import PairState
+from state_machine.store import Move, NewPair
+
+from .builders import INSTANCE, SCALE_SET, snapshot
+
+S = PairState
+
+
+def config(**kw: object) -> ReconcilerConfig:
+    return ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=0, **kw)  # type: ignore[arg-type]
+
+
+def with_cluster(
+    snap: ClusterSnapshot,
+    *,
+    new_pairs: int = 1_000,
+    on_existing: int = 0,
+    group: int = 3,
+    large: int = 12,
+    launched: int = 0,
+    launching: int = 0,
+    covered: int = 0,
+) -> ClusterSnapshot:
+    return dataclasses.replace(
+        snap,
+        fit=FitEstimate(new_pairs, "", on_existing, group, large),
+        launches=LaunchFacts(launched, launching, covered),
+    )
+
+
+def budget(snap: ClusterSnapshot, cfg: ReconcilerConfig, *, in_flight: int = 0, unbound: int = 0):  # type: ignore[no-untyped-def]
+    inp = DecideInput({}, snap, cfg, 100.0, INSTANCE, False)
+    return launch_budget(inp, in_flight, unbound)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "cfg", "unbound", "expected"),
+    [
+        # 20 nodes/min, none launched: 20 nodes of the largest type (12 pairs) = 240 pairs.
+        ({}, {"node_launch_rate": 20}, 0, (200, "per-step cap")),
+        ({}, {"node_launch_rate": 10}, 0, (120, "ramp")),
+        # NodeClaims created in the last minute use up the rate.
+        ({"launched": 8}, {"node_launch_rate": 10}, 0, (24, "ramp")),
+        ({"launched": 10}, {"node_launch_rate": 10}, 0, (0, "ramp")),
+        # Pending pairs not covered by a launching NodeClaim will still cause nodes.
+        ({"launched": 2}, {"node_launch_rate": 10}, 30, (60, "ramp")),  # 30 pending: 3 nodes
+        (
+            {"launched": 2, "launching": 2, "covered": 24},
+            {"node_launch_rate": 10},
+            30,
+            (84, "ramp"),
+        ),
+        # Free allocatable needs no new node, but pending pairs take it first.
+        ({"launched": 10, "on_existing": 5}, {"node_launch_rate": 10}, 0, (5, "ramp")),
+        ({"launched": 10, "on_existing": 5}, {"node_launch_rate": 10}, 3, (2, "ramp")),
+        # The NodePool limit is tighter than the rate.
+        ({"new_pairs": 7}, {"node_launch_rate": 10}, 0, (7, "nodepool")),
+    ],
+    ids=str,
+)
+def test_launch_budget_is_the_tightest_cluster_bound(
+    cluster: dict[str, int], cfg: dict[str, float], unbound: int, expected: tuple[int, str]
+) -> None:
+    snap = with_cluster(snapshot(queued=1_000, max_runners=1_000), **cluster)
+    result = budget(snap, config(**cfg), unbound=unbound)
+    assert (result.pairs, result.limited_by) == expected
+
+
+def test_without_karpenter_only_the_safety_valves_bound_launches() -> None:
+    result = budget(snapshot(queued=50), config(max_requests_per_step=7))
+    assert (result.pairs, result.limited_by) == (7, "per-step cap")
+
+
+def test_decide_reports_what_held_queued_pairs_back() -> None:
+    snap = with_cluster(snapshot(queued=100, max_runners=100), launched=10)
+    ids = (f"new-{i}" for i in itertools.count(1))
+    decision = decide(DecideInput({}, snap, config(node_launch_rate=10), 0.0, INSTANCE, False), ids)
+    assert sum(isinstance(c, NewPair) for c in decision.changes) >= 100
+    assert not any(isinstance(c, Move) and c.target is S.REQUESTED for c in decision.changes)
+    assert decision.launch_limited_by == "ramp"
+
+
+@pytest.mark.parametrize(
+    ("want", "live", "on_existing", "queued", "max_runners", "expected"),
+    [
+        (4, 0, 0, 4, 100, 6),  # 4 pairs need nodes: round up to 2 nodes of 3
+        (6, 0, 0, 6, 100, 6),  # already whole
+        (4, 0, 1, 4, 100, 4),  # one fits free allocatable, 3 make one node
+        (4, 2, 0, 4, 100, 5),  # 2 exist, 2 need a node: 3
+        (4, 0, 0, 4, 5, 5),  # never beyond maxRunners headroom
+        (4, 0, 0, 0, 100, 4),  # no queued jobs: the warm pool is kept exactly as configured
+        (0, 0, 0, 0, 100, 0),  # scale to zero stays zero
+    ],
+)
+def test_pairs_needing_new_nodes_are_rounded_up_to_whole_node_groups(
+    want: int, live: int, on_existing: int, queued: int, max_runners: int, expected: int
+) -> None:
+    snap = with_cluster(
+        snapshot(queued=queued, max_runners=max_runners), on_existing=on_existing, group=3
+    )
+    assert packed_target(want, live, snap, config()) == expected
+
+
+def test_a_partly_used_node_group_is_not_scaled_down_while_jobs_queue() -> None:
+    """No flapping: the extra pairs the rounding made are not deleted on the next step while
+    the same demand holds; they go when it ends."""
+    snap = with_cluster(snapshot(queued=4, max_runners=100), group=3)
+    ids = (f"p-{i}" for i in itertools.count(1))
+    first = decide(DecideInput({}, snap, config(), 0.0, INSTANCE, False), ids)
+    assert sum(isinstance(c, NewPair) for c in first.changes) == 6
+    records = {
+        pid: PairRecord.new(pid, SCALE_SET, 0.0, "t").moved(S.REQUESTED, 0.0, "t")
+        for pid, state in first.states.items()
+    }
+    same = with_cluster(snapshot(queued=4, max_runners=100), group=3)
+    again = decide(DecideInput(records, same, config(), 1.0, INSTANCE, False), ids)
+    assert not any(isinstance(c, Move) and c.target is S.DELETED for c in again.changes)
+    gone = with_cluster(snapshot(queued=0, max_runners=100), group=3)
+    after = decide(DecideInput(records, gone, config(), 2.0, INSTANCE, False), ids)
+    assert sum(isinstance(c, Move) and c.target is S.DELETED for c in after.changes) == 6
