@@ -60,6 +60,7 @@ from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.capacity import fail_closed_capacity
 from reconciler.clock import SystemClock
+from reconciler.fast_drop import DropGuard
 from reconciler.loop import ReconcileLoop, Schedule
 from reconciler.ports import PodRef
 from reconciler.reconciler import Reconciler, StepResult
@@ -248,9 +249,11 @@ class ListenerApp:
         )
         reconcile_loop: ReconcileLoop | None = None
 
-        def on_change(_kind: str) -> None:
+        def on_change(kind: str) -> None:
             if reconcile_loop is not None:
                 reconcile_loop.trigger()
+                if kind == "Pod":  # a lost placeholder lowers the header before the debounce
+                    reconcile_loop.poke_drop()
 
         cache = KubeCache(api_client, default_targets(target), on_change=on_change).start()
         self.cache = cache
@@ -332,6 +335,12 @@ class ListenerApp:
         def on_error(_exc: BaseException) -> None:
             metrics_subscriber.observe_failure(0.0)
 
+        def drop_snapshot() -> ClusterSnapshot | None:
+            """What the drop check reads: no fit (cheap); nothing while failing closed."""
+            if not cache.has_synced or cache.stale_for() > capacity.recalculate_interval:
+                return None
+            return build_snapshot(cache, target, now=self.clock.now(), demand=self._demand())
+
         reconcile_loop = ReconcileLoop(
             reconciler,
             snapshot,
@@ -344,6 +353,7 @@ class ListenerApp:
             self.clock,
             on_step=on_step,
             on_error=on_error,
+            drop_guard=DropGuard(reconciler, drop_snapshot),
         )
         log.info("capacity-aware: instance %s, placeholders in %s", self.instance, placeholder_ns)
         tasks = [asyncio.create_task(reconcile_loop.run(self.stop), name="reconcile")]

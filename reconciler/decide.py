@@ -119,8 +119,9 @@ def _timeout_reason(timeout: float, pods: PairPods, snapshot: ClusterSnapshot) -
     missing = [role for role, pod in halves if pod is None]
     if missing:
         parts.append(f"never observed: {', '.join(missing)} pod")
-    if snapshot.capacity_signals:
-        parts.append("Karpenter: " + "; ".join(snapshot.capacity_signals[:3]))
+    signals = snapshot.karpenter_signals()
+    if signals:
+        parts.append("Karpenter: " + "; ".join(signals[:3]))
     return "; ".join(parts)
 
 

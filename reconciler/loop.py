@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reconciler.clock import Clock
+from reconciler.fast_drop import DropGuard
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.snapshot import ClusterSnapshot
 
@@ -111,8 +112,12 @@ class ReconcileLoop:
         *,
         on_step: Callable[[StepResult, float], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
+        drop_guard: DropGuard | None = None,
     ) -> None:
         self.reconciler = reconciler
+        #: Publishes a falling ledger between steps (see :mod:`reconciler.fast_drop`); its
+        #: checks run in this loop, one at a time with the steps, so they never race them.
+        self.drop_guard = drop_guard
         self.snapshot_source = snapshot_source
         self.schedule = schedule
         self.clock = clock
@@ -125,6 +130,12 @@ class ReconcileLoop:
         """Note an observation change; safe to call from any thread (watch callbacks)."""
         self.schedule.trigger(self.clock.now())
         if self._aio is not None and self._wake is not None:
+            self._aio.call_soon_threadsafe(self._wake.set)
+
+    def poke_drop(self) -> None:
+        """A pod changed: capacity may have fallen. Safe from any thread (watch callbacks)."""
+        armed = self.drop_guard is not None and self.drop_guard.poke()
+        if armed and self._aio is not None and self._wake is not None:
             self._aio.call_soon_threadsafe(self._wake.set)
 
     def run_once(self) -> StepResult | None:
@@ -146,6 +157,9 @@ class ReconcileLoop:
         self._wake = asyncio.Event()
         while not stop.is_set():
             delay = self.schedule.due_at() - self.clock.now()
+            if delay > 0 and self.drop_guard is not None and self.drop_guard.pending:
+                await self._check_drop()
+                continue
             if delay > 0:
                 await self._sleep(stop, delay)
                 continue
@@ -158,6 +172,16 @@ class ReconcileLoop:
                 if self.on_error is not None:
                     self.on_error(exc)
                 self.schedule.ran(self.clock.now())
+
+    async def _check_drop(self) -> None:
+        guard = self.drop_guard
+        if guard is None:
+            return
+        try:
+            await asyncio.to_thread(guard.check)
+        except Exception:
+            guard.pending = False
+            log.exception("capacity drop check failed; the next step publishes the ledger")
 
     async def _sleep(self, stop: asyncio.Event, delay: float) -> None:
         wake = self._wake

@@ -11,7 +11,7 @@ records facts (phase, node, deletion, conditions, whether the node is usable for
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from types import MappingProxyType
@@ -222,3 +222,9 @@ class ClusterSnapshot:
     #: Recent capacity failures seen in Karpenter (e.g. "InsufficientCapacity g5.xlarge
     #: us-east-1a"), used only to explain TIMED_OUT reasons.
     capacity_signals: tuple[str, ...] = ()
+    #: Reads the signals on demand instead (providers pass it: only a timeout needs them).
+    signals: Callable[[], tuple[str, ...]] | None = None
+
+    def karpenter_signals(self) -> tuple[str, ...]:
+        """Recent Karpenter capacity failures, read only when asked."""
+        return self.signals() if self.signals is not None else self.capacity_signals

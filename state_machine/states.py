@@ -27,8 +27,8 @@ class Role(StrEnum):
 #: What each state means, for the generated docs (docs/state-machine.md).
 DESCRIPTIONS: dict[PairState, str] = {
     PairState.QUEUED: (
-        "Decide wants this pair but has not asked the cluster for it yet: the burst cap "
-        "(pairs in flight), the per-step cap or the fit estimate held it back. Nothing exists "
+        "Decide wants this pair but has not asked the cluster for it yet: the launch ramp "
+        "(node-launch rate, NodePool headroom, safety valves) held it back. Nothing exists "
         "in Kubernetes. Leaves for REQUESTED when a launch slot frees up, or DELETED if demand "
         "falls first."
     ),

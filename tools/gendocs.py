@@ -56,7 +56,8 @@ def render_markdown() -> str:
         "Computed from the table, never kept by hand:",
         "",
         f"- **live** (count towards the desired number of pairs): {_names(LIVE)}",
-        f"- **in flight** (bounded by `maxPairsInFlight`): {_names(IN_FLIGHT)}",
+        "- **in flight** (bounded by the launch ramp: `nodeLaunchRate`, NodePool headroom): "
+        f"{_names(IN_FLIGHT)}",
         f"- **has pods** (pods may exist and must be cleaned up): {_names(HAS_PODS)}",
         f"- **terminal**: {_names(TERMINAL)}",
         "",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -216,6 +216,33 @@ def node_states(nodes: Iterable[Obj]) -> dict[str, NodeState]:
     return {(n.get("metadata") or {}).get("name", ""): node_state(n) for n in nodes}
 
 
+class LazyNodeStates(Mapping[str, NodeState]):
+    """:func:`node_states` computed only for the nodes asked about (those holding
+    placeholders), not for every node of a large cluster on every snapshot."""
+
+    def __init__(self, nodes: Iterable[Obj]) -> None:
+        self._nodes = nodes
+        self._index: dict[str, Obj] | None = None
+        self._states: dict[str, NodeState] = {}
+
+    def _by_name(self) -> dict[str, Obj]:
+        if self._index is None:
+            self._index = {(n.get("metadata") or {}).get("name", ""): n for n in self._nodes}
+        return self._index
+
+    def __getitem__(self, name: str) -> NodeState:
+        state = self._states.get(name)
+        if state is None:
+            state = self._states[name] = node_state(self._by_name()[name])
+        return state
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name())
+
+    def __len__(self) -> int:
+        return len(self._by_name())
+
+
 def node_blocked_for(node: Obj | None, tolerations: Sequence[Mapping[str, Any]]) -> bool:
     """The node cannot (or soon will not) host this pod: DESIGN §4 "no longer counts".
 
@@ -376,7 +403,7 @@ def build_snapshot(
     scale_set = scale_set_name(ers, target)
     max_runners, min_runners = live_limits(source, target, ers)
     runner_names, idle = _our_runners(source, target, scale_set)
-    nodes = node_states(source.list("Node"))
+    nodes = LazyNodeStates(source.list("Node"))
 
     namespaces = [target.runner_namespace]
     if target.placeholder_namespace != target.runner_namespace:
@@ -448,7 +475,8 @@ def build_snapshot(
         demand=demand,
         fit=fit,
         launches=launches,
-        capacity_signals=capacity_signals_from(source, now),
+        # Read Karpenter's signals only if a timeout reason asks for them (rare).
+        signals=lambda: capacity_signals_from(source, now),
     )
 
 

@@ -95,9 +95,10 @@ def test_a_max_runners_change_restarts_the_listener_with_an_authoritative_patch(
     assert h.ers_spec()["replicas"] == 1
     h.listener.set_max_runners(0)  # at t=3; the new listener pod is up 5 s later
     h.at(7.9)
-    assert h.advertised() == [(0.0, 10)]
+    # The old listener's exit deleted its session: nothing is assigned against its capacity.
+    assert h.advertised() == [(0.0, 10), (3.0, 0)]
     assert h.ers_spec()["replicas"] == 1
     h.at(8.1)
-    assert h.advertised() == [(0.0, 10), (8.0, 0)]
+    assert h.advertised() == [(0.0, 10), (3.0, 0), (8.0, 0)]
     assert h.ers_spec() == {"patchID": 0}  # min(0 + 1, 0) = 0, patchID 0 on a new session
     assert h.service.assigned_count(h.ss.id) == 1  # never revoked
