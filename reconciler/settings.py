@@ -90,8 +90,11 @@ class CapacityAwareSettings(_Model):
     #: A pair not READY this long after it was requested is TIMED_OUT (ICE, limits, quota...).
     placeholder_ready_timeout: Seconds = Field(default=300.0, ge=10, le=86_400)
     #: How long the surviving half of a PREEMPTED pair is protected (runner started -> its
-    #: workflow pod takes over the workflow placeholder).
-    survivor_window: Seconds = Field(default=600.0, ge=0, le=86_400)
+    #: workflow pod takes over the workflow placeholder). Measured in the simulated day: the
+    #: workflow pod is created 11.5 s (p50) / 15 s (p99) / 96 s (max) after its runner bound;
+    #: 120 s leaves room for a slow runner image pull while a survivor held for 10 min cost
+    #: about a tenth of the warm pool's idle CPU-hours.
+    survivor_window: Seconds = Field(default=120.0, ge=0, le=86_400)
     #: Requests (= limits) of the workflow placeholder, e.g. {"cpu": "2", "memory": "4Gi"}.
     workflow_resources: dict[str, str] = Field(
         default_factory=lambda: {"cpu": "1", "memory": "2Gi"}
@@ -168,7 +171,7 @@ class ReconcilerConfig:
     scale_set: str
     proactive_capacity: int = 1
     placeholder_ready_timeout: float = 300.0
-    survivor_window: float = 600.0
+    survivor_window: float = 120.0
     placeholder_ttl: float = 1800.0
     max_pairs_in_flight: int = 1_000
     max_requests_per_step: int = 200

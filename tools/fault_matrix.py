@@ -140,7 +140,7 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
     lines += [f"| `{name}` | {text} |" for name, text in describe()]
     lines += [
         "",
-        '"One interval" is the reconcile interval (`recalculateInterval`). A `maxRunners` '
+        "\"One interval\" is the reconcile interval (`recalculateInterval`). A `maxRunners` "
         "change gets the listener pod's restart delay + 1 s (ARC recreates the pod; its first "
         "poll is clamped to the new value).",
         "",
@@ -158,7 +158,7 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         )
     lines += [
         "",
-        "Fault kinds (`providers/simulated/faults.py`, usable in a scenario's "
+        "Fault kinds (`providers/simulated/faults/`, usable in a scenario's "
         "`<name>.faults.yaml`):",
         "",
         "| Kind | Meaning | Shape | Params |",

@@ -6,7 +6,8 @@
 
 ``SCENARIO`` is a path or the name of a file in config/scenarios/ (``ice-failover``).
 :func:`main` takes ``argv`` so ``python -m listener simulate|demo`` can delegate to it.
-Exit codes: 0 ok, 1 a check disagreed, 2 bad input (the message names file, field, reason).
+Exit codes: 0 ok, 1 a check disagreed, 2 bad input (the message names file, field, reason)
+or a scale set the listener's start-up checks refuse (the listener's message).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import sys
 from collections.abc import Sequence
 
 from providers.simulated.scenario import ScenarioError
+from providers.simulated.startup import StartupRefused
 from providers.simulated.workload.jobs import TraceError
 
-#: Bad input the user can fix: reported in one message, exit code 2, no traceback.
-INPUT_ERRORS = (ScenarioError, TraceError)
+#: Bad input the user can fix: reported in one message, exit code 2, no traceback. A scale
+#: set the listener's start-up checks refuse is one (same message as ``run``).
+INPUT_ERRORS = (ScenarioError, TraceError, StartupRefused)
 
 
 def _parser() -> argparse.ArgumentParser:

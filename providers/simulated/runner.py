@@ -11,6 +11,11 @@ Outputs in ``out_dir``:
 - ``queue_depth.png``, ``capacity.png``, ``nodes.png`` (see :mod:`providers.simulated.plots`).
 - ``REPORT.md``: the comparison table and the plots.
 
+Before anything runs, the capacity-aware world gets the listener's start-up checks
+(:mod:`providers.simulated.startup`): a scale set the listener would refuse stops the
+scenario with the listener's message (:class:`StartupRefused`, exit code 2 on the command
+line); warnings go to stderr.
+
 The comparison table goes to stdout; a progress bar (only when stderr is a terminal) and the
 wall time of each run go to stderr.
 """
@@ -25,7 +30,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from providers.simulated.scenario import Scenario, load_scenario
-from providers.simulated.strategies import STRATEGIES
+from providers.simulated.startup import refuse_on_errors
+from providers.simulated.strategies import CAPACITY_AWARE, STRATEGIES
 from providers.simulated.world import World
 
 #: What ``make demo`` runs, headline first (issue 3's required scenarios).
@@ -138,8 +144,15 @@ def run_scenario(
     }
     series: dict[str, Any] = {}
     logs: list[Iterable[str]] = []
+    # The capacity-aware world is built first: its start-up checks may refuse the scenario
+    # (as the listener would refuse to start) before any strategy has run.
+    prebuilt: dict[str, World] = {}
+    if CAPACITY_AWARE in strategies:
+        prebuilt[CAPACITY_AWARE] = World(scenario, CAPACITY_AWARE, seed=seed)
+        for warning in refuse_on_errors(prebuilt[CAPACITY_AWARE]):
+            err.write(f"{scenario.name} / {CAPACITY_AWARE}: {warning}\n")
     for strategy in strategies:
-        world = World(scenario, strategy, seed=seed)
+        world = prebuilt.pop(strategy, None) or World(scenario, strategy, seed=seed)
         bar = ProgressBar(f"{scenario.name} / {strategy}", err) if progress else None
         started = time.perf_counter()  # wall time for the user only; never in results.json
         results["strategies"][strategy] = world.run(bar)

@@ -44,7 +44,9 @@ class KindInfo:
 
 
 _ARC = "actions.github.com"
+_RBAC = "rbac.authorization.k8s.io"
 
+#: Every kind the store keeps, one line each (other parts of the project add kinds here).
 KINDS: dict[str, KindInfo] = {
     k.kind: k
     for k in (
@@ -57,6 +59,14 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("EphemeralRunner", "ephemeralrunners", _ARC, "v1alpha1", True),
         KindInfo("NodePool", "nodepools", "karpenter.sh", "v1", False),
         KindInfo("NodeClaim", "nodeclaims", "karpenter.sh", "v1", False),
+        KindInfo("ServiceAccount", "serviceaccounts", "", "v1", True),
+        KindInfo("Secret", "secrets", "", "v1", True),
+        KindInfo("ConfigMap", "configmaps", "", "v1", True),
+        KindInfo("Role", "roles", _RBAC, "v1", True),
+        KindInfo("RoleBinding", "rolebindings", _RBAC, "v1", True),
+        KindInfo("ClusterRole", "clusterroles", _RBAC, "v1", False),
+        KindInfo("ClusterRoleBinding", "clusterrolebindings", _RBAC, "v1", False),
+        KindInfo("Lease", "leases", "coordination.k8s.io", "v1", True),
     )
 }
 

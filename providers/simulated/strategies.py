@@ -466,6 +466,18 @@ def _instance_id(rng: random.Random) -> str:
     return "".join(rng.choice(alphabet) for _ in range(5))
 
 
+@dataclass
+class DriverHooks:
+    """Fault hooks of a :class:`CapacityAwareDriver` (used by :mod:`providers.simulated.faults`).
+
+    ``source`` replaces the cache view each step reads (a stale cache); ``step`` runs each
+    step (it must call the function it gets; a crash fault raises through it). None: no
+    fault. HUD faults use the driver's ``hud_filter``."""
+
+    source: Callable[[StoreCacheView], Any] | None = None
+    step: Callable[[Callable[[], None]], None] | None = None
+
+
 class CapacityAwareDriver:
     """Runs the production reconciler for one scale set in virtual time."""
 
@@ -538,6 +550,8 @@ class CapacityAwareDriver:
         self._placement: PlacementBounds | None = None
         self.steps = 0
         self.step_errors = 0
+        self.hooks = DriverHooks()
+        self.paused = False
 
     def start(self) -> None:
         ctx = self.ctx
@@ -569,6 +583,17 @@ class CapacityAwareDriver:
         self.schedule.trigger(self.ctx.loop.now())
         self._arm()
 
+    def pause(self) -> None:
+        """Stop stepping (a crashed listener process) until :meth:`resume`."""
+        self.paused = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def resume(self) -> None:
+        """Allow steps again; the next :meth:`trigger` (or HUD change) schedules one."""
+        self.paused = False
+
     def _lost(self) -> None:
         """A placeholder stopped backing capacity: check the ledger now, not after the
         debounce (coalesced: one check per instant, after the world's own handlers ran)."""
@@ -584,6 +609,8 @@ class CapacityAwareDriver:
         self.drop_guard.check()
 
     def _arm(self) -> None:
+        if self.paused:
+            return
         due = self.schedule.due_at()
         timer = self._timer
         if timer is not None and timer.active:
@@ -611,6 +638,8 @@ class CapacityAwareDriver:
     def _source(self) -> StoreCacheView:
         if self.source is None:
             raise RuntimeError("CapacityAwareDriver stepped before start()")
+        if self.hooks.source is not None:
+            return self.hooks.source(self.source)  # type: ignore[no-any-return]
         return self.source
 
     def _bounds(self, now: float) -> tuple[FitEstimate | None, LaunchFacts | None]:
@@ -623,6 +652,12 @@ class CapacityAwareDriver:
         return self._placement(now)
 
     def _step(self) -> None:
+        if self.hooks.step is not None:
+            self.hooks.step(self._run_step)
+        else:
+            self._run_step()
+
+    def _run_step(self) -> None:
         self._timer = None
         now = self.ctx.loop.now()
         source = self._source()

@@ -39,6 +39,7 @@ from providers.simulated.strategies import (
     STRATEGIES,
     Baseline,
     CapacityAware,
+    CapacityAwareDriver,
     Overprovision,
     ScaleSetContext,
     Strategy,
@@ -283,6 +284,18 @@ class World:
         self.log.emit("max_runners_changed", scale_set=name, value=max_runners)
         handle.arc.set_max_runners(max_runners)
         handle.listener.set_max_runners(max_runners)
+
+    # --- fault surface (providers.simulated.faults) -----------------------------------------
+
+    def capacity_drivers(self) -> list[CapacityAwareDriver]:
+        """The capacity-aware drivers, one per scale set ([] under other strategies)."""
+        if isinstance(self.strategy, CapacityAware):
+            return list(self.strategy.drivers)
+        return []
+
+    def cluster_of(self, scale_set: str) -> ClusterHandle:
+        """The cluster (store, router, simulated cluster) a scale set runs in."""
+        return self.clusters[self.scale_sets[scale_set].cluster]
 
     # --- running ------------------------------------------------------------------------------
 

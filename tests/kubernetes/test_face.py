@@ -33,7 +33,13 @@ def raw_list(api: client.ApiClient, **kw) -> dict:
 
 def test_discovery_lists_core_and_custom_groups_but_not_absent_ones(api: client.ApiClient):
     groups = client.ApisApi(api).get_api_versions()
-    assert {g.name for g in groups.groups} == {"actions.github.com", "scheduling.k8s.io"}
+    assert {g.name for g in groups.groups} == {
+        "actions.github.com",
+        "scheduling.k8s.io",
+        "rbac.authorization.k8s.io",
+        "coordination.k8s.io",
+        "authorization.k8s.io",
+    }
     core = client.CoreV1Api(api).get_api_resources()
     assert {"pods", "nodes", "pods/status"} <= {r.name for r in core.resources}
     arc = client.CustomObjectsApi(api).get_api_resources(*ARC)

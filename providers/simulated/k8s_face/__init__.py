@@ -8,6 +8,7 @@ Usage::
     face.stop()
 """
 
-from providers.simulated.k8s_face.server import ApiError, K8sFace
+from providers.simulated.k8s_face.errors import ApiError
+from providers.simulated.k8s_face.server import K8sFace
 
 __all__ = ["ApiError", "K8sFace"]

@@ -20,6 +20,8 @@ SHORT_NAMES = {
     "priorityclasses": ["pc"],
     "ephemeralrunnersets": ["ers"],
     "ephemeralrunners": ["er"],
+    "serviceaccounts": ["sa"],
+    "configmaps": ["cm"],
 }
 STATUS_SUBRESOURCE = {
     "Pod",
@@ -94,4 +96,22 @@ def resource_list(group_version: str, kinds: Iterable[KindInfo]) -> dict[str, An
         "apiVersion": "v1",
         "groupVersion": group_version,
         "resources": resources,
+    }
+
+
+def access_review_list() -> dict[str, Any]:
+    """``/apis/authorization.k8s.io/v1``: only SelfSubjectAccessReview (create-only)."""
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "authorization.k8s.io/v1",
+        "resources": [
+            {
+                "name": "selfsubjectaccessreviews",
+                "singularName": "selfsubjectaccessreview",
+                "namespaced": False,
+                "kind": "SelfSubjectAccessReview",
+                "verbs": ["create"],
+            }
+        ],
     }
