@@ -23,6 +23,23 @@ again here from the log's point of view):
 - **nodes launched**: ``nodeclaim_launched`` events; **placeholder pods created**:
   ``pod_created`` with a placeholder role.
 
+Fair figures (issue 13):
+
+- **fair queue-to-start**: every ``job_queued`` job; ``job_running.t - job_queued.t`` for a job
+  that reached Running and has no ``job_failed``, else infinity. Percentiles interpolate
+  linearly; one touching infinity is infinite, reported ``None`` (``null`` in results.json).
+- **jobs never started**: jobs without ``job_running``.
+- **time to 50% / 95% running**: the ``ceil(0.5 N)``-th / ``ceil(0.95 N)``-th smallest
+  ``job_running.t`` over jobs without ``job_failed`` (``N`` = all jobs); ``None`` if fewer ran.
+- **over-advertised episodes**: per scale set, maximal stretches of positive
+  ``A - min(R, W)`` (zero-length ones dropped, an open one closed at ``run_ended``): count,
+  p50, p99, max.
+- **billed node-hours / dollars**: a NodeClaim with ``nodeclaim_launched`` is billed from its
+  ``nodeclaim_created`` (or, in logs without it, from ``nodeclaim_launched``) to its
+  ``node_removed`` (or the end); a static node (``node_added`` with ``static``) from that event
+  to its ``node_removed``. Prices: :mod:`providers.simulated.prices` (a stdlib-only data table,
+  the one module of the project this checker reads).
+
 Usage: ``python -m providers.simulated.checker EVENTS.jsonl [RESULTS.json]``; exit code 1
 when a figure disagrees.
 """
@@ -35,6 +52,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from providers.simulated.prices import hourly_price
 
 PLACEHOLDER = ("placeholder-runner", "placeholder-workflow")
 RUNNER_SIDE = ("runner", "placeholder-runner")
@@ -56,6 +75,18 @@ TOLERANCE = {
     "queue_to_start_seconds.p50": 0.15,
     "queue_to_start_seconds.p95": 0.15,
     "queue_to_start_seconds.p99": 0.15,
+    "queue_to_start_fair_seconds.p50": 0.15,
+    "queue_to_start_fair_seconds.p95": 0.15,
+    "queue_to_start_fair_seconds.p99": 0.15,
+    "jobs_never_started": 0,
+    "time_to_50pct_running": 0.15,
+    "time_to_95pct_running": 0.15,
+    "over_advertised_episodes.count": 0,
+    "over_advertised_episodes.p50": 0.0015,
+    "over_advertised_episodes.p99": 0.0015,
+    "over_advertised_episodes.max": 0.0015,
+    "billed_node_hours": 0.015,
+    "billed_cost_usd": 0.015,
 }
 
 
@@ -64,13 +95,25 @@ class LogError(ValueError):
 
 
 def _pct(values: list[float], p: float) -> float | None:
+    """Linear interpolation; None when empty or when the result is infinite."""
     if not values:
         return None
     values = sorted(values)
     pos = (len(values) - 1) * p / 100.0
     lo = math.floor(pos)
     hi = lo + 1 if lo + 1 < len(values) else lo
+    if math.isinf(values[lo]) or (pos > lo and math.isinf(values[hi])):
+        return None
+    if pos == lo:
+        return values[lo]
     return values[lo] + (values[hi] - values[lo]) * (pos - lo)
+
+
+def _kth(values: list[float], total: int, fraction: float) -> float | None:
+    k = max(1, math.ceil(fraction * total - 1e-9))
+    if total <= 0 or len(values) < k:
+        return None
+    return sorted(values)[k - 1]
 
 
 class _Strategy:
@@ -86,12 +129,66 @@ class _Strategy:
         self.gpu_s = 0.0
         self.launched = 0
         self.placeholders = 0
+        self.episodes: list[float] = []
+        self.machines: dict[str, list[dict[str, Any]]] = {}  # claim or static node name
+        self.billed_s = 0.0
+        self.billed_usd = 0.0
 
     def _set(self, name: str) -> dict[str, float]:
         s = self.sets.get(name)
         if s is None:
-            s = self.sets[name] = {"A": 0, "R": 0, "W": 0, "last": 0.0, "area": 0.0}
+            s = self.sets[name] = {"A": 0, "R": 0, "W": 0, "last": 0.0, "area": 0.0, "open": -1.0}
         return s
+
+    def _episode(self, s: dict[str, float], t: float) -> None:
+        """The gap may have changed at ``t``: open or close an over-advertised episode."""
+        gap = s["A"] - min(s["R"], s["W"])
+        if gap > 0 and s["open"] < 0:
+            s["open"] = t
+        elif gap <= 0 and s["open"] >= 0:
+            if t > s["open"]:
+                self.episodes.append(t - s["open"])
+            s["open"] = -1.0
+
+    def _bill(self, name: str, t: float) -> None:
+        # Node events carry no cluster, and two clusters may hold machines of the same name
+        # (static "system-0"): same-named machines stack, a removal bills the oldest.
+        stack = self.machines.pop(name, None)
+        if not stack:
+            return
+        m = stack.pop(0)
+        if stack:
+            self.machines[name] = stack
+        if m.get("type") is None:
+            return  # never launched: not billed
+        held = t - m["since"]
+        self.billed_s += held
+        self.billed_usd += held / 3600.0 * (hourly_price(m["type"]) or 0.0)
+
+    def _open_machine(self, name: str, since: float, instance_type: str | None) -> None:
+        self.machines.setdefault(name, []).append({"since": since, "type": instance_type})
+
+    def _machine_event(self, kind: str, e: dict[str, Any], t: float) -> None:
+        if kind == "nodeclaim_created":
+            self._open_machine(e["nodeclaim"], t, None)
+        elif kind == "nodeclaim_launched":
+            self.launched += 1
+            pending = [m for m in self.machines.get(e["nodeclaim"], ()) if m["type"] is None]
+            if pending:
+                pending[0]["type"] = e["instance_type"]
+            else:  # older logs: no nodeclaim_created, bill from launch
+                self._open_machine(e["nodeclaim"], t, e["instance_type"])
+        elif kind == "nodeclaim_failed":
+            stack = self.machines.get(e["nodeclaim"], [])
+            pending = [m for m in stack if m["type"] is None]
+            if pending:
+                stack.remove(pending[0])
+            if not stack:
+                self.machines.pop(e["nodeclaim"], None)
+        elif kind == "node_added" and e.get("static"):
+            self._open_machine(e["node"], t, e["instance_type"])
+        elif kind == "node_removed":
+            self._bill(e.get("nodeclaim") or e["node"], t)
 
     def _advance(self, s: dict[str, float], t: float) -> None:
         gap = s["A"] - min(s["R"], s["W"])
@@ -110,6 +207,7 @@ class _Strategy:
             s["R"] += delta
         elif pod["role"] in WORKFLOW_SIDE:
             s["W"] += delta
+        self._episode(s, t)
 
     def _release(self, pod: dict[str, Any], t: float) -> None:
         if pod.get("bound") is not None and not pod.get("released"):
@@ -136,6 +234,7 @@ class _Strategy:
             s = self._set(e["scale_set"])
             self._advance(s, t)
             s["A"] = e["value"]
+            self._episode(s, t)
         elif kind == "pod_created":
             key = (e["namespace"], e["pod"])
             self.pods[key] = {
@@ -162,8 +261,8 @@ class _Strategy:
                 self._release(pod, t)
             if kind == "pod_deleted":
                 del self.pods[key]
-        elif kind == "nodeclaim_launched":
-            self.launched += 1
+        elif kind.startswith(("nodeclaim_", "node_")):
+            self._machine_event(kind, e, t)
 
     def figures(self) -> dict[str, Any]:
         if self.end is None or self.stuck_after is None:
@@ -171,14 +270,26 @@ class _Strategy:
         end, limit = self.end, self.stuck_after
         for s in self.sets.values():
             self._advance(s, end)
+            s["A"] = 0  # close any open episode at the end
+            self._episode(s, end)
         for pod in self.pods.values():
             self._release(pod, end)
+        for name in list(self.machines):
+            while name in self.machines:
+                self._bill(name, end)
         completed = failed = stuck = 0
         over = 0.0
         to_start = []
+        fair: list[float] = []
+        ran_at: list[float] = []
         for job in self.jobs.values():
             if "running" in job:
                 to_start.append(job["running"] - job["queued"])
+            if "running" in job and "failed" not in job:
+                fair.append(job["running"] - job["queued"])
+                ran_at.append(job["running"])
+            else:
+                fair.append(math.inf)
             completed += "completed" in job
             failed += "failed" in job
             a = job.get("assigned")
@@ -203,6 +314,18 @@ class _Strategy:
             "idle_reserved_gpu_hours": self.gpu_s / 3600.0,
             "nodes_launched": self.launched,
             "placeholder_pods_created": self.placeholders,
+            "queue_to_start_fair_seconds": {f"p{p}": _pct(fair, p) for p in (50, 95, 99)},
+            "jobs_never_started": sum("running" not in job for job in self.jobs.values()),
+            "time_to_50pct_running": _kth(ran_at, len(self.jobs), 0.5),
+            "time_to_95pct_running": _kth(ran_at, len(self.jobs), 0.95),
+            "over_advertised_episodes": {
+                "count": len(self.episodes),
+                "p50": _pct(self.episodes, 50),
+                "p99": _pct(self.episodes, 99),
+                "max": max(self.episodes) if self.episodes else None,
+            },
+            "billed_node_hours": self.billed_s / 3600.0,
+            "billed_cost_usd": self.billed_usd,
         }
 
 

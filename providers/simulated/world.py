@@ -185,6 +185,7 @@ class World:
             router = PodRouter(store, log, model.name)
             router.on_added(partial(self.accounting.pod_added, model.name))
             router.on_change(partial(self.accounting.pod_changed, model.name))
+            self.accounting.watch_machines(model.name, store)  # before start: static nodes
             cluster = Cluster(
                 loop, store, model.spec, rng=self._rng(f"cluster/{model.name}"), log=log
             )

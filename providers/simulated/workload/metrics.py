@@ -30,7 +30,22 @@ seconds since the start, rounded to milliseconds like the log):
   poll cut); for stock ARC, how much of ``maxRunners`` was never backed by anything.
 - **idle reserved CPU / GPU hours**: requests of placeholder pods (both strategies' kinds)
   integrated from binding until they end or are removed. Idle *nodes* are reported apart
-  (``node_hours``, ``node_cost_usd``, from the cluster's own figures).
+  (``node_hours``, ``node_cost_usd``, from the cluster's own figures, counted from Launched;
+  ``billed_node_hours``, ``billed_cost_usd`` from the launch request: see
+  :mod:`providers.simulated.workload.machines`).
+
+Fair figures (issue 13; definitions in :mod:`providers.simulated.workload.figures`):
+
+- **queue_to_start_fair_seconds**: like queue-to-start, but over *all* jobs, a job that failed
+  or never reached Running counting as infinitely late (``null`` in JSON when a percentile
+  lands on such a job). ``queue_to_start_seconds`` keeps its old meaning (jobs that got that
+  far; it flatters a strategy that fails jobs) because the output contract keeps field names.
+- **jobs_never_started**: jobs whose workflow pod never reached Running by the end (failed
+  before starting, or still waiting).
+- **time_to_50pct_running / time_to_95pct_running**: seconds since the run started until
+  ``ceil(0.5 N)`` / ``ceil(0.95 N)`` of all ``N`` jobs had reached Running (failed jobs excluded).
+- **over_advertised_episodes**: count, p50, p99, max duration of the stretches during which a
+  scale set's advertised capacity exceeded ``min(R, W)`` (per scale set too).
 """
 
 from __future__ import annotations
@@ -41,8 +56,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from providers.simulated.engine import EventLoop
-from providers.simulated.store import Obj
+from providers.simulated.store import Obj, ObjectStore
 from providers.simulated.workload.actions import ActionsService, JobState, ScaleSet
+from providers.simulated.workload.figures import (
+    INF,
+    EpisodeTracker,
+    episode_summary,
+    fair_summary,
+    time_to_fraction,
+)
+from providers.simulated.workload.machines import MachineBilling
 from providers.simulated.workload.pods import (
     PLACEHOLDER_ROLES,
     ROLE_PH_RUNNER,
@@ -92,6 +115,7 @@ class _ScaleSetTrack:
     workflow_side: int = 0
     last: float = 0.0
     unconfirmed: float = 0.0
+    episodes: EpisodeTracker = field(default_factory=EpisodeTracker)
 
     @property
     def confirmed(self) -> int:
@@ -139,6 +163,7 @@ class Accounting:
         self.placeholder_gpu_seconds = 0.0
         self.series = Series()
         self._node_counts: dict[str, Callable[[], int]] = {}
+        self.machines = MachineBilling(self._t)
         service.capacity_observers.append(self._on_capacity)
 
     def _t(self) -> float:
@@ -160,6 +185,10 @@ class Accounting:
 
     def watch_cluster(self, name: str, node_count: Callable[[], int]) -> None:
         self._node_counts[name] = node_count
+
+    def watch_machines(self, name: str, store: ObjectStore) -> None:
+        """Bill the cluster's machines from their launch request (see ``machines``)."""
+        store.subscribe(self.machines.listener(name), kinds=("Node", "NodeClaim"))
 
     def pod_added(
         self, cluster: str, pod: Obj, role: str, scale_set: str | None, cpu: float, gpu: int
@@ -207,11 +236,14 @@ class Accounting:
             ss.runner_side += delta
         elif track.role in _WORKFLOW_SIDE:
             ss.workflow_side += delta
+        ss.episodes.update(t, ss.advertised - ss.confirmed)
 
     def _on_capacity(self, scale_set: ScaleSet, value: int) -> None:
         track = self._set(scale_set.name)
-        self._advance(track, self._t())
+        t = self._t()
+        self._advance(track, t)
         track.advertised = value
+        track.episodes.update(t, track.advertised - track.confirmed)
 
     def sample(self) -> None:
         s = self.series
@@ -232,6 +264,8 @@ class Accounting:
         end = self._t()
         for track in self._sets.values():
             self._advance(track, end)
+            track.episodes.close(end)
+        self.machines.finish(end)
         for pod in self._pods.values():
             if pod.held and pod.role in PLACEHOLDER_ROLES:
                 held = end - (pod.bound_at or end)
@@ -304,6 +338,7 @@ class Accounting:
         for name, row in per_set.items():
             row["over_advertised_slot_seconds"] = round(row["over_advertised_slot_seconds"], 1)
             row["unconfirmed_advertised_slot_seconds"] = round(self._set(name).unconfirmed, 1)
+            row["over_advertised_episodes"] = episode_summary(self._set(name).episodes.durations)
         return {
             "jobs_total": len(self.service.jobs),
             "jobs_completed": completed,
@@ -322,5 +357,33 @@ class Accounting:
             "idle_reserved_cpu_hours": round(self.placeholder_cpu_seconds / 3600.0, 2),
             "idle_reserved_gpu_hours": round(self.placeholder_gpu_seconds / 3600.0, 2),
             "placeholder_pods_created": self.placeholder_pods_created,
+            **self._fair(start),
+            "over_advertised_episodes": episode_summary(
+                d for t in self._sets.values() for d in t.episodes.durations
+            ),
+            **self.machines.results(),
             "scale_sets": per_set,
+        }
+
+    def episode_durations(self) -> list[float]:
+        """Durations of every closed over-advertised episode, all scale sets (after finish)."""
+        return [d for t in self._sets.values() for d in t.episodes.durations]
+
+    def _fair(self, start: float) -> dict[str, Any]:
+        """The fair figures (see :mod:`providers.simulated.workload.figures`)."""
+        jobs = self.service.jobs
+        waits: list[float] = []
+        running_times: list[float] = []
+        for job in jobs:
+            if job.running_at is None or job.state is JobState.FAILED:
+                waits.append(INF)
+                continue
+            ran = round(job.running_at - start, 3)
+            running_times.append(ran)
+            waits.append(ran - round(job.queued_at - start, 3))
+        return {
+            "queue_to_start_fair_seconds": fair_summary(waits),
+            "jobs_never_started": sum(1 for j in jobs if j.running_at is None),
+            "time_to_50pct_running": time_to_fraction(running_times, len(jobs), 0.5),
+            "time_to_95pct_running": time_to_fraction(running_times, len(jobs), 0.95),
         }

@@ -1,0 +1,300 @@
+"""Benchmark: every shipped scenario, N seeds, all strategies; fair figures and k-th job ratios.
+
+For each scenario of config/scenarios/ (``chaos`` excluded: it tests promises under faults,
+not throughput) and each seed 1..N, every strategy runs on the same jobs; runs go in parallel
+over ``--jobs`` processes. Per scenario and strategy it prints:
+
+- ``failed``, ``stuck``, ``never``: jobs summed over all seeds (never = no workflow pod Running
+  by the end);
+- ``over-adv``: over-advertised slot-seconds (realized), summed over all seeds;
+- ``p50/p95/p99``: fair queue-to-start over the jobs of *all seeds pooled* (a failed or
+  never-started job is infinitely late, printed ``never``);
+- ``t50%/t95%``: median over seeds of the time from the run's start until 50% / 95% of all
+  jobs were running (``never`` when the median seed never got there);
+- ``nodes``, ``node-h``, ``$``, ``idle CPU-h``: mean per seed (node-hours and dollars billed
+  from the launch request, on-demand list prices, see providers/simulated/prices.py);
+- over-advertised episodes (advertised > confirmed by pods): count, p50, p99, max over all seeds.
+
+Then the **k-th job ratio** of capacity-aware against stock ARC (``baseline``) and against the
+warm pool (``overprovision``), per seed and aggregated (max and median over seeds of the per-seed
+maximum), in two views: whole run and burst windows only (definitions:
+providers/simulated/kth.py; ``>=`` marks a lower bound: capacity-aware had not got k jobs
+running by the end of the run). A ratio <= 1.10 everywhere is issue 13's target.
+
+Run: ``.venv/bin/python bench/scenarios.py [--seeds 10] [--jobs 2] [--scenarios burst,drain]``
+(``--json FILE`` also writes every per-run figure; ``--from-json FILE`` prints the tables from
+such a file without simulating). Wall time: ice-failover dominates (about
+a minute of CPU per capacity-aware seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from providers.simulated.kth import (
+    JobTimes,
+    Ratio,
+    Window,
+    burst_ratio,
+    format_ratio,
+    whole_run_ratio,
+)
+from providers.simulated.scenario import Scenario, load_scenario, shipped
+from providers.simulated.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION, STRATEGIES
+from providers.simulated.workload.actions import JobState
+from providers.simulated.workload.figures import episode_summary, fair_summary
+from providers.simulated.world import World
+
+EXCLUDED = ("chaos",)
+TARGET_RATIO = 1.10
+
+
+def run_one(task: tuple[str, int, str]) -> dict[str, Any]:
+    """One strategy of one scenario and seed (in a worker process)."""
+    name, seed, strategy = task
+    scenario = load_scenario(name)
+    world = World(scenario, strategy, seed=seed)
+    results = world.run()
+    start = world.loop.start
+    jobs = [
+        (
+            j.queued_at - start,
+            None if j.running_at is None or j.state is JobState.FAILED else j.running_at - start,
+            list(j.labels),
+        )
+        for j in world.service.jobs
+    ]
+    return {
+        "scenario": name,
+        "seed": seed,
+        "strategy": strategy,
+        "results": {k: v for k, v in results.items() if k != "scale_sets"},
+        "jobs": jobs,
+        "episodes": world.accounting.episode_durations(),
+    }
+
+
+def burst_windows(scenario: Scenario) -> list[Window]:
+    return [
+        Window(b.at, b.at + b.over, tuple(stream.labels))
+        for stream in scenario.jobs
+        for b in stream.bursts
+    ]
+
+
+def _jobs(run: dict[str, Any]) -> list[JobTimes]:
+    return [JobTimes(q, r, tuple(labels)) for q, r, labels in run["jobs"]]
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isinf(value)):
+        return "never"
+    return f"{value:,.{digits}f}"
+
+
+def _median_or_never(values: list[float | None]) -> float | None:
+    finite = [math.inf if v is None else v for v in values]
+    m = statistics.median(finite) if finite else None
+    return None if m is None or math.isinf(m) else m
+
+
+def strategy_row(runs: list[dict[str, Any]]) -> list[str]:
+    res = [r["results"] for r in runs]
+    n = len(runs)
+    waits = [
+        math.inf if running is None else running - queued
+        for r in runs
+        for queued, running, _ in r["jobs"]
+    ]
+    fair = fair_summary(waits)
+    episodes = episode_summary(d for r in runs for d in r["episodes"])
+    return [
+        runs[0]["strategy"],
+        f"{sum(x['jobs_failed'] for x in res):,}",
+        f"{sum(x['jobs_stuck'] for x in res):,}",
+        f"{sum(x['jobs_never_started'] for x in res):,}",
+        _num(sum(x["over_advertised_slot_seconds"] for x in res)),
+        _num(fair["p50"]),
+        _num(fair["p95"]),
+        _num(fair["p99"]),
+        _num(_median_or_never([x["time_to_50pct_running"] for x in res])),
+        _num(_median_or_never([x["time_to_95pct_running"] for x in res])),
+        _num(sum(x["nodes_launched"] for x in res) / n),
+        _num(sum(x["billed_node_hours"] for x in res) / n),
+        _num(sum(x["billed_cost_usd"] for x in res) / n, 2),
+        _num(sum(x["idle_reserved_cpu_hours"] for x in res) / n),
+        f"{episodes['count']:,}",
+        _num(episodes["p50"], 3) if episodes["count"] else "-",
+        _num(episodes["p99"], 3) if episodes["count"] else "-",
+        _num(episodes["max"], 3) if episodes["count"] else "-",
+    ]
+
+
+HEADER = [
+    "strategy",
+    "failed",
+    "stuck",
+    "never",
+    "over-adv slot-s",
+    "p50 s",
+    "p95 s",
+    "p99 s",
+    "t50% s",
+    "t95% s",
+    "nodes",
+    "node-h",
+    "$",
+    "idle CPU-h",
+    "episodes",
+    "ep p50 s",
+    "ep p99 s",
+    "ep max s",
+]
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    """The same table as Markdown (for the README)."""
+    out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(out)
+
+
+def render(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append(
+            "  ".join(
+                [row[0].ljust(widths[0])]
+                + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+            )
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _aggregate(ratios: list[Ratio]) -> str:
+    values = [r.value for r in ratios if r.value is not None]
+    if not values:
+        return "-"
+    worst = max(ratios, key=lambda r: -1.0 if r.value is None else r.value)
+    median = statistics.median(values)
+    flag = "meets" if worst.value is not None and worst.value <= TARGET_RATIO else "MISSES"
+    med = "inf" if math.isinf(median) else f"{median:.2f}"
+    return f"max {format_ratio(worst)}, median {med}  [{flag} <= {TARGET_RATIO}]"
+
+
+def ratio_lines(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
+    windows = burst_windows(scenario)
+    lines = []
+    for reference in (BASELINE, OVERPROVISION):
+        whole: list[Ratio] = []
+        burst: list[Ratio] = []
+        for seed in sorted(by_seed):
+            runs = by_seed[seed]
+            if CAPACITY_AWARE not in runs or reference not in runs:
+                continue
+            cand, ref = _jobs(runs[CAPACITY_AWARE]), _jobs(runs[reference])
+            end = scenario.duration
+            w = whole_run_ratio(cand, ref, end)
+            b = burst_ratio(cand, ref, windows, end) if windows else Ratio(None, 0, 0)
+            whole.append(w)
+            burst.append(b)
+            lines.append(
+                f"  seed {seed:>2} vs {reference:<13} whole run {format_ratio(w)}; "
+                f"bursts {format_ratio(b)}"
+            )
+        if whole:
+            lines.append(f"  ALL     vs {reference:<13} whole run {_aggregate(whole)}")
+            if windows:
+                lines.append(f"  ALL     vs {reference:<13} bursts    {_aggregate(burst)}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=10, help="seeds 1..N (default 10)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
+    parser.add_argument("--scenarios", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--json", type=Path, default=None, help="also write every run here")
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        default=None,
+        help="print the tables from runs saved with --json instead of simulating",
+    )
+    parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.jobs < 1:
+        parser.error("--seeds and --jobs must be >= 1")
+    names = [p.stem for p in shipped() if p.stem not in EXCLUDED]
+    if args.scenarios:
+        wanted = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            parser.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {names}")
+        names = wanted
+    if args.from_json is not None:
+        runs = json.loads(args.from_json.read_text(encoding="utf-8"))
+        saved = {r["scenario"] for r in runs}
+        seeds = max(r["seed"] for r in runs)
+        report([n for n in names if n in saved], runs, seeds, markdown=args.markdown)
+        return 0
+    # Longest first so the pool is not left waiting on one ice-failover run at the end.
+    tasks = [
+        (name, seed, strategy)
+        for name in sorted(names, key=lambda n: -load_scenario(n).duration)
+        for seed in range(1, args.seeds + 1)
+        for strategy in (CAPACITY_AWARE, *[s for s in STRATEGIES if s != CAPACITY_AWARE])
+    ]
+    started = time.perf_counter()
+    with Pool(args.jobs) as pool:
+        runs = []
+        for n, run in enumerate(pool.imap_unordered(run_one, tasks), 1):
+            runs.append(run)
+            sys.stderr.write(f"\r{n}/{len(tasks)} runs, {time.perf_counter() - started:.0f} s wall")
+        sys.stderr.write("\n")
+    report(names, runs, args.seeds, markdown=args.markdown)
+    wall = time.perf_counter() - started
+    print(f"\n{len(tasks)} runs in {wall:.0f} s wall, {args.jobs} processes")
+    if args.json is not None:
+        args.json.write_text(json.dumps(runs), encoding="utf-8")
+    return 0
+
+
+def report(
+    names: Sequence[str], runs: list[dict[str, Any]], seeds: int, *, markdown: bool = False
+) -> None:
+    for name in names:
+        scenario = load_scenario(name)
+        mine = [r for r in runs if r["scenario"] == name]
+        jobs = sum(len(r["jobs"]) for r in mine if r["strategy"] == BASELINE)
+        print(f"\n== {name}: {seeds} seeds, {jobs:,} jobs per strategy in all")
+        rows = [HEADER]
+        for strategy in STRATEGIES:
+            of = sorted((r for r in mine if r["strategy"] == strategy), key=lambda r: r["seed"])
+            if of:
+                rows.append(strategy_row(of))
+        print(markdown_table(rows) if markdown else render(rows))
+        by_seed: dict[int, dict[str, dict[str, Any]]] = {}
+        for r in mine:
+            by_seed.setdefault(r["seed"], {})[r["strategy"]] = r
+        print("k-th job ratio, capacity-aware / reference (t_k = time until k jobs running):")
+        print("\n".join(ratio_lines(scenario, by_seed)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
