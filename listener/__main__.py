@@ -1,4 +1,6 @@
-"""Command line: ``arc-capacity-listener {run,status,simulate,demo}`` (or ``python -m listener``).
+"""Command line: ``arc-capacity-listener {run,status,simulate,demo,tune}``.
+
+Also ``python -m listener``.
 
 Kept thin: each subcommand parses its arguments and hands over to the module that owns it.
 """
@@ -26,6 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sub.add_parser("simulate", help="run a scenario in the simulated world", add_help=False)
     sub.add_parser("demo", help="run every shipped scenario and write a report", add_help=False)
+    sub.add_parser(
+        "tune", help="replay a job history and recommend capacityAware settings", add_help=False
+    )
     if not args:
         parser.print_help()
         return 2
@@ -34,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from providers.simulated.cli import main as simulated_main
 
         return simulated_main([command, *rest])
+    if command == "tune":
+        from tuning.cli import main as tune_main
+
+        return tune_main(rest)
     parsed = parser.parse_args(args)
     if parsed.command == "run":
         from listener.app import run_from_environment

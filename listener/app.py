@@ -30,7 +30,7 @@ import signal
 import string
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -45,15 +45,17 @@ from listener.arc_config import (
 from listener.capacity_config import load_capacity_aware
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.logging import LoggingConfigError, configure_logging
-from listener.loop import CapacityGate, Listener, serve
+from listener.loop import CapacityGate, Listener, run_open_session
 from listener.metrics import MetricsSubscriber, PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
+from listener.supervise import supervised
 from providers.actions.client import ActionsClient
-from providers.actions.session import MessageSession
+from providers.actions.session import MessageSession, default_owner_name
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
 from providers.kubernetes.cache import KubeCache, default_targets
 from providers.kubernetes.checks import Severity, run_startup_checks
-from providers.kubernetes.labels import LABEL_SCALE_SET
+from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
+from providers.kubernetes.lease import LeaseElector, LeaseTiming, lease_name
 from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
@@ -74,10 +76,35 @@ log = logging.getLogger("listener")
 CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
 #: How often the HUD poller looks whether the message session (our labels) is open yet.
 SESSION_WAIT_STEP = 0.5
+#: Longest blocking wait between two looks at the stop signal (SIGTERM within 5 s).
+STOP_CHECK = 0.5
+#: How long shutdown waits for the informer threads (daemons) to notice the stop.
+CACHE_STOP_TIMEOUT = 1.0
+#: Seconds a Lease holder is trusted without renewing (client-go's default 15).
+LEASE_DURATION = int(os.environ.get("CAPACITY_AWARE_LEASE_DURATION", "15"))
 
 
 class FatalError(Exception):
     """Stops the process with one clear line (exit 1)."""
+
+
+class Stopped(Exception):
+    """SIGTERM arrived during a start-up phase: shut down cleanly (exit 0)."""
+
+
+class MonotonicClock:
+    """For scheduling only: never jumps with the wall clock (NTP steps, manual changes)."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+
+def owned_by(pod: Mapping[str, Any], *, scale_set: str, instance: str, adopted: set[str]) -> bool:
+    """Is ``pod`` a placeholder of ``scale_set`` this instance created or adopted?"""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if labels.get(LABEL_SCALE_SET) != scale_set:
+        return False
+    return labels.get(LABEL_INSTANCE) == instance or labels.get(LABEL_PAIR) in adopted
 
 
 def new_instance_id() -> str:
@@ -103,6 +130,9 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
     app = ListenerApp(config, capacity, env)
     try:
         asyncio.run(app.run())
+    except Stopped as exc:
+        log.info("stopped while %s", exc)
+        return 0
     except FatalError as exc:
         log.error("fatal: %s", exc)
         return 1
@@ -163,10 +193,25 @@ class ListenerApp:
         self.writer: KubernetesPlaceholderWriter | None = None
         self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
+        self.elector: LeaseElector | None = None
+        #: Renews the Lease from the moment it is won (through every later phase).
+        self.holding: asyncio.Task[None] | None = None
+        self.session_open = False
+        self.reconciler: Reconciler | None = None
 
     # --- run ---------------------------------------------------------------------------
 
     async def run(self) -> None:
+        """The phases, in order; SIGTERM ends any of them within seconds (exit 0).
+
+        A. HTTP (probes, metrics) and the clients; nothing written anywhere.
+        B. Capacity-aware only: win the scale set's Lease (a second listener waits here,
+           not ready, owning and touching nothing).
+        C. Open the message session: proves the credentials before anything is written.
+        D. Capacity-aware only: the cache (first sync), start-up checks, reconciler, HUD.
+        E. Listen until SIGTERM or an error.
+        From B on, the Lease is renewed alongside; losing it ends the process (exit 1).
+        """
         self._install_signal_handlers()
         api_client = await asyncio.to_thread(kubernetes_api_client, self.env)
         self._start_http()
@@ -188,28 +233,99 @@ class ListenerApp:
         self.metrics.record_advertised(self.gate.value)
         side_tasks: list[asyncio.Task[Any]] = []
         try:
+            if self.capacity.enabled and not await self._elect(api_client):
+                return  # stopped while waiting for the Lease
+            if self.elector is not None:
+                self.holding = asyncio.create_task(self.elector.hold(self.stop), name="lease")
+                side_tasks.append(self.holding)
+            if await self._unless_stopped(session.open(), "opening the message session"):
+                return
+            self.session_open = True
             if self.capacity.enabled:
                 side_tasks = await self._start_capacity_aware(api_client, session, listener)
-            listen = asyncio.create_task(serve(session, listener), name="listener")
-            stopped = asyncio.create_task(self.stop.wait(), name="stop")
-            done, _ = await asyncio.wait({listen, stopped}, return_when=asyncio.FIRST_COMPLETED)
-            if listen in done:
-                stopped.cancel()
-                listen.result()  # re-raises the error that ended the listener
-                raise FatalError("the listener loop ended without an error")
-            # 1. Stop advertising: cancelling the listener deletes the session (serve's finally).
-            log.info("shutting down: closing the message session first")
-            listen.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await listen
+            await self._listen(session, listener, side_tasks)
         finally:
             for task in side_tasks:
                 task.cancel()
             await asyncio.gather(*side_tasks, return_exceptions=True)
-            # 2. Then release the capacity we reserved.
+            # Then release the capacity we reserved, and only then the Lease: a successor
+            # must not adopt pods we are about to delete.
             await asyncio.to_thread(self._delete_placeholders)
+            if self.elector is not None:
+                await asyncio.to_thread(self.elector.release)
+                self.metrics.record_owner(False)
+            self.session_open = False
+            await session.close()  # no-op when the listener already closed it
             await client.aclose()
             self._close()
+
+    async def _listen(
+        self,
+        session: MessageSession,
+        listener: Listener,
+        side_tasks: list[asyncio.Task[Any]],
+    ) -> None:
+        """Phase E. The listener task, the stop signal and the Lease renewals race: the first
+        to end decides (a lost Lease or a listener error is fatal, SIGTERM is a clean stop)."""
+        listen = asyncio.create_task(run_open_session(session, listener), name="listener")
+        stopped = asyncio.create_task(self.stop.wait(), name="stop")
+        watched = {listen, stopped}
+        if self.holding is not None:
+            watched.add(self.holding)
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if listen in done:
+            listen.result()  # re-raises the error that ended the listener
+            raise FatalError("the listener loop ended without an error")
+        # 1. Stop advertising: cancelling the listener deletes the session.
+        log.info("shutting down: closing the message session first")
+        listen.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listen
+        for task in done - {stopped}:
+            task.result()  # a lost Lease: LeaseLostError ends the process (exit 1)
+
+    async def _elect(self, api_client: k8s.ApiClient) -> bool:
+        """Phase B: True once we hold the Lease; False if stopped while waiting."""
+        namespace = (
+            self.capacity.placeholder_namespace or self.config.ephemeral_runner_set_namespace
+        )
+        identity = f"{default_owner_name()}_{self.instance}"
+        self.elector = LeaseElector(
+            api_client,
+            namespace=namespace,
+            name=lease_name(self.config.ephemeral_runner_set_name),
+            identity=identity,
+            timing=LeaseTiming.for_duration(LEASE_DURATION),
+        )
+        if not await self.elector.acquire(self.stop):
+            return False
+        self.metrics.record_owner(True)
+        return True
+
+    async def _unless_stopped(self, work: Awaitable[Any], what: str) -> bool:
+        """Run ``work`` unless SIGTERM comes first; True when stopped (``work`` cancelled)."""
+        task = asyncio.ensure_future(work)
+        stopped = asyncio.create_task(self.stop.wait())
+        watched: set[asyncio.Future[Any]] = {task, stopped}
+        if self.holding is not None:
+            watched.add(self.holding)
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if task.done():
+            task.result()
+            return False
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        self._check_lease()  # a lost Lease ends the process (LeaseLostError)
+        log.info("shutting down while %s", what)
+        return True
+
+    def _check_lease(self) -> None:
+        """Re-raise LeaseLostError once the renewals gave up."""
+        if self.holding is not None and self.holding.done() and not self.holding.cancelled():
+            self.holding.result()
 
     def _install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -230,7 +346,16 @@ class ListenerApp:
         log.info("HTTP on %s (metrics: %s)", settings.address, settings.metrics_endpoint or "off")
 
     def _ready(self) -> bool:
-        return self.cache is None or self.cache.has_synced
+        """Ready = serving: session open, and (capacity-aware) owner with a fresh cache.
+        A second listener waiting for the Lease, or one whose watches are down, is not."""
+        if not self.session_open:
+            return False
+        if not self.capacity.enabled:
+            return True
+        if self.elector is None or not self.elector.is_leader or self.cache is None:
+            return False
+        stale_limit = self.capacity.recalculate_interval
+        return self.cache.has_synced and self.cache.stale_for() <= stale_limit
 
     # --- capacity-aware ------------------------------------------------------------------
 
@@ -257,7 +382,7 @@ class ListenerApp:
 
         cache = KubeCache(api_client, default_targets(target), on_change=on_change).start()
         self.cache = cache
-        if not await asyncio.to_thread(cache.wait_synced, CACHE_SYNC_TIMEOUT):
+        if not await self._wait_synced(cache):
             raise FatalError(
                 f"Kubernetes caches not synced after {CACHE_SYNC_TIMEOUT:.0f}s: "
                 f"{', '.join(cache.unsynced())}; check the RBAC in config/rbac.yaml"
@@ -286,6 +411,7 @@ class ListenerApp:
             instance=self.instance,
         )
         metrics_subscriber.counts = reconciler.store.counts
+        self.reconciler = reconciler
 
         failing_closed = False
 
@@ -350,16 +476,36 @@ class ListenerApp:
                 debounce=capacity.watch_debounce,
                 max_delay=max(capacity.watch_debounce * 5, 1.0),
             ),
-            self.clock,
+            # Scheduling runs on the monotonic clock: a wall-clock jump must not stall it.
+            MonotonicClock(),
             on_step=on_step,
             on_error=on_error,
             drop_guard=DropGuard(reconciler, drop_snapshot),
         )
         log.info("capacity-aware: instance %s, placeholders in %s", self.instance, placeholder_ns)
-        tasks = [asyncio.create_task(reconcile_loop.run(self.stop), name="reconcile")]
+        tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
         if capacity.hud.url:
-            tasks.append(asyncio.create_task(self._poll_hud(session), name="hud"))
+            tasks.append(self._supervise("hud", lambda: self._poll_hud(session)))
         return tasks
+
+    def _supervise(self, name: str, factory: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        return asyncio.create_task(
+            supervised(name, factory, self.stop, on_failure=self.metrics.record_background_failure),
+            name=name,
+        )
+
+    async def _wait_synced(self, cache: KubeCache) -> bool:
+        """The first list of every required kind, in short waits so SIGTERM is honoured."""
+        deadline = time.monotonic() + CACHE_SYNC_TIMEOUT
+        while not cache.has_synced:
+            self._check_lease()
+            if self.stop.is_set():
+                raise Stopped("waiting for the first Kubernetes cache sync")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            await asyncio.to_thread(cache.wait_synced, min(STOP_CHECK, remaining))
+        return True
 
     def _check_and_build(
         self, cache: KubeCache, target: ScaleSetTarget, placeholder_ns: str
@@ -408,7 +554,15 @@ class ListenerApp:
     # --- shutdown ------------------------------------------------------------------------
 
     def _delete_placeholders(self) -> None:
+        """Only what this instance owns: pods it created (instance label) and pairs it
+        adopted (in its pair store). Never another listener's pods."""
         if self.cache is None or self.writer is None:
+            return
+        if self.elector is not None and not self.elector.is_leader:
+            # Lost the Lease: a new owner may have adopted our pairs already; deleting them
+            # now would take its capacity away. It sweeps whatever it does not want.
+            log.warning("shutting down without the Lease: leaving placeholders to the owner")
+            self.writer.close()
             return
         namespace = (
             self.capacity.placeholder_namespace or self.config.ephemeral_runner_set_namespace
@@ -416,8 +570,12 @@ class ListenerApp:
         ours = [
             PodRef(namespace, pod["metadata"]["name"], pod["metadata"].get("uid"))
             for pod in self.cache.list("Pod", namespace)
-            if (pod["metadata"].get("labels") or {}).get(LABEL_SCALE_SET)
-            == self.config.ephemeral_runner_set_name
+            if owned_by(
+                pod,
+                scale_set=self.config.ephemeral_runner_set_name,
+                instance=self.instance,
+                adopted=self.adopted_pairs(),
+            )
         ]
         # Bounded by the writer's per-request timeout; the pod's grace period is 60 s.
         log.info("shutting down: deleting %d placeholder pods", len(ours))
@@ -426,8 +584,14 @@ class ListenerApp:
         self.writer.close()
         log.info("placeholders deleted in %.1fs", time.monotonic() - started)
 
+    def adopted_pairs(self) -> set[str]:
+        """Pair ids in this instance's store (its own and adopted ones)."""
+        if self.reconciler is None:
+            return set()
+        return {record.pair_id for record in self.reconciler.store.records()}
+
     def _close(self) -> None:
         if self.cache is not None:
-            self.cache.stop()
+            self.cache.stop(timeout=CACHE_STOP_TIMEOUT)
         if self.http is not None:
             self.http.stop()

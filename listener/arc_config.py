@@ -43,6 +43,8 @@ from providers.actions.config_url import ConfigUrlError, GitHubConfig, parse_con
 CONFIG_PATH_ENV = "LISTENER_CONFIG_PATH"
 DEFAULT_CONFIG_PATH = "/etc/gha-listener/config.json"
 MAX_RUNNERS_UNBOUNDED = 2_147_483_647
+#: Largest accepted config file (ARC's is under 10 KiB even with an App key and a CA bundle).
+MAX_CONFIG_BYTES = 1024 * 1024
 _SECRET_KEYS = frozenset({"github_token", "github_app_private_key"})
 
 
@@ -249,11 +251,18 @@ def load_listener_config(path: str | os.PathLike[str]) -> ListenerConfig:
     """Read and validate the config file; every failure is a :class:`ConfigError`."""
     file = str(path)
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                file, "<file>", f"{size} bytes; a listener config may be {MAX_CONFIG_BYTES}"
+            )
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
     try:
         data = json.loads(raw.decode("utf-8-sig"))
+    except RecursionError:
+        raise ConfigError(file, "<document>", "not valid JSON: nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             file, "<document>", f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"

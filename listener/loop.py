@@ -36,6 +36,7 @@ from typing import Protocol
 from listener.arc_config import ListenerConfig
 from listener.scaler import Scaler, ScalerWriter
 from providers.actions.client import ActionsClient
+from providers.actions.errors import MessageDecodeError
 from providers.actions.models import (
     DecodedMessage,
     JobAvailable,
@@ -73,6 +74,8 @@ class ListenerMetrics(Protocol):
         """``direction`` is ``"drop"`` or ``"rise"``."""
         ...
 
+    def record_undecodable_message(self) -> None: ...
+
 
 class NoopListenerMetrics:
     def record_statistics(self, stats: Statistics) -> None:
@@ -88,6 +91,9 @@ class NoopListenerMetrics:
         pass
 
     def record_poll_cut(self, direction: str) -> None:
+        pass
+
+    def record_undecodable_message(self) -> None:
         pass
 
 
@@ -286,7 +292,13 @@ class Listener:
             desired = await self._scale(self.latest.total_assigned_jobs)
             self.metrics.record_desired_runners(desired)
             while True:
-                message = await self._next_message()
+                try:
+                    message = await self._next_message()
+                except MessageDecodeError as exc:
+                    if exc.message_id is None:
+                        raise  # nothing to ack: fail as before (logged, exit 1)
+                    await self._skip_undecodable(exc.message_id, exc)
+                    continue
                 if message is None:
                     await self._scale(self.latest.total_assigned_jobs)
                     continue
@@ -330,6 +342,15 @@ class Listener:
                 )
                 continue
             return answer  # it finished before the cancellation landed: keep it
+
+    async def _skip_undecodable(self, message_id: int, exc: MessageDecodeError) -> None:
+        """A poison message: log it with its id, count it, ack it and go on. Its jobs are
+        not lost: GitHub's statistics (``totalAssignedJobs``) still count them, and the
+        next message or the next scale-from-statistics brings the runners up."""
+        log.error("message %d cannot be understood (%s); acking and skipping it", message_id, exc)
+        self.metrics.record_undecodable_message()
+        self.last_message_id = message_id
+        await self.source.delete_message(message_id)
 
     async def _handle_shielded(self, message: DecodedMessage) -> None:
         task = asyncio.ensure_future(self._handle(message))
@@ -412,6 +433,12 @@ class ClosableSession(MessageSource, Protocol):
 async def serve(session: ClosableSession, listener: Listener) -> None:
     """Open the session, run the listener, always delete the session on the way out."""
     await session.open()
+    await run_open_session(session, listener)
+
+
+async def run_open_session(session: ClosableSession, listener: Listener) -> None:
+    """Run the listener on an already open session; always delete the session on the way
+    out (the process opens it before the capacity side starts: credentials proven first)."""
     try:
         await listener.run()
     finally:
@@ -429,5 +456,6 @@ __all__ = [
     "MessageSource",
     "NoopListenerMetrics",
     "listener_from_config",
+    "run_open_session",
     "serve",
 ]

@@ -212,6 +212,7 @@ POLL_CUT_DIRECTIONS = ("drop", "rise")
 _POLL_CUT_ALIASES = {"down": "drop", "decrease": "drop", "up": "rise", "increase": "rise"}
 HUD_ERROR_KINDS = ("timeout", "connect", "http", "decode", "other")
 API_WRITE_VERBS = ("create", "delete", "patch")
+BACKGROUND_TASKS = ("hud", "reconcile", "other")
 NEW_PAIR = "new"  # ``from`` label of the creation edge (no source state)
 
 _CAP_S = SCALE_SET_LABELS
@@ -291,6 +292,16 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
     _cap("lease_renewals_total", "counter",
          "Placeholder pods whose TTL lease was renewed.",
          "+ number of pods per RenewLease command"),
+    _cap("background_task_failures_total", "counter",
+         "Background tasks (HUD poller, reconcile loop) that raised and were restarted.",
+         "+1 per failure; `task` is one of "
+         + ", ".join(f"`{t}`" for t in BACKGROUND_TASKS), ("task",)),
+    _cap("undecodable_messages_total", "counter",
+         "Actions messages that could not be understood: logged with their id, acked and "
+         "skipped (their jobs come back through the statistics).", "+1 per skipped message"),
+    _cap("owner", "gauge",
+         "1 while this process holds the scale set's Lease (owns its placeholders), else 0.",
+         "on every Lease acquire and release"),
 )  # fmt: skip
 
 _CAPACITY = {f.name: f for f in CAPACITY_FAMILIES}
@@ -657,6 +668,16 @@ class PrometheusMetrics:
     def record_lease_renewals(self, pods: int) -> None:
         self._cap_metric("lease_renewals_total").inc(pods)
 
+    def record_background_failure(self, task: str) -> None:
+        value = task if task in BACKGROUND_TASKS else "other"
+        self._cap_metric("background_task_failures_total", task=value).inc()
+
+    def record_undecodable_message(self) -> None:
+        self._cap_metric("undecodable_messages_total").inc()
+
+    def record_owner(self, owner: bool) -> None:
+        self._cap_metric("owner").set(1 if owner else 0)
+
     # -- internals -------------------------------------------------------------------------
 
     def _job_labels(self, msg: Any) -> dict[str, str]:
@@ -718,6 +739,8 @@ class PrometheusMetrics:
             self._cap_metric("long_poll_cuts_total", direction=direction)
         for verb in API_WRITE_VERBS:
             self._cap_metric("placeholder_api_writes_total", verb=verb)
+        for task in BACKGROUND_TASKS:
+            self._cap_metric("background_task_failures_total", task=task)
 
     def arc_families(self) -> dict[str, tuple[str, ...]]:
         """Installed ARC families and their label names (for tests and start-up logs)."""

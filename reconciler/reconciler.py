@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.clock import Clock
@@ -30,6 +30,7 @@ from reconciler.ports import CapacitySink, Command, DeleteOrphan, Subscriber
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from reconciler.sync import sync
+from reconciler.warm_pool import WarmPoolWindow, warm_pairs
 from state_machine.events import TransitionEvent
 from state_machine.record import PairRecord
 from state_machine.states import PairState
@@ -105,18 +106,35 @@ class Reconciler:
         #: The capacity last handed to the sink (None before the first step).
         self.published: int | None = None
         self._seq = itertools.count(1)
+        # Fed with every committed event, so switching to ``auto`` later has history.
+        window = config.warm_pool.window if config.warm_pool is not None else 900.0
+        self.warm_window = WarmPoolWindow(window, started_at=clock.now())
+        self.warm_size = config.proactive_capacity
+        self.warm_reason = "static"
 
     def _ids(self) -> Iterator[str]:
         while True:
             yield f"{self.instance}-{next(self._seq)}"
 
+    def _step_config(self, now: float) -> ReconcilerConfig:
+        """The config of this step: with a warm pool policy, its size replaces the fixed one."""
+        policy = self.config.warm_pool
+        if policy is None:
+            return self.config
+        size = warm_pairs(policy, self.warm_window.observation(now), now)
+        if size.pairs != self.warm_size:
+            log.info("warm pool %s: %d pairs (%s)", self.config.scale_set, size.pairs, size.reason)
+        self.warm_size, self.warm_reason = size.pairs, size.reason
+        return replace(self.config, proactive_capacity=size.pairs)
+
     def step(self, snapshot: ClusterSnapshot) -> StepResult:
         now = self.clock.now()
+        self.warm_window.observe_runners((p.name for p in snapshot.runner_pods if p.alive), now)
         try:
             plan = reconcile(
                 self.store.view(),
                 snapshot,
-                self.config,
+                self._step_config(now),
                 now=now,
                 instance=self.instance,
                 first_step=self.steps == 0,
@@ -127,6 +145,7 @@ class Reconciler:
             self._publish_capacity(compute_ledger(snapshot, self.store.count([PairState.READY])))
             raise
         self.steps += 1
+        self.warm_window.observe(events)
         errors = self._notify(events, plan.commands)
         ledger = compute_ledger(
             snapshot,

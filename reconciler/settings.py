@@ -12,17 +12,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
+    StrictBool,
+    StrictInt,
     ValidationError,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+
+from reconciler.warm_pool import ScheduleEntry, WarmPoolPolicy
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -45,6 +50,11 @@ def _duration_seconds(value: Any) -> Any:
 
 
 Seconds = Annotated[float, BeforeValidator(_duration_seconds)]
+
+
+def duration_seconds(value: str | float) -> float:
+    """The settings' duration rule for command lines (``"60s"``, ``"2m"``, ``90``)."""
+    return float(_duration_seconds(value))
 
 
 class _Model(BaseModel):
@@ -75,12 +85,86 @@ class HudSettings(_Model):
     poll_interval: Seconds = Field(default=30.0, ge=1, le=3600)
 
 
+_CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+def _proactive(value: Any) -> Any:
+    """A number of warm pairs (0-10000) or ``"auto"``; one message for anything else."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000:
+        raise ValueError("proactiveCapacity is a number of pairs from 0 to 10000, or 'auto'")
+    return value
+
+
+ProactiveCapacity = Annotated[int | Literal["auto"], BeforeValidator(_proactive)]
+
+
+def _second_of_day(value: Any) -> Any:
+    """``"HH:MM"`` (UTC, 24 h clock) to seconds since midnight."""
+    match = _CLOCK.match(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError("a time of day is 'HH:MM' in UTC on a 24 h clock, e.g. '07:00'")
+    return int(match.group(1)) * 3600.0 + int(match.group(2)) * 60.0
+
+
+def _clock_text(second_of_day: float) -> str:
+    minutes = int(second_of_day // 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+#: Seconds since midnight inside; ``"HH:MM"`` in and out, so a dumped block reads back.
+TimeOfDay = Annotated[
+    float, BeforeValidator(_second_of_day), PlainSerializer(_clock_text, return_type=str)
+]
+
+
+class WarmPoolScheduleEntry(_Model):
+    """From ``start`` to ``end`` (UTC ``HH:MM``; wraps over midnight when end < start)."""
+
+    start: TimeOfDay
+    end: TimeOfDay
+    pairs: int = Field(ge=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> WarmPoolScheduleEntry:
+        if self.start == self.end:
+            raise ValueError("start and end are equal: the entry would cover no time")
+        return self
+
+
+class WarmPoolSettings(_Model):
+    """Bounds and schedule of the adaptive warm pool (``proactiveCapacity: auto``)."""
+
+    min_pairs: int = Field(default=0, ge=0, le=10_000)
+    max_pairs: int = Field(default=20, ge=0, le=10_000)
+    #: Jobs started are counted over this window to estimate the arrival rate.
+    window: Seconds = Field(default=900.0, ge=60, le=86_400)
+    #: Target probability that a job finds no warm pair (reconciler/warm_pool.py).
+    miss_probability: float = Field(default=0.05, gt=0, lt=1)
+    #: Quantile of recent created -> READY times used as the time to become READY.
+    ready_quantile: float = Field(default=0.5, gt=0, le=1)
+    #: Time to become READY assumed before any pair was measured.
+    default_ready_time: Seconds = Field(default=60.0, gt=0, le=3600)
+    #: Time-of-day overrides (first match wins); also apply to a fixed proactiveCapacity.
+    schedule: list[WarmPoolScheduleEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> WarmPoolSettings:
+        if self.min_pairs > self.max_pairs:
+            raise ValueError(
+                f"minPairs must be <= maxPairs (got {self.min_pairs} > {self.max_pairs})"
+            )
+        return self
+
+
 class CapacityAwareSettings(_Model):
     """The whole ``capacityAware`` block. Defaults are safe for a first install."""
 
-    enabled: bool = False
-    #: Warm pairs kept ready beyond running jobs.
-    proactive_capacity: int = Field(default=1, ge=0, le=10_000)
+    enabled: StrictBool = False
+    #: Warm pairs kept ready beyond running jobs, or "auto" (sized by ``warmPool``).
+    proactive_capacity: ProactiveCapacity = 1
+    warm_pool: WarmPoolSettings = Field(default_factory=WarmPoolSettings)
     #: Periodic fallback between watch-triggered reconciles.
     recalculate_interval: Seconds = Field(default=30.0, ge=1, le=3600)
     #: Fraction of the interval added as random jitter so many listeners do not run in lockstep.
@@ -99,7 +183,7 @@ class CapacityAwareSettings(_Model):
     workflow_resources: dict[str, str] = Field(
         default_factory=lambda: {"cpu": "1", "memory": "2Gi"}
     )
-    image: str = "registry.k8s.io/pause:3.10"
+    image: str = Field(default="registry.k8s.io/pause:3.10", min_length=1)
     #: Placeholder pods end by themselves after this long (activeDeadlineSeconds), jittered.
     placeholder_lifetime: Seconds = Field(default=4 * 3600.0, ge=60, le=7 * 86_400)
     lifetime_jitter: float = Field(default=0.2, ge=0, le=0.5)
@@ -113,24 +197,24 @@ class CapacityAwareSettings(_Model):
     node_launch_rate: float = Field(default=20.0, gt=0, le=10_000)
     #: Pairs requested together so one Karpenter batch fills one node; None = estimate it from
     #: the NodePool's instance types (1 when they are unknown).
-    launch_group_size: int | None = Field(default=None, ge=1, le=1_000)
+    launch_group_size: StrictInt | None = Field(default=None, ge=1, le=1_000)
     #: Put ``karpenter.sh/do-not-disrupt: "true"`` on workflow placeholders (opt-in per scale
     #: set, so per NodePool): Karpenter then does not consolidate nodes that hold warm pairs,
     #: which otherwise evicts them, makes us recreate them and launches a new node.
-    do_not_disrupt: bool = False
+    do_not_disrupt: StrictBool = False
     #: Hard ceilings kept as safety valves (the ramp above is the real bound): pairs
     #: REQUESTED/PARTIAL at once...
-    max_pairs_in_flight: int = Field(default=1_000, ge=1, le=10_000)
+    max_pairs_in_flight: StrictInt = Field(default=1_000, ge=1, le=10_000)
     #: ...and pairs requested per reconcile step.
-    max_requests_per_step: int = Field(default=200, ge=1, le=10_000)
+    max_requests_per_step: StrictInt = Field(default=200, ge=1, le=10_000)
     #: Queued jobs assumed when the HUD is unavailable (added to proactiveCapacity).
-    hud_fallback_queued_jobs: int = Field(default=0, ge=0, le=10_000)
+    hud_fallback_queued_jobs: StrictInt = Field(default=0, ge=0, le=10_000)
     hud: HudSettings = Field(default_factory=HudSettings)
     #: Namespace of the placeholder pods; default (None) = the runner namespace.
     placeholder_namespace: str | None = None
     #: Cut the in-flight long poll short when advertised capacity drops (DESIGN §6).
-    cut_poll_on_drop: bool = True
-    cut_poll_on_rise: bool = False
+    cut_poll_on_drop: StrictBool = True
+    cut_poll_on_rise: StrictBool = False
     cut_poll_debounce: Seconds = Field(default=0.25, ge=0, le=10)
 
     @model_validator(mode="after")
@@ -147,12 +231,45 @@ class CapacityAwareSettings(_Model):
             )
         if not self.workflow_resources:
             raise ValueError("workflowResources needs at least one resource, e.g. {cpu: '1'}")
+        auto_only = self.warm_pool.model_fields_set - {"schedule"}
+        if self.proactive_capacity != "auto" and auto_only:
+            keys = ", ".join(sorted(to_camel(k) for k in auto_only))
+            raise ValueError(
+                f"warmPool.{keys} only apply to proactiveCapacity: auto "
+                f"(got proactiveCapacity: {self.proactive_capacity})"
+            )
         return self
+
+    def warm_pool_policy(self) -> WarmPoolPolicy | None:
+        """None when the pool is a fixed number with no schedule (the plain, old behaviour)."""
+        pool = self.warm_pool
+        auto = self.proactive_capacity == "auto"
+        if not auto and not pool.schedule:
+            return None
+        return WarmPoolPolicy(
+            auto=auto,
+            static_pairs=self.static_proactive_capacity,
+            minimum=pool.min_pairs,
+            maximum=pool.max_pairs,
+            window=pool.window,
+            miss_probability=pool.miss_probability,
+            default_ready_seconds=pool.default_ready_time,
+            ready_quantile=pool.ready_quantile,
+            schedule=tuple(ScheduleEntry(e.start, e.end, e.pairs) for e in pool.schedule),
+        )
+
+    @property
+    def static_proactive_capacity(self) -> int:
+        """The fixed pool size; with ``auto``, the lower bound until the first estimate."""
+        if self.proactive_capacity == "auto":
+            return self.warm_pool.min_pairs
+        return self.proactive_capacity
 
     def reconciler_config(self, scale_set: str) -> ReconcilerConfig:
         return ReconcilerConfig(
             scale_set=scale_set,
-            proactive_capacity=self.proactive_capacity,
+            proactive_capacity=self.static_proactive_capacity,
+            warm_pool=self.warm_pool_policy(),
             placeholder_ready_timeout=self.placeholder_ready_timeout,
             survivor_window=self.survivor_window,
             placeholder_ttl=self.placeholder_ttl,
@@ -179,6 +296,9 @@ class ReconcilerConfig:
     #: New nodes per minute our pending pairs may cause (see CapacityAwareSettings).
     node_launch_rate: float = 20.0
     launch_group_size: int | None = None
+    #: Adaptive / scheduled warm pool; None: ``proactive_capacity`` as is. The reconciler
+    #: replaces ``proactive_capacity`` with its size at every step.
+    warm_pool: WarmPoolPolicy | None = None
 
     @property
     def lease_renew_before(self) -> float:
@@ -204,7 +324,9 @@ def format_validation_error(exc: ValidationError, *, where: str, root: str) -> s
         shown = "<missing>" if err["type"] == "missing" else _short_repr(got)
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            message = "unknown key (check spelling; keys are camelCase)"
+            # Never echo the value: a token pasted under a misspelt key must not reach a log.
+            lines.append(f"{where}: {path}: unknown key (check spelling; keys are camelCase)")
+            continue
         if not err["loc"]:  # a rule across fields: the message names them itself
             lines.append(f"{where}: {path}: {message}")
             continue

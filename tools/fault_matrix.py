@@ -48,14 +48,12 @@ KNOWN_GAPS: dict[str, Gap] = {
 
 FINDINGS = (
     (
-        "listener/app.py `ListenerApp.run`",
-        "the capacity-aware side (cache, reconciler, placeholder writes) starts before the "
-        "message session is opened, so a second listener pod for the same scale set (rolling "
-        "update, stuck pod) runs a reconciler for up to the session-conflict bound (10 "
-        "attempts, about 4 min) while its session is refused. Capacity stays honest (the "
-        "ledger counts observed pods of every instance), but the two instances sweep each "
-        "other's pairs: see `second_listener` above (pairs PREEMPTED, placeholders churned). "
-        "Opening the session first would avoid it.",
+        "listener/app.py `ListenerApp.run` (fixed, issue 10)",
+        "the capacity-aware side used to start before the message session was opened, so a "
+        "second listener pod ran a reconciler against the owner's pairs. Now a Lease elects "
+        "one owner and the session is opened before the capacity side starts. The simulated "
+        "world's `second_listener` fault above still models the old behaviour (a reconciler "
+        "without a session) to show the ledger stays honest even then.",
     ),
     (
         "placeholderTtl (lease)",
@@ -77,6 +75,54 @@ FINDINGS = (
         "advertises 0 and takes no decisions (`k8s watches down 3 min + node_loss`; a lower "
         "header never revokes assigned jobs).",
     ),
+)
+
+
+_P = "tests/reliability/test_production_failures.py::"
+#: Issue 10's numbered failures: what went wrong, what fixed it, which test keeps it fixed.
+ISSUE_10 = (
+    ("1", "two listeners for one scale set: the newcomer adopted and deleted the owner's "
+     "placeholders; every shutdown deleted all of them",
+     "session before the capacity side; `coordination.k8s.io/v1` Lease election "
+     "(providers/kubernetes/lease.py); shutdown deletes only this instance's pods",
+     f"`{_P}test_two_listeners_for_one_scale_set_the_second_waits_and_never_touches_the_"
+     f"owners_pods`, `...the_second_takes_over_when_the_owner_is_killed_without_releasing`, "
+     f"`tests/kubernetes/test_lease.py`, `bench/rollout.py`"),
+    ("2", "poison messages wedged the scale set (nulls, zone-less zero time, unknown outer "
+     "type, missing statistics, deep nesting)",
+     "Go-like decoding (null = zero value, zone-less time = UTC); a message still not "
+     "understood is logged with its id, counted, acked and skipped",
+     f"`{_P}test_poison_messages_wedge_the_scale_set`, `actions_poison` above, "
+     "`tests/actions/test_hardening.py`"),
+    ("3", "background tasks died silently (HUD poller; informer on a malformed watch line "
+     "while the cache still looked fresh)",
+     "every background task supervised (logged once, counted, restarted with backoff); "
+     "informer crashes and dead threads make the cache stale (fail closed, not ready)",
+     "`tests/actions/test_hud_client.py::test_any_exception_other_than_hud_error_kills_the_"
+     "hud_poller`, `tests/kubernetes/test_cache.py::test_one_malformed_watch_line_kills_the_"
+     "informer`, `...::test_a_dead_informer_thread_makes_the_cache_stale`, "
+     "`tests/listener/test_supervise.py`"),
+    ("4", "bad credentials still created placeholders",
+     "the session is opened (credentials proven) before the capacity side starts",
+     f"`{_P}test_bad_credentials_still_create_placeholders`"),
+    ("5", "SIGTERM ignored while waiting for the first cache sync; a backward wall-clock "
+     "jump stalled the periodic reconcile",
+     "every start-up phase races the stop signal; the reconcile schedule runs on the "
+     "monotonic clock",
+     f"`{_P}test_sigterm_is_ignored_while_waiting_for_the_first_cache_sync`, "
+     f"`{_P}test_sigterm_is_honoured_while_waiting_for_the_lease`"),
+    ("6", "unbounded network reads (no total deadline on the long poll, no size cap)",
+     "a total deadline per attempt (Go's `http.Client.Timeout`) and an 8 MiB cap on every "
+     "Actions response body",
+     "`tests/actions/test_hardening.py::test_a_slow_drip_answer_is_cut_at_the_total_"
+     "deadline`, `...::test_an_answer_one_byte_over_the_cap_is_refused_without_retry`"),
+    ("7", "config input: YAML alias bomb, deep nesting, a token echoed under a wrong key, "
+     "`enabled: \"yes\"`, `proactiveCapacity: true`, `image: \"\"`, credentials in "
+     "`configure_url`",
+     "aliases refused, depth and size capped (one line), unknown keys never echo values, "
+     "strict booleans and integers, non-empty image, userinfo in URLs refused",
+     "`tests/listener/test_config_hardening.py`, `tests/actions/test_config_url.py::test_"
+     "credentials_in_the_configure_url_are_refused_without_echoing_them`"),
 )
 
 
@@ -203,6 +249,17 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         lines.append(f"- **{name}** ({gap.fix_at}): {gap.why}")
     if not KNOWN_GAPS:
         lines.append("None open: every case above holds (see 'Other findings' for what was fixed).")
+    lines += [
+        "",
+        "## Production failures (issue 10), as regression tests",
+        "",
+        "Probed as an operator would, with real `python -m listener run` processes against "
+        "the loopback faces. Each numbered failure has a regression test named after it:",
+        "",
+        "| # | Failure | Fixed by | Regression test |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {n} | {failure} | {fix} | {test} |" for n, failure, fix, test in ISSUE_10]
     lines += ["", "## Other findings", ""]
     lines += [f"- **{where}**: {text}" for where, text in FINDINGS]
     lines += [

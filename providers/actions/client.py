@@ -36,6 +36,7 @@ from providers.actions.errors import (
     ActionsHttpError,
     MessageDecodeError,
     QueueTokenExpiredError,
+    ResponseTooLargeError,
     describe_url,
 )
 from providers.actions.models import (
@@ -46,6 +47,7 @@ from providers.actions.models import (
     Session,
     decode_json,
     decode_message,
+    find_message_id,
     strip_bom,
 )
 from providers.actions.redact import REGISTRY, SecretRegistry
@@ -199,7 +201,13 @@ class ActionsClient:
             "User-Agent": self.user_agent,
             "X-ScaleSetMaxCapacity": str(max_capacity),
         }
-        response = await self._send("get message", "GET", url, headers)
+        try:
+            response = await self._send("get message", "GET", url, headers)
+        except ResponseTooLargeError as exc:
+            # A poison message the size of a DoS: ack it if its id can be read at all.
+            raise MessageDecodeError(
+                str(exc), message_id=find_message_id(exc.prefix)
+            ) from None
         if response.status_code == 202:
             return None
         if response.status_code == 401:

@@ -81,17 +81,24 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
     """Parse a ``configure_url``; raises :class:`ConfigUrlError` naming what is wrong."""
     environ = os.environ if env is None else env
     trimmed = url.strip().strip("/")
+    shown = _without_userinfo(trimmed)[:100]
+    if "@" in trimmed.partition("://")[2].partition("/")[0]:
+        # Refused, not stripped: a secret in a URL ends up in logs, metrics labels and
+        # proxies' access logs. The message does not repeat it.
+        raise ConfigUrlError(
+            f"configure_url {shown!r} must not contain credentials (user:password@host); "
+            "put the PAT in github_token (or use GitHub App credentials)"
+        )
     try:
         parts = urlsplit(trimmed)
         parts.port  # noqa: B018 - parses the port now, so a bad one is our error, not later
     except ValueError as exc:  # e.g. "Invalid IPv6 URL" for "https://[x/org"
         raise ConfigUrlError(
-            f"configure_url {trimmed[:100]!r} is not a valid URL ({exc}), "
-            "e.g. https://github.com/my-org"
+            f"configure_url {shown!r} is not a valid URL ({exc}), e.g. https://github.com/my-org"
         ) from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigUrlError(
-            f"configure_url {trimmed[:100]!r} is not an http(s) URL with a host, "
+            f"configure_url {shown!r} is not an http(s) URL with a host, "
             "e.g. https://github.com/my-org"
         )
     segments = parts.path.strip("/").split("/") if parts.path.strip("/") else []
@@ -105,7 +112,7 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
         scope, organization, repository = Scope.REPOSITORY, segments[0], segments[1]
     else:
         raise ConfigUrlError(
-            f"configure_url {trimmed[:100]!r} should point to an enterprise, org, or repository "
+            f"configure_url {shown!r} should point to an enterprise, org, or repository "
             "(https://<host>/enterprises/<e>, https://<host>/<org> or https://<host>/<owner>/<repo>)"
         )
     hostname = (parts.hostname or "").lower()
@@ -122,6 +129,14 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
         repository=repository,
         is_hosted=hosted,
     )
+
+
+def _without_userinfo(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
 
 
 __all__ = ["FORCE_GHES_ENV", "ConfigUrlError", "GitHubConfig", "Scope", "parse_config_url"]

@@ -21,7 +21,27 @@ class ActionsError(Exception):
 
 
 class MessageDecodeError(ActionsError, ValueError):
-    """A response body could not be decoded; the message says which part and why."""
+    """A response body could not be decoded; the message says which part and why.
+
+    ``message_id`` is set when the outer message's id could still be read: the listener then
+    acks and skips the message instead of failing on it forever (a poison message)."""
+
+    def __init__(self, text: str, *, message_id: int | None = None) -> None:
+        super().__init__(text)
+        self.message_id = message_id
+
+
+class ResponseTooLargeError(ActionsError):
+    """A response body exceeded the size cap; reading stopped there. ``prefix`` holds its
+    first bytes (never shown in the message)."""
+
+    def __init__(self, what: str, *, method: str, url: str, limit: int, prefix: bytes) -> None:
+        self.what = what
+        self.limit = limit
+        self.prefix = prefix
+        super().__init__(
+            f"{what}: {method} {describe_url(url)}: response body larger than {limit} bytes"
+        )
 
 
 class AuthError(ActionsError):

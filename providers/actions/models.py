@@ -2,7 +2,10 @@
 
 Field names are the service's camelCase JSON keys (``RunnerSetting`` keeps its capital R).
 Models are strict like Go's ``encoding/json``: a string where an int is expected is an error,
-not a coercion. Missing fields take Go's zero values, because the Go client accepts them.
+not a coercion. Missing fields take Go's zero values, because the Go client accepts them, and
+so does ``null`` (Go leaves a non-pointer field untouched on ``null``). A timestamp without a
+zone (``0001-01-01T00:00:00``, what .NET writes for an unset DateTime) is read as UTC.
+Nesting deeper than Python's JSON decoder can follow is a typed :class:`MessageDecodeError`.
 
 Timestamps are RFC 3339 strings with up to 9 fractional digits (the service sends 7);
 unset times are Go's zero time ``0001-01-01T00:00:00Z`` (:data:`ZERO_TIME`), kept as a value
@@ -32,6 +35,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_serializer,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -50,8 +54,10 @@ MAX_JOB_MESSAGES_PER_MESSAGE: Final = 50
 _BOM = b"\xef\xbb\xbf"
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
-    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))$"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?$"
 )
+#: Finds the outer message id in a body that cannot be decoded as a whole (to ack it).
+_MESSAGE_ID = re.compile(rb'"messageId"\s*:\s*(\d{1,18})')
 
 
 def parse_rfc3339(value: Any) -> Any:
@@ -66,8 +72,8 @@ def parse_rfc3339(value: Any) -> Any:
         raise ValueError(f"not an RFC 3339 timestamp: {value[:40]!r}")
     year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
     micros = int((match.group(7) or "0")[:6].ljust(6, "0"))
-    if match.group(8):
-        tz: timezone = UTC
+    if match.group(8) or not match.group(9):
+        tz: timezone = UTC  # "Z", or no zone at all (lenient: .NET's unset DateTime)
     else:
         sign = 1 if match.group(9) == "+" else -1
         offset = timedelta(hours=int(match.group(10)), minutes=int(match.group(11)))
@@ -116,6 +122,14 @@ class WireModel(BaseModel):
         frozen=True,
         extra="ignore",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_zero(cls, data: Any) -> Any:
+        """Go's ``encoding/json``: ``null`` leaves a field at its zero value."""
+        if isinstance(data, dict) and any(v is None for v in data.values()):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict with the service's key names (secrets revealed: wire use only)."""
@@ -331,23 +345,54 @@ def decode_json(raw: bytes, *, what: str) -> Any:
         return json.loads(strip_bom(raw).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MessageDecodeError(f"{what}: body is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise MessageDecodeError(f"{what}: JSON nested too deeply") from None
+
+
+def find_message_id(raw: bytes) -> int | None:
+    """The outer ``messageId`` of a body that cannot be decoded whole (None if absent)."""
+    match = _MESSAGE_ID.search(raw)
+    return int(match.group(1)) if match else None
 
 
 def decode_message(raw: bytes) -> DecodedMessage:
-    """Decode a GetMessage 200 body (the caller treats an empty body as "no message")."""
+    """Decode a GetMessage 200 body (the caller treats an empty body as "no message").
+
+    Any failure is a :class:`MessageDecodeError`; its ``message_id`` is set whenever the
+    id can be read, so the caller can ack and skip the message (never wedge on it)."""
+    try:
+        return _decode_message(raw)
+    except MessageDecodeError as exc:
+        if exc.message_id is None:
+            exc.message_id = find_message_id(raw[:65536])
+        raise
+    except RecursionError:
+        raise MessageDecodeError(
+            "get message: nested too deeply", message_id=find_message_id(raw[:65536])
+        ) from None
+
+
+def _decode_message(raw: bytes) -> DecodedMessage:
     data = decode_json(raw, what="get message")
     try:
         message = RunnerScaleSetMessage.model_validate(data)
     except ValidationError as exc:
         raise MessageDecodeError(f"get message: {_first_error(exc)}") from None
+    mid = message.message_id
     if message.message_type != JOB_MESSAGES_TYPE:
         raise MessageDecodeError(
-            f"message {message.message_id}: unexpected messageType "
-            f"{message.message_type[:60]!r}; expected {JOB_MESSAGES_TYPE!r}"
+            f"message {mid}: unexpected messageType "
+            f"{message.message_type[:60]!r}; expected {JOB_MESSAGES_TYPE!r}",
+            message_id=mid,
         )
     if message.statistics is None:
-        raise MessageDecodeError(f"message {message.message_id}: statistics missing")
-    return DecodedMessage(message, message.statistics, *decode_job_messages(message))
+        raise MessageDecodeError(f"message {mid}: statistics missing", message_id=mid)
+    try:
+        jobs = decode_job_messages(message)
+    except MessageDecodeError as exc:
+        exc.message_id = mid
+        raise
+    return DecodedMessage(message, message.statistics, *jobs)
 
 
 def decode_job_messages(
@@ -362,6 +407,8 @@ def decode_job_messages(
         raise MessageDecodeError(
             f"message {message.message_id}: body is not a JSON array ({exc})"
         ) from None
+    except RecursionError:
+        raise MessageDecodeError(f"message {message.message_id}: body nested too deeply") from None
     if elements is None:
         return (), ()
     if not isinstance(elements, list):
@@ -426,6 +473,7 @@ __all__ = [
     "decode_job_messages",
     "decode_json",
     "decode_message",
+    "find_message_id",
     "format_rfc3339",
     "is_zero_time",
     "parse_rfc3339",

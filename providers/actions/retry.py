@@ -8,6 +8,11 @@
    ``Retry-After`` header (seconds or an HTTP date) replaces the backoff. Unlike the Go client
    we cap Retry-After at ``retry_after_cap`` so a broken header cannot park the listener.
 4. Everything else is returned to the caller at once. Cancellation stops the retries.
+5. Every attempt has a **total deadline** (``attempt_deadline``, Go's ``http.Client.Timeout``:
+   connect, headers and the whole body), so a slow-drip answer cannot hold a long poll past
+   it (it counts as a transport timeout and is retried), and a **body cap**
+   (``max_body_bytes``): a longer answer is cut off and raises
+   :class:`~providers.actions.errors.ResponseTooLargeError` (not retried) with its first bytes.
 
 ``sleep`` and ``clock`` are injected so tests never wait for real.
 """
@@ -23,11 +28,24 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
-from providers.actions.errors import RetriesExhaustedError, TransportError, describe_url
+from providers.actions.errors import (
+    ResponseTooLargeError,
+    RetriesExhaustedError,
+    TransportError,
+    describe_url,
+)
 
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
+
+#: Largest response body read (a job message batch is a few hundred kB at most; a 64 MB body
+#: would peak near 300 MiB decoded, over the chart's 256 Mi memory limit).
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+#: Total time of one attempt, body included (Go's ``http.Client.Timeout``).
+ATTEMPT_DEADLINE = 300.0
+#: Bytes of an over-long body kept for the error (enough to find a ``messageId``).
+PREFIX_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +55,17 @@ class RetryPolicy:
     wait_max: float = 30.0
     retry_after_cap: float = 300.0
     extra_statuses: frozenset[int] = field(default_factory=frozenset)
+    attempt_deadline: float = ATTEMPT_DEADLINE
+    max_body_bytes: int = MAX_RESPONSE_BYTES
 
     def __post_init__(self) -> None:
         if self.max_retries < 0 or self.wait_min < 0 or self.wait_max < self.wait_min:
             raise ValueError(
                 f"RetryPolicy needs max_retries >= 0 and 0 <= wait_min <= wait_max, got {self}"
+            )
+        if self.attempt_deadline <= 0 or self.max_body_bytes <= 0:
+            raise ValueError(
+                f"RetryPolicy needs attempt_deadline > 0 and max_body_bytes > 0, got {self}"
             )
 
     def also_retrying(self, *statuses: int) -> RetryPolicy:
@@ -51,6 +75,8 @@ class RetryPolicy:
             self.wait_max,
             self.retry_after_cap,
             self.extra_statuses | frozenset(statuses),
+            self.attempt_deadline,
+            self.max_body_bytes,
         )
 
 
@@ -134,7 +160,7 @@ async def send_with_retry(
     for attempt in range(attempts):
         request = build()
         try:
-            response = await client.send(request)
+            response = await send_bounded(client, request, policy, what=what)
         except httpx.HTTPError as exc:
             reason = non_retryable_transport_reason(exc)
             if reason is not None:
@@ -195,12 +221,59 @@ async def send_with_retry(
     raise RuntimeError("unreachable: every attempt returns, retries or raises")
 
 
+async def send_bounded(
+    client: httpx.AsyncClient, request: httpx.Request, policy: RetryPolicy, *, what: str
+) -> httpx.Response:
+    """One attempt under the total deadline, its body read up to the cap (rule 5)."""
+    try:
+        async with asyncio.timeout(policy.attempt_deadline):
+            response = await client.send(request, stream=True)
+            try:
+                body = await _read_capped(response, policy.max_body_bytes, what=what)
+            finally:
+                await response.aclose()
+    except TimeoutError:
+        raise httpx.ReadTimeout(
+            f"no complete answer within the {policy.attempt_deadline:.0f}s deadline",
+            request=request,
+        ) from None
+    # The body is already decoded (gzip...): the copy must not claim an encoding.
+    headers = [
+        (k, v)
+        for k, v in response.headers.multi_items()
+        if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(response.status_code, headers=headers, content=body, request=request)
+
+
+async def _read_capped(response: httpx.Response, limit: int, *, what: str) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            chunks.append(chunk)
+            prefix = b"".join(chunks)[:PREFIX_BYTES]
+            raise ResponseTooLargeError(
+                what,
+                method=response.request.method,
+                url=str(response.request.url),
+                limit=limit,
+                prefix=prefix,
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 __all__ = [
+    "ATTEMPT_DEADLINE",
+    "MAX_RESPONSE_BYTES",
     "RetryPolicy",
     "Sleep",
     "backoff_delay",
     "is_retryable_status",
     "non_retryable_transport_reason",
     "parse_retry_after",
+    "send_bounded",
     "send_with_retry",
 ]

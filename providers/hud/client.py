@@ -60,7 +60,7 @@ MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
 
 class HudError(Exception):
-    """The HUD answer is unusable. ``kind``: timeout, connect, http or decode."""
+    """The HUD answer is unusable. ``kind``: timeout, connect, http, decode or internal."""
 
     def __init__(self, kind: str, reason: str) -> None:
         self.kind = kind
@@ -259,6 +259,7 @@ class HudDemandSource:
         self._monotonic = monotonic
         self._current = Demand(queued_jobs=None, error="HUD not polled yet")
         self._failures = 0
+        self._unexpected = 0
 
     @property
     def current(self) -> Demand:
@@ -275,6 +276,16 @@ class HudDemandSource:
         except HudError as exc:
             self._record(started, exc.kind)
             self._failed(exc)
+            return self._current
+        except Exception as exc:
+            # Supervision: a bug or an unexpected library error must not end the poller with
+            # demand frozen at its last value. Same fallback as an outage; the traceback is
+            # logged once (first unexpected failure), every one is counted as "internal".
+            self._record(started, "internal")
+            self._unexpected += 1
+            if self._unexpected == 1:
+                log.exception("HUD poll failed unexpectedly; using the fallback and polling on")
+            self._failed(HudError("internal", f"{type(exc).__name__}: {exc}"))
             return self._current
         self._record(started, None)
         if self._failures:

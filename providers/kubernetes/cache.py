@@ -88,6 +88,10 @@ class CacheError(RuntimeError):
     """The cache was asked for something it cannot do (unknown kind, bad target)."""
 
 
+class MalformedEventError(Exception):
+    """A watch event whose object is not an API object (the informer relists)."""
+
+
 @dataclass(frozen=True)
 class WatchTarget:
     """One list+watch stream: a kind, optionally in one namespace, optionally selected."""
@@ -388,8 +392,11 @@ class KubeCache:
             watches = list(self._watches.values())
         for w in watches:
             w.stop()
+        # One deadline for all threads (they are daemons: a watch blocked in a read until its
+        # next event must not hold a SIGTERM'd process up for threads x timeout).
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout=timeout)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> KubeCache:
         return self.start()
@@ -494,6 +501,18 @@ class KubeCache:
         return step * (0.5 + 0.5 * self._rng.random())
 
     def _run(self, partition: _Partition) -> None:
+        try:
+            self._informer(partition)
+        finally:
+            # A thread that ends for any reason while the cache is running leaves a blind
+            # spot: mark it down so stale_for() grows and the listener fails closed.
+            if not self._stop.is_set():
+                with self._synced_cond:
+                    self._mark_down(partition)
+                    self._synced_cond.notify_all()
+                log.error("informer %s stopped unexpectedly", partition.target.key)
+
+    def _informer(self, partition: _Partition) -> None:
         target = partition.target
         call = list_call(self.api_client, target)
         rv: str | None = None
@@ -550,6 +569,25 @@ class KubeCache:
                     type(exc).__name__,
                     rv,
                 )
+                self._stop.wait(self._backoff(attempt))
+                attempt += 1
+            except Exception as exc:
+                # Supervision: anything else (a malformed event, a bug) must not end the
+                # informer silently. Logged with context, counted, marked down (so the cache
+                # turns stale and the listener fails closed), then a fresh relist after backoff:
+                # the partition may be half-updated, so resuming the watch is not safe.
+                if self._stop.is_set():
+                    break
+                self._count("crash")
+                self._mark_down(partition)
+                log.error(
+                    "informer %s failed (%s: %s); relisting after backoff",
+                    target.key,
+                    type(exc).__name__,
+                    exc,
+                    exc_info=self.stats["crash"] == 1,
+                )
+                rv = None
                 self._stop.wait(self._backoff(attempt))
                 attempt += 1
 
@@ -679,6 +717,10 @@ class KubeCache:
         kind = partition.target.kind
         etype = event.get("type")
         raw = event.get("raw_object") or event.get("object") or {}
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("metadata") or {}, Mapping):
+            raise MalformedEventError(
+                f"watch {partition.target.key}: {etype!r} event without an object"
+            )
         new_rv = (raw.get("metadata") or {}).get("resourceVersion")
         if etype == "BOOKMARK":
             if new_rv:

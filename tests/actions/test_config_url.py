@@ -87,6 +87,10 @@ def test_installation_token_url_and_trimmed_url() -> None:
     )
 
 
-def test_userinfo_never_reaches_api_urls() -> None:
-    config = parse_config_url("https://user:secret@ghes.example.com/acme", env={})
-    assert "secret" not in config.api_base
+def test_credentials_in_the_configure_url_are_refused_without_echoing_them() -> None:
+    """Issue 10 (failure 7): userinfo used to be stripped silently; a PAT in a URL leaks
+    through logs and proxies, so it is refused and the message does not repeat it."""
+    for url in ("https://user:secret@ghes.example.com/acme", "https://secret@github.com/acme"):
+        with pytest.raises(ConfigUrlError, match="must not contain credentials") as raised:
+            parse_config_url(url, env={})
+        assert "secret" not in str(raised.value)

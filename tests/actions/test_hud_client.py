@@ -235,3 +235,33 @@ class TestOutageLogging:
     def test_a_scale_set_without_labels_is_refused(self, hud: HudFace) -> None:
         with pytest.raises(ValueError, match="no labels"):
             HudDemandSource(client(hud), ())
+
+
+def test_any_exception_other_than_hud_error_kills_the_hud_poller(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression (issue 10, failure 3): a bug or an unexpected library error used to end
+    the poller silently with demand frozen. Now it falls back like an outage, is counted,
+    logged once with its traceback, and the next poll goes on."""
+
+    class Broken:
+        calls = 0
+
+        async def queued_jobs(self, labels: object) -> int:
+            Broken.calls += 1
+            if Broken.calls <= 2:
+                raise KeyError("surprise")
+            return 4
+
+        async def aclose(self) -> None:
+            pass
+
+    observer = Observer()
+    source = HudDemandSource(Broken(), LABELS, observer=observer)  # type: ignore[arg-type]
+    caplog.set_level(logging.WARNING, logger="providers.hud.client")
+    demands = run(poll_times(source, 3))
+    assert [d.queued_jobs for d in demands] == [None, None, 4]
+    assert "KeyError" in (demands[0].error or "")
+    assert observer.calls == ["internal", "internal", None]
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 1

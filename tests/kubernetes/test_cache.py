@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from kubernetes import client
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client, watch
 
 from providers.kubernetes.cache import KubeCache, WatchTarget, default_targets, slim_pod
 from providers.kubernetes.translate import build_snapshot
@@ -179,3 +184,52 @@ def test_stale_for_reports_how_long_the_api_has_been_unreachable(cache: KubeCach
     assert cache.wait_until(lambda c: c.stale_for() > 0.0, WAIT)
     first = cache.stale_for()
     assert cache.wait_until(lambda c: c.stale_for() > first, WAIT)
+
+
+# --- supervision (issue 10, failure 3) -------------------------------------------------------
+
+
+def test_one_malformed_watch_line_kills_the_informer(
+    cache: KubeCache, store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: an event whose object is not an object used to end the informer thread
+    silently (has_synced stayed true, stale_for 0). Now it is counted, the target relists
+    and keeps applying events."""
+    original = watch.Watch.stream
+    poisoned = threading.Event()
+
+    def stream(self: watch.Watch, func: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        if not poisoned.is_set():  # the first watch that reconnects gets the bad line
+            poisoned.set()
+            yield {"type": "MODIFIED", "object": None, "raw_object": "not an object"}
+        yield from original(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(watch.Watch, "stream", stream)
+    for pod_watch in list(cache._watches.values()):
+        pod_watch.stop()  # reconnect every watch, through the poisoned stream
+    assert cache.wait_until(lambda c: c.stats["crash"] >= 1, 10), cache.stats
+    # Every informer (the poisoned one included) still applies events.
+    store.create(o.ephemeral_runner("after-the-poison", job_id="2"))
+    store.create(o.runner_pod("after-the-poison"))
+    assert cache.wait_until(
+        lambda c: (
+            c.get("EphemeralRunner", o.NS, "after-the-poison") is not None
+            and c.get("Pod", o.NS, "after-the-poison") is not None
+        ),
+        10,
+    )
+    assert cache.wait_until(lambda c: c.stale_for() == 0.0, 10)  # the crashed one relisted
+
+
+def test_a_dead_informer_thread_makes_the_cache_stale(
+    api: client.ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [100.0]
+    c = KubeCache(api, default_targets(TARGET), monotonic=lambda: now[0])
+    monkeypatch.setattr(c, "_informer", lambda partition: None)  # every thread ends at once
+    c.start()
+    for thread in c._threads:
+        thread.join(5)
+    now[0] += 31.0
+    assert c.stale_for() == pytest.approx(31.0)
+    c.stop()

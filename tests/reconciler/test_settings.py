@@ -42,9 +42,12 @@ def test_snake_case_is_accepted_too() -> None:
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
-        ({"proactiveCapacity": -1}, "proactiveCapacity: got -1; Input should be greater than or"),
+        (
+            {"proactiveCapacity": -1},
+            "proactiveCapacity: got -1; proactiveCapacity is a number of pairs from 0",
+        ),
         ({"recalculateInterval": "soon"}, "recalculateInterval: got 'soon'; a duration is"),
-        ({"proactivCapacity": 2}, "capacityAware.proactivCapacity: got 2; unknown key"),
+        ({"proactivCapacity": 2}, "capacityAware.proactivCapacity: unknown key"),
         ({"maxPairsInFlight": 2, "maxRequestsPerStep": 5}, "maxRequestsPerStep must be <="),
         ({"placeholderTtl": 30, "recalculateInterval": 60}, "placeholderTtl"),
         ({"workflowResources": {}}, "workflowResources needs at least one resource"),

@@ -19,6 +19,7 @@ Every wait is bounded (``WAIT`` seconds) and every server listens on an ephemera
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,6 +44,7 @@ from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from providers.simulated.actions_face import ActionsFace, ScriptedJobFeed
+from providers.simulated.actions_face import Fault as FaceAnswer
 from providers.simulated.faults import (
     Fault,
     FaultKind,
@@ -626,6 +628,57 @@ def hud_absurd_huge() -> Outcome:
     return _hud_case(FaultKind.HUD_ABSURD, HUD_EXPECTED, value=10**9)
 
 
+def _poison(message_id: int, **fields: Any) -> bytes:
+    message: dict[str, Any] = {"messageId": message_id,
+                               "messageType": "RunnerScaleSetJobMessages", "body": "[]",
+                               "statistics": {"totalAssignedJobs": 0}}
+    message.update(fields)
+    return json.dumps({k: v for k, v in message.items() if v is not ...}).encode()
+
+
+#: Messages the listener cannot understand (issue 10, failure 2), by what is wrong with them.
+#: Ids below the face's own, so the real messages still come after them.
+POISON: dict[str, tuple[int, bytes]] = {
+    "unknown outer messageType": (11, _poison(11, messageType="SomethingNew")),
+    "statistics missing": (12, _poison(12, statistics=...)),
+    "body nested 200 000 deep": (13, _poison(13, body="[" * 200_000 + "]" * 200_000)),
+    "9 MiB body (over the 8 MiB cap)": (14, _poison(14, body=" " * (9 * 1024 * 1024))),
+}
+
+
+def actions_poison() -> Outcome:
+    """Poison messages are logged with their id, counted, acked and skipped: one run, no
+    error, and the real messages after them are handled exactly once."""
+    feed = ScriptedJobFeed()
+    with ActionsFace(feed, pat=PAT, poll_window=0.3) as face:
+
+        def arm() -> None:
+            for _, body in POISON.values():
+                face.fail_next("get_message", FaceAnswer.http(200, body))
+
+        result = asyncio.run(asyncio.wait_for(_run_listener(face, feed, arm, jobs=2), 3 * WAIT))
+    poison_ids = {mid for mid, _ in POISON.values()}
+    real_handled = [m for m in result.ledger.handled if m not in poison_ids]
+    held = (
+        not result.errors
+        and result.runs == 1
+        and poison_ids <= set(result.acked)
+        and len(real_handled) == len(set(real_handled))
+        and set(result.ledger.delivered) <= set(real_handled)
+        and len(set(result.ledger.acquired)) == result.jobs_assigned == 2
+    )
+    skipped = sorted(poison_ids & set(result.acked))
+    return Outcome(
+        "actions_poison (" + ", ".join(POISON) + ")",
+        "Actions face -> Listener + MessageSession + ActionsClient",
+        "each is logged with its id, counted, acked and skipped; the loop goes on and the "
+        "jobs after it are acquired (issue 10: they used to end every run, unacked)",
+        f"acked and skipped {skipped}; run errors: {result.errors or 'none'}; runs: "
+        f"{result.runs}; {_summary(result)}",
+        held,
+    )
+
+
 HTTP_CASES: dict[str, Callable[[], Outcome]] = {
     "k8s_5xx": k8s_5xx,
     "k8s_429": k8s_429,
@@ -641,6 +694,7 @@ HTTP_CASES: dict[str, Callable[[], Outcome]] = {
     "actions_409": actions_409,
     "actions_empty_200": actions_empty_200,
     "actions_malformed": actions_malformed,
+    "actions_poison": actions_poison,
     "actions_reset": actions_reset,
     "hud_down": hud_down,
     "hud_slow": hud_slow,

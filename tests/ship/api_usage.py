@@ -87,7 +87,13 @@ def kinds() -> dict[str, Kind]:
             table[str(kind)] = Kind(str(group), str(plural), bool(namespaced))
     if not table:
         raise ValueError(f"{CACHE}: no Resource(...) entries found; has the table moved?")
+    # Written but never watched, so not in the cache's table: the owner election's Lease.
+    table.update(WRITTEN_ONLY)
     return table
+
+
+#: Kinds the code reads and writes through the typed client without watching them.
+WRITTEN_ONLY = {"Lease": Kind("coordination.k8s.io", "leases", True)}
 
 
 def _snake_to_plural(kind: str, table: dict[str, Kind]) -> Kind | None:

@@ -55,10 +55,11 @@ def test_the_operations_guide_explains_every_state_and_capacity_metric() -> None
 
 
 def test_the_operations_guide_documents_every_capacity_aware_key() -> None:
-    from reconciler.settings import CapacityAwareSettings, HudSettings
+    from reconciler.settings import CapacityAwareSettings, HudSettings, WarmPoolSettings
 
     text = (DOCS / "operations.md").read_text(encoding="utf-8")
     keys = [f.alias for f in CapacityAwareSettings.model_fields.values() if f.alias != "hud"]
     keys += [f"hud.{f.alias}" for f in HudSettings.model_fields.values()]
+    keys += [f"warmPool.{f.alias}" for f in WarmPoolSettings.model_fields.values()]
     missing = [key for key in keys if f"| `{key}` |" not in text]
     assert not missing, f"docs/operations.md lacks rows for {missing}"

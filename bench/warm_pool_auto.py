@@ -1,0 +1,109 @@
+"""``proactiveCapacity: auto`` against the static warm pool on ice-failover's day.
+
+    python bench/warm_pool_auto.py [--seeds 7,8,9] [--workers 2] [--warm-pool JSON]
+
+Runs the shipped ``ice-failover`` scenario (24 h, about 5 000 GPU jobs, east loses g5.xlarge
+from 07:00 to 08:00) under the ``overprovision`` strategy (a static warm pool of the
+scenario's 4 slots per scale set), the capacity-aware listener as shipped (a fixed
+``proactiveCapacity: 4``), and the capacity-aware listener with ``proactiveCapacity: auto`` (the
+scenario's block plus the ``warmPool`` given here), for each seed, in parallel. Prints one row
+per run and the issue-12 check per seed: auto's fair p95 queue-to-start (a job that failed
+or never started counts as infinitely late) <= the static pool's, and auto's idle reserved
+CPU-hours <= 0.5 x the static pool's. Figures only; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from providers.simulated.scenario import load_scenario  # noqa: E402
+from tuning.replay import apply_dials  # noqa: E402
+from tuning.sweep import fair_percentiles  # noqa: E402
+
+#: The auto settings measured for the README (warmPool block of capacityAware).
+DEFAULT_WARM_POOL = {"minPairs": 1, "maxPairs": 12, "missProbability": 0.02, "window": "10m"}
+VARIANTS = ("overprovision", "capacity-aware (fixed 4)", "capacity-aware (auto)")
+
+
+def run(item: tuple[str, int, str]) -> dict[str, Any]:
+    from providers.simulated.world import World
+
+    variant, seed, warm_pool = item
+    scenario = load_scenario("ice-failover")
+    strategy = "overprovision" if variant == "overprovision" else "capacity-aware"
+    if variant.endswith("(auto)"):
+        dials = {"proactiveCapacity": "auto", "warmPool": json.loads(warm_pool)}
+        scenario = apply_dials(scenario, dials, where="bench")
+    started = time.perf_counter()
+    world = World(scenario, strategy, seed=seed)
+    results = world.run(None)
+    waits = [
+        (j.running_at - j.queued_at) if j.running_at is not None else math.inf
+        for j in world.service.jobs
+    ]
+    return {
+        "variant": variant,
+        "seed": seed,
+        "fair": fair_percentiles(waits),
+        "failed": results["jobs_failed"],
+        "idle_cpu": results["idle_reserved_cpu_hours"],
+        "idle_gpu": results["idle_reserved_gpu_hours"],
+        "cost": results.get("billed_cost_usd", results["node_cost_usd"]),
+        "wall": time.perf_counter() - started,
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--seeds", default="7,8,9")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--warm-pool", default=json.dumps(DEFAULT_WARM_POOL))
+    args = p.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    items = [(v, s, args.warm_pool) for s in seeds for v in VARIANTS]
+    print(f"warmPool for auto: {args.warm_pool}")
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(args.workers) as pool:
+        rows = pool.map(run, items)
+    print(f"{len(rows)} runs, {time.perf_counter() - started:.0f} s wall, {args.workers} workers")
+    print(
+        f"{'seed':>4}  {'variant':<26} {'fair p50':>8} {'fair p95':>8} {'fair p99':>8} "
+        f"{'failed':>6} {'idle CPU-h':>10} {'idle GPU-h':>10} {'$':>9} {'wall s':>6}"
+    )
+
+    def cell(v: float | None) -> str:
+        return "inf" if v is None else f"{v:.1f}"
+
+    for r in rows:
+        f = r["fair"]
+        print(
+            f"{r['seed']:>4}  {r['variant']:<26} {cell(f['p50']):>8} {cell(f['p95']):>8} "
+            f"{cell(f['p99']):>8} {r['failed']:>6} {r['idle_cpu']:>10.1f} {r['idle_gpu']:>10.1f} "
+            f"{r['cost']:>9.2f} {r['wall']:>6.0f}"
+        )
+    for seed in seeds:
+        by = {r["variant"]: r for r in rows if r["seed"] == seed}
+        static, auto = by["overprovision"], by["capacity-aware (auto)"]
+        sp95 = static["fair"]["p95"] if static["fair"]["p95"] is not None else math.inf
+        ap95 = auto["fair"]["p95"] if auto["fair"]["p95"] is not None else math.inf
+        ratio = auto["idle_cpu"] / static["idle_cpu"] if static["idle_cpu"] else math.inf
+        print(
+            f"seed {seed}: p95 auto {ap95} vs static {sp95} -> "
+            f"{'no worse' if ap95 <= sp95 else 'WORSE'}; idle CPU-h ratio {ratio:.2f} -> "
+            f"{'<= 0.5' if ratio <= 0.5 else '> 0.5'}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

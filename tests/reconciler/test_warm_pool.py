@@ -1,0 +1,291 @@
+"""Adaptive warm pool (``proactiveCapacity: auto``): Little's law over what the reconciler
+observes, a Poisson margin, [min, max] bounds, a time-of-day schedule, same safety rules."""
+
+from __future__ import annotations
+
+import pytest
+from freezegun import freeze_time
+
+from reconciler.clock import ManualClock, SystemClock
+from reconciler.reconciler import Reconciler
+from reconciler.settings import ReconcilerConfig, SettingsError, parse_capacity_aware
+from reconciler.warm_pool import (
+    MIN_RATE_SPAN,
+    ScheduleEntry,
+    WarmPoolObservation,
+    WarmPoolPolicy,
+    WarmPoolWindow,
+    poisson_quantile,
+    quantile,
+    warm_pairs,
+)
+from state_machine.events import Kind, TransitionEvent
+from state_machine.states import PairState
+
+from .builders import SCALE_SET, runner, snapshot
+
+S = PairState
+MONDAY = 1_767_571_200.0  # 2026-01-05T00:00:00Z
+HOUR = 3600.0
+
+
+def event(pair_id: str, source: PairState | None, target: PairState, at: float) -> TransitionEvent:
+    return TransitionEvent(pair_id, SCALE_SET, source, target, Kind.ACTIVE, "", at, 1, "r", "w")
+
+
+def policy(**kw: object) -> WarmPoolPolicy:
+    return WarmPoolPolicy(**{"minimum": 0, "maximum": 20, **kw})  # type: ignore[arg-type]
+
+
+# --- the pure estimator ---------------------------------------------------------------------
+
+
+def test_poisson_quantile_is_the_smallest_pool_that_is_rarely_exhausted() -> None:
+    assert poisson_quantile(0.0, 0.05) == 0
+    # mean 0.26 (about one job per 4 s, 6 s to refill): P(N >= 1) = 0.23, P(N >= 2) = 0.028
+    assert poisson_quantile(0.26, 0.05) == 2
+    assert poisson_quantile(0.26, 0.02) == 3
+    # mean 4: P(N >= 8) = 0.051, P(N >= 9) = 0.021
+    assert poisson_quantile(4.0, 0.05) == 9
+    # P(N >= 4) = 0.57, P(N >= 5) = 0.37: half the time more than the mean is in flight
+    assert poisson_quantile(4.0, 0.5) == 5
+
+
+def test_little_law_rate_times_ready_time_sizes_the_pool() -> None:
+    # 90 jobs started in 15 min = 0.1/s; pairs take 20 s (median) to become READY: L = 2;
+    # P(N >= 2) = 0.59, P(N >= 3) = 0.32, so 3 pairs miss less than half the time
+    obs = WarmPoolObservation(started=90, span=900.0, ready_seconds=(10.0, 20.0, 40.0))
+    size = warm_pairs(policy(miss_probability=0.5), obs, MONDAY + 10 * HOUR)
+    assert size.pairs == 3
+    assert "lambda=0.1000/s W=20.0s L=2.00" in size.reason
+
+
+def test_no_job_started_keeps_the_minimum() -> None:
+    obs = WarmPoolObservation(started=0, span=900.0)
+    assert warm_pairs(policy(minimum=1), obs, MONDAY).pairs == 1
+    assert warm_pairs(policy(minimum=0), obs, MONDAY).pairs == 0
+
+
+def test_the_estimate_is_clamped_to_the_maximum() -> None:
+    obs = WarmPoolObservation(started=900, span=900.0, ready_seconds=(120.0,))
+    assert warm_pairs(policy(maximum=6), obs, MONDAY).pairs == 6
+
+
+def test_before_any_pair_was_measured_the_default_ready_time_is_used() -> None:
+    obs = WarmPoolObservation(started=60, span=600.0)  # 0.1/s
+    size = warm_pairs(policy(default_ready_seconds=30.0, miss_probability=0.5), obs, MONDAY)
+    assert "W=30.0s" in size.reason and size.pairs == poisson_quantile(3.0, 0.5) == 4
+
+
+def test_a_few_starts_just_after_a_restart_do_not_look_like_a_flood() -> None:
+    # 3 jobs in the first 10 s: the rate is taken over at least MIN_RATE_SPAN seconds
+    obs = WarmPoolObservation(started=3, span=10.0, ready_seconds=(30.0,))
+    size = warm_pairs(policy(miss_probability=0.5), obs, MONDAY)
+    assert f"lambda={3 / MIN_RATE_SPAN:.4f}/s" in size.reason
+
+
+def test_a_matching_schedule_entry_replaces_the_estimate_and_the_bounds() -> None:
+    day = ScheduleEntry(start=7 * HOUR, end=19 * HOUR, pairs=12)
+    busy = WarmPoolObservation(started=0, span=900.0)
+    p = policy(maximum=4, schedule=(day,))
+    assert warm_pairs(p, busy, MONDAY + 7 * HOUR).pairs == 12
+    assert warm_pairs(p, busy, MONDAY + 7 * HOUR).reason == "schedule 07:00-19:00"
+    # one second either side of the window
+    assert warm_pairs(p, busy, MONDAY + 7 * HOUR - 1).pairs == 0
+    assert warm_pairs(p, busy, MONDAY + 19 * HOUR - 1).pairs == 12
+    assert warm_pairs(p, busy, MONDAY + 19 * HOUR).pairs == 0
+
+
+def test_a_schedule_entry_may_wrap_over_midnight() -> None:
+    night = ScheduleEntry(start=22 * HOUR, end=6 * HOUR, pairs=0)
+    assert night.matches(23 * HOUR) and night.matches(1 * HOUR)
+    assert not night.matches(12 * HOUR) and not night.matches(6 * HOUR)
+
+
+def test_a_fixed_pool_with_a_schedule_uses_the_fixed_size_outside_it() -> None:
+    p = policy(auto=False, static_pairs=3, schedule=(ScheduleEntry(0.0, HOUR, 0),))
+    obs = WarmPoolObservation(started=900, span=900.0)
+    assert warm_pairs(p, obs, MONDAY + 2 * HOUR).pairs == 3
+    assert warm_pairs(p, obs, MONDAY + 30 * 60).pairs == 0
+
+
+def test_quantile_is_nearest_rank() -> None:
+    assert quantile([], 0.5) is None
+    assert quantile([5.0, 1.0, 3.0], 0.5) == 3.0
+    assert quantile([5.0, 1.0, 3.0], 1.0) == 5.0
+
+
+# --- the rolling window ------------------------------------------------------------------------
+
+
+def test_window_counts_new_runner_pods_as_job_starts_and_forgets_old_ones() -> None:
+    window = WarmPoolWindow(600.0, started_at=0.0)
+    window.observe_runners([], 0.0)
+    window.observe_runners(["r1", "r2"], 10.0)
+    window.observe_runners(["r2", "r3"], 20.0)  # r1 finished, r3 started
+    assert window.observation(20.0).started == 3
+    # 600 s later the starts at 10 s are out of the window (one second either side)
+    assert window.observation(609.0).started == 3
+    assert window.observation(611.0).started == 1
+
+
+def test_the_first_snapshot_only_sets_the_baseline() -> None:
+    """A listener restarting among 30 running jobs has not just seen 30 jobs start."""
+    window = WarmPoolWindow(600.0, started_at=0.0)
+    window.observe_runners([f"r{i}" for i in range(30)], 0.0)
+    assert window.observation(0.0).started == 0
+
+
+def test_window_measures_created_to_ready_and_drops_pairs_that_leave() -> None:
+    window = WarmPoolWindow(600.0, started_at=0.0)
+    window.observe(
+        [
+            event("a", None, S.QUEUED, 100.0),
+            event("b", None, S.QUEUED, 100.0),
+            event("a", S.QUEUED, S.REQUESTED, 101.0),
+            event("b", S.QUEUED, S.DELETED, 102.0),
+            event("a", S.PARTIAL, S.READY, 125.0),
+            event("b", S.REQUESTED, S.READY, 130.0),  # b left: no duration for it
+        ]
+    )
+    assert window.observation(130.0).ready_seconds == (25.0,)
+
+
+def test_the_span_grows_from_the_start_up_to_the_window() -> None:
+    window = WarmPoolWindow(600.0, started_at=1000.0)
+    assert window.observation(1100.0).span == 100.0
+    assert window.observation(5000.0).span == 600.0
+
+
+# --- in the reconciler -------------------------------------------------------------------------
+
+
+def auto_config(**kw: object) -> ReconcilerConfig:
+    return ReconcilerConfig(
+        scale_set=SCALE_SET,
+        proactive_capacity=0,
+        warm_pool=policy(**kw),
+    )
+
+
+def test_reconciler_grows_the_pool_with_the_observed_start_rate() -> None:
+    clock = ManualClock(MONDAY)
+    rec = Reconciler(auto_config(minimum=1, default_ready_seconds=60.0), clock=clock)
+    rec.step(snapshot())
+    assert rec.warm_size == 1
+    # 12 jobs start within two minutes: 0.1/s x 60 s = L 6 -> a pool of about 10
+    running = tuple(runner(f"r{i}") for i in range(12))
+    clock.advance(120)
+    rec.step(snapshot(runners=running))
+    assert rec.warm_size == poisson_quantile(12 / 120 * 60, 0.05)
+    assert rec.warm_reason.startswith("auto:")
+
+
+def test_reconciler_creates_the_auto_pool_size_of_pairs() -> None:
+    clock = ManualClock(MONDAY)
+    rec = Reconciler(auto_config(minimum=3), clock=clock)
+    result = rec.step(snapshot())
+    assert sum(1 for e in result.events if e.target is S.QUEUED) == 3
+
+
+def test_max_runners_zero_is_still_a_hard_cap_under_auto() -> None:
+    clock = ManualClock(MONDAY)
+    rec = Reconciler(auto_config(minimum=5), clock=clock)
+    result = rec.step(snapshot(max_runners=0))
+    assert not [e for e in result.events if e.target is S.QUEUED]
+
+
+def test_headroom_caps_auto_like_a_fixed_pool() -> None:
+    clock = ManualClock(MONDAY)
+    rec = Reconciler(auto_config(minimum=8), clock=clock)
+    result = rec.step(snapshot(max_runners=3, runners=(runner("r1"),)))
+    assert sum(1 for e in result.events if e.target is S.QUEUED) == 2
+
+
+@freeze_time("2026-01-05 07:00:00", tz_offset=0)
+def test_schedule_follows_the_wall_clock_in_production() -> None:
+    config = ReconcilerConfig(
+        scale_set=SCALE_SET,
+        proactive_capacity=1,
+        warm_pool=policy(
+            auto=False, static_pairs=1, schedule=(ScheduleEntry(7 * HOUR, 8 * HOUR, 4),)
+        ),
+    )
+    rec = Reconciler(config, clock=SystemClock())
+    rec.step(snapshot())
+    assert (rec.warm_size, rec.warm_reason) == (4, "schedule 07:00-08:00")
+
+
+def test_a_fixed_pool_without_schedule_keeps_the_old_path() -> None:
+    settings = parse_capacity_aware({"proactiveCapacity": 2}, where="t")
+    assert settings.reconciler_config(SCALE_SET).warm_pool is None
+    assert settings.reconciler_config(SCALE_SET).proactive_capacity == 2
+
+
+@pytest.mark.parametrize("value", ["auto", "AUTO", " auto "])
+def test_settings_accept_auto(value: str) -> None:
+    settings = parse_capacity_aware(
+        {"proactiveCapacity": value, "warmPool": {"minPairs": 1, "maxPairs": 6}}, where="t"
+    )
+    config = settings.reconciler_config(SCALE_SET)
+    assert config.warm_pool is not None and config.warm_pool.auto
+    assert (config.warm_pool.minimum, config.warm_pool.maximum) == (1, 6)
+    assert config.proactive_capacity == 1  # until the first estimate
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        (
+            {"proactiveCapacity": "lots"},
+            "capacityAware.proactiveCapacity: got 'lots'; proactiveCapacity is a number of "
+            "pairs from 0 to 10000, or 'auto'",
+        ),
+        ({"proactiveCapacity": True}, "capacityAware.proactiveCapacity: got True"),
+        ({"proactiveCapacity": 10_001}, "capacityAware.proactiveCapacity: got 10001"),
+        (
+            {"proactiveCapacity": 3, "warmPool": {"maxPairs": 3}},
+            "warmPool.maxPairs only apply to proactiveCapacity: auto (got proactiveCapacity: 3)",
+        ),
+        (
+            {"proactiveCapacity": "auto", "warmPool": {"minPairs": 5, "maxPairs": 2}},
+            "minPairs must be <= maxPairs (got 5 > 2)",
+        ),
+        (
+            {"warmPool": {"schedule": [{"start": "7am", "end": "19:00", "pairs": 1}]}},
+            "capacityAware.warmPool.schedule.0.start: got '7am'; a time of day is 'HH:MM' in UTC",
+        ),
+        (
+            {"warmPool": {"schedule": [{"start": "24:00", "end": "01:00", "pairs": 1}]}},
+            "warmPool.schedule.0.start: got '24:00'",
+        ),
+        (
+            {"warmPool": {"schedule": [{"start": "07:00", "end": "07:00", "pairs": 1}]}},
+            "start and end are equal",
+        ),
+        (
+            {"proactiveCapacity": "auto", "warmPool": {"missProbability": 0}},
+            "capacityAware.warmPool.missProbability: got 0",
+        ),
+    ],
+)
+def test_bad_warm_pool_settings_name_the_key_and_what_is_allowed(
+    block: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        parse_capacity_aware(block, where="values.yaml")
+    assert message in str(raised.value)
+    assert str(raised.value).startswith("values.yaml: ")
+
+
+def test_a_fixed_pool_may_carry_a_schedule() -> None:
+    settings = parse_capacity_aware(
+        {
+            "proactiveCapacity": 2,
+            "warmPool": {"schedule": [{"start": "22:00", "end": "06:00", "pairs": 0}]},
+        },
+        where="t",
+    )
+    policy_ = settings.reconciler_config(SCALE_SET).warm_pool
+    assert policy_ is not None and not policy_.auto and policy_.static_pairs == 2
+    assert policy_.schedule == (ScheduleEntry(22 * HOUR, 6 * HOUR, 0),)

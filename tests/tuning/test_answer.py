@@ -1,0 +1,130 @@
+"""The answer of a sweep: Pareto frontier and the cheapest point meeting the p95 target."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from reconciler.settings import parse_capacity_aware
+from tuning.answer import frontier, recommend, recommendation_yaml
+from tuning.grid import DEFAULT_GRID, expand
+from tuning.sweep import aggregate, fair_percentiles, plan
+
+
+def row(
+    point: str, p95: float | None, dollars: float, idle: float, strategy: str = "capacity-aware"
+) -> dict[str, Any]:
+    return {
+        "point": point,
+        "strategy": strategy,
+        "dials": {},
+        "seeds": [1],
+        "p95_worst_seconds": p95,
+        "dollars_per_day_mean": dollars,
+        "idle_cpu_hours_per_day_mean": idle,
+    }
+
+
+ROWS = [
+    row("baseline", 70.0, 100.0, 0.0, "baseline"),
+    row("overprovision", 20.0, 180.0, 600.0, "overprovision"),
+    row("p1", 40.0, 120.0, 100.0),
+    row("p2", 25.0, 150.0, 300.0),
+    row("p3", 30.0, 160.0, 200.0),  # beaten by p2 on dollars, not on idle CPU
+    row("p4", None, 90.0, 0.0),  # a job never started: infinitely late
+]
+
+
+def test_frontier_keeps_only_points_nobody_beats_on_both_axes() -> None:
+    assert [r["point"] for r in frontier(ROWS, "dollars_per_day_mean")] == [
+        "baseline",
+        "p1",
+        "p2",
+        "overprovision",
+    ]
+    assert [r["point"] for r in frontier(ROWS, "idle_cpu_hours_per_day_mean")] == [
+        "baseline",
+        "p1",
+        "p3",
+        "p2",
+        "overprovision",
+    ]
+
+
+def test_recommend_picks_the_cheapest_capacity_aware_point_within_the_target() -> None:
+    assert recommend(ROWS, 30.0)["point"] == "p2"  # type: ignore[index]
+    assert recommend(ROWS, 45.0)["point"] == "p1"  # type: ignore[index]
+
+
+def test_a_point_that_never_started_a_job_is_never_recommended() -> None:
+    assert recommend([row("p4", None, 1.0, 0.0)], 3600.0) is None
+
+
+def test_reference_strategies_are_never_recommended() -> None:
+    assert recommend([ROWS[0], ROWS[1]], 1000.0) is None
+
+
+def test_fair_percentiles_count_a_job_that_never_started_as_infinitely_late() -> None:
+    waits = [10.0] * 94 + [float("inf")] * 6
+    assert fair_percentiles(waits) == {"p50": 10.0, "p95": None, "p99": None}
+    assert fair_percentiles([10.0] * 99 + [float("inf")])["p95"] == 10.0
+
+
+def test_aggregate_takes_the_worst_seed_for_latency_and_the_mean_for_cost() -> None:
+    def record(seed: int, p95: float | None, dollars: float) -> dict[str, Any]:
+        figures = {
+            "queue_to_start_fair_seconds": {"p95": p95},
+            "failed": 0,
+            "never_started": 0,
+            "dollars_per_day": dollars,
+            "idle_reserved_cpu_hours_per_day": 10.0,
+        }
+        return {
+            "point": "p1",
+            "strategy": "capacity-aware",
+            "seed": seed,
+            "dials": {},
+            "figures": figures,
+        }
+
+    (agg,) = aggregate([record(1, 20.0, 100.0), record(2, 30.0, 200.0)])
+    assert (agg["p95_worst_seconds"], agg["dollars_per_day_mean"]) == (30.0, 150.0)
+    (inf,) = aggregate([record(1, 20.0, 100.0), record(2, None, 200.0)])
+    assert inf["p95_worst_seconds"] is None
+
+
+def test_default_grid_has_12_points_and_a_plan_adds_the_two_references_per_seed() -> None:
+    base = parse_capacity_aware({"enabled": True}, where="t")
+    points = expand(DEFAULT_GRID, base, where="default grid")
+    assert len(points) == 12
+    runs = plan(points, [1, 2, 3])
+    assert len(runs) == 3 * 12 + 2 * 3
+    assert {r.strategy for r in runs[:6]} == {"baseline", "overprovision"}
+
+
+def test_recommendation_reads_back_through_the_listener_settings_model() -> None:
+    base = parse_capacity_aware({"enabled": True, "survivorWindow": "3m"}, where="t")
+    grid = {
+        "proactiveCapacity": ["auto"],
+        "warmPool.schedule": [[{"start": "07:00", "end": "19:00", "pairs": 4}]],
+    }
+    (point,) = expand(grid, base, where="g")
+    text = recommendation_yaml(
+        row("p1", 25.0, 150.0, 300.0), point.settings, target_p95=60.0, context="test"
+    )
+    block = yaml.safe_load(text)["capacityAware"]
+    settings = parse_capacity_aware(block, where="recommendation.yaml")
+    assert settings.proactive_capacity == "auto"
+    assert settings.survivor_window == 180.0
+    assert block["warmPool"]["schedule"] == [{"start": "07:00", "end": "19:00", "pairs": 4}]
+    assert text.startswith("# arc-capacity-listener tune: test")
+
+
+def test_recommendation_names_the_pool_size_even_at_its_default() -> None:
+    base = parse_capacity_aware({"enabled": True}, where="t")
+    (point,) = expand({"proactiveCapacity": [1]}, base, where="g")
+    text = recommendation_yaml(
+        row("p1", 25.0, 1.0, 1.0), point.settings, target_p95=60.0, context="t"
+    )
+    assert yaml.safe_load(text)["capacityAware"] == {"enabled": True, "proactiveCapacity": 1}

@@ -1,0 +1,57 @@
+"""Putting an imported history into a base scenario: unknown labels reported, jobs kept exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from providers.simulated.scenario import load_scenario
+from providers.simulated.world import build_jobs
+from tuning.history import History, HistoryJob
+from tuning.replay import apply_dials, replayable, with_trace, write_trace
+
+BASE = load_scenario("scale-to-zero")  # one scale set serving [linux-nightly]
+
+
+def job(index: int, queued: float, labels: tuple[str, ...]) -> HistoryJob:
+    return HistoryJob(index, queued, 300.0, labels, f"job-{index}", "acme/tools")
+
+
+def test_jobs_with_labels_no_scale_set_serves_are_reported_by_index() -> None:
+    history = History(
+        "h.json",
+        (
+            job(0, 10.0, ("linux-nightly",)),
+            job(1, 20.0, ("ubuntu-latest",)),
+            job(2, 30.0, ("linux-nightly", "gpu")),
+        ),
+        (),
+    )
+    kept, problems = replayable(BASE, history)
+    assert [j.index for j in kept] == [0]
+    assert [(p.index, p.field) for p in problems] == [(1, "labels"), (2, "labels")]
+    assert "its scale sets serve ['linux-nightly']" in problems[0].reason
+
+
+def test_the_replayed_scenario_queues_exactly_the_history(tmp_path: Path) -> None:
+    jobs = [job(0, 10.0, ("linux-nightly",)), job(1, 7_000.5, ("linux-nightly",))]
+    scenario = with_trace(BASE, write_trace(jobs, tmp_path / "trace.csv"), jobs)
+    assert scenario.duration == 3 * 3600.0  # the last job + an hour, in whole hours
+    replayed = build_jobs(scenario, seed=1)
+    assert [(j.at, j.labels, j.duration, j.name) for j in replayed] == [
+        (10.0, ("linux-nightly",), 300.0, "job-0"),
+        (7_000.5, ("linux-nightly",), 300.0, "job-1"),
+    ]
+    assert scenario.clusters == BASE.clusters  # the team's clusters are kept as they are
+
+
+def test_dials_change_the_block_and_the_simulator_side_only() -> None:
+    changed = apply_dials(
+        BASE,
+        {"proactiveCapacity": "auto", "warmPool.maxPairs": 3, "sim.demand_source": "hud"},
+        where="t",
+    )
+    assert changed.strategies.capacity_aware.proactive_capacity == "auto"
+    assert changed.strategies.capacity_aware.warm_pool.max_pairs == 3
+    assert changed.strategies.capacity_aware.hud_fallback_queued_jobs == 1  # the base's value
+    assert changed.strategies.capacity_aware_sim.demand_source == "hud"
+    assert BASE.strategies.capacity_aware.proactive_capacity == 0

@@ -1,0 +1,1 @@
+"""Tune the listener to your own CI: history import, sweep, Pareto plot, recommendation."""
