@@ -1,4 +1,5 @@
-"""Generate docs/state-machine.md (and its diagram) from the transition table.
+"""Generate docs/state-machine.md (and its diagram) from the transition table, and
+docs/semantics.md from tools/semantics/*.yaml (see tools/semantics.py).
 
 Run: ``python -m tools.gendocs`` (or ``make docs``). ``tests/docs/test_generated_docs.py``
 fails when the committed file differs from what this produces.
@@ -144,9 +145,12 @@ def render_image(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tools import semantics
+
     DOC.write_text(render_markdown() + "\n")
     render_image(IMAGE)
-    print(f"wrote {DOC.relative_to(ROOT)} and {IMAGE.relative_to(ROOT)}")
+    page = semantics.write()
+    print(f"wrote {DOC.relative_to(ROOT)}, {IMAGE.relative_to(ROOT)} and {page.relative_to(ROOT)}")
     return 0
 
 

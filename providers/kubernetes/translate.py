@@ -488,30 +488,13 @@ def capacity_signals_from(
 ) -> tuple[str, ...]:
     """Recent InsufficientCapacity failures, newest first, as short strings (explanations only).
 
-    From NodeClaim conditions whose reason contains ``InsufficientCapacity`` and from Events
-    with reason ``InsufficientCapacityError`` (Karpenter emits both), within ``window``
-    seconds of ``now``. A source that does not hold a kind contributes nothing.
+    From Events with reason ``InsufficientCapacityError`` within ``window`` seconds of
+    ``now``: that Event (on the NodeClaim) is the only trace Karpenter leaves - its launch
+    path (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/lifecycle/launch.go) publishes it
+    and deletes the NodeClaim at once, and never writes an InsufficientCapacity condition. A
+    source that does not hold Events contributes nothing.
     """
     found: list[tuple[float, str]] = []
-    for claim in _safe_list(source, "NodeClaim"):
-        meta = _meta(claim)
-        lab = meta.get("labels") or {}
-        where = " ".join(
-            v
-            for v in (
-                lab.get("node.kubernetes.io/instance-type"),
-                lab.get("topology.kubernetes.io/zone"),
-            )
-            if v
-        )
-        for cond in (claim.get("status") or {}).get("conditions") or ():
-            if "InsufficientCapacity" not in (cond.get("reason") or ""):
-                continue
-            at = parse_timestamp(cond.get("lastTransitionTime"))
-            if at is None or now - at > window:
-                continue
-            text = f"{cond['reason']} nodeclaim/{meta.get('name', '?')}"
-            found.append((at, f"{text} {where}".strip()))
     for event in _safe_list(source, "Event"):
         if event.get("reason") != "InsufficientCapacityError":
             continue
@@ -524,7 +507,10 @@ def capacity_signals_from(
             continue
         involved = event.get("involvedObject") or {}
         message = (event.get("message") or "").strip().splitlines()
-        first = message[0][:120] if message else ""
+        first = message[0] if message else ""
+        # Karpenter prefixes "NodeClaim <name> event: " (already in our text) and the EC2 part
+        # naming the instance type and zone comes last: drop the prefix before truncating.
+        first = first.split(" event: ", 1)[-1][:200]
         found.append(
             (
                 at,

@@ -225,61 +225,37 @@ def test_the_simulated_object_store_is_an_object_source():
     assert [r.name for r in s.runner_pods] == ["arc-runners-runner-a"]
 
 
-def test_capacity_signals_are_recent_insufficient_capacity_failures_newest_first():
-    old = "2023-11-14T21:00:00Z"
-    recent = "2023-11-14T22:10:00Z"
-    newer = "2023-11-14T22:12:00Z"
-    claim = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "name": "runners-abc",
-            "labels": {
-                "node.kubernetes.io/instance-type": "g5.xlarge",
-                "topology.kubernetes.io/zone": "us-east-1a",
-            },
-        },
-        "status": {
-            "conditions": [
-                {
-                    "type": "Launched",
-                    "status": "False",
-                    "reason": "InsufficientCapacity",
-                    "lastTransitionTime": recent,
-                }
-            ]
-        },
-    }
-    stale = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": "runners-old"},
-        "status": {
-            "conditions": [
-                {
-                    "type": "Launched",
-                    "status": "False",
-                    "reason": "InsufficientCapacity",
-                    "lastTransitionTime": old,
-                }
-            ]
-        },
-    }
-    event = {
+def ice_event(name: str, claim: str, at: str, reason: str = "InsufficientCapacityError") -> dict:
+    return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": "e1", "namespace": "default"},
-        "reason": "InsufficientCapacityError",
-        "lastTimestamp": newer,
-        "involvedObject": {"kind": "NodeClaim", "name": "runners-def"},
-        "message": "NodeClaim runners-def event: creating instance, insufficient capacity",
+        "metadata": {"name": name, "namespace": "default"},
+        "reason": reason,
+        "type": "Warning",
+        "lastTimestamp": at,
+        "involvedObject": {"kind": "NodeClaim", "name": claim},
+        "message": f"NodeClaim {claim} event: creating instance, insufficient capacity, "
+        "with fleet error(s), InsufficientInstanceCapacity: We currently do not have "
+        "sufficient g5.xlarge capacity in the Availability Zone you requested (us-east-1a).",
     }
-    signals = capacity_signals_from(o.DictSource(claim, stale, event), now=o.T0)
-    assert signals == (
-        "InsufficientCapacityError nodeclaim/runners-def: NodeClaim runners-def event: "
-        "creating instance, insufficient capacity",
-        "InsufficientCapacity nodeclaim/runners-abc g5.xlarge us-east-1a",
+
+
+def test_capacity_signals_are_recent_insufficient_capacity_events_newest_first():
+    """Karpenter's only ICE trace is a Warning Event InsufficientCapacityError on the NodeClaim,
+    which it deletes at once (kubernetes-sigs/karpenter
+    pkg/controllers/nodeclaim/lifecycle/launch.go, events.go)."""
+    source = o.DictSource(
+        ice_event("e-recent", "runners-abc", "2023-11-14T22:10:00Z"),
+        ice_event("e-newer", "runners-def", "2023-11-14T22:12:00Z"),
+        ice_event("e-old", "runners-old", "2023-11-14T21:00:00Z"),
+        ice_event("e-other", "runners-xyz", "2023-11-14T22:12:00Z", reason="Launched"),
     )
+    signals = capacity_signals_from(source, now=o.T0)
+    assert [s.split(":")[0] for s in signals] == [
+        "InsufficientCapacityError nodeclaim/runners-def",
+        "InsufficientCapacityError nodeclaim/runners-abc",
+    ]
+    assert "g5.xlarge" in signals[0]
 
 
 RUNNER = {"cpu": Decimal("0.5"), "memory": Decimal(2**30)}

@@ -51,9 +51,15 @@ Event log (``log``): ``pod_bound``, ``pod_running``, ``pod_unschedulable``, ``po
 ``pod_disrupted`` (DisruptionTarget set: reason ``preempted`` / ``consolidated`` / ``evicted``),
 ``pod_ended`` (phase, reason), ``pod_deleted`` (reason ``preempted`` / ``evicted`` /
 ``consolidated`` / ``node_lost`` / ``deleted`` / ``deadline`` / ``completed`` / ``rejected``),
-``node_added``, ``node_ready``, ``node_disrupted``, ``node_removed``, ``nodeclaim_created``,
-``nodeclaim_launched``, ``nodeclaim_failed`` (instance_type, zone, capacity_type, reason); each
-with the ids it concerns (``pod``, ``namespace``, ``node``, ``nodeclaim``, ``nodepool``).
+``node_added``, ``node_ready``, ``node_disrupted``, ``node_removed``; per NodeClaim
+``nodeclaim_created`` at the provisioner's launch request (nodepool, the planned cheapest
+instance_type / zone / capacity_type, the candidate ``instance_types``), ``nodeclaim_launched``
+when the CreateFleet call returned (the launched instance_type, zone, capacity_type, price:
+billing starts here), ``nodeclaim_failed`` on InsufficientCapacity (the ``offerings`` tried)
+and exactly one ``nodeclaim_deleted`` (reason) when the NodeClaim is gone; each with the ids
+it concerns (``pod``, ``namespace``, ``node``, ``nodeclaim``, ``nodepool``). Machine cost is
+therefore recomputable from the log alone: price x (``nodeclaim_deleted`` or end -
+``nodeclaim_launched``).
 
 Semantics in one screen (details in each module's docstring)
 -------------------------------------------------------------
@@ -70,16 +76,25 @@ Semantics in one screen (details in each module's docstring)
 * kubelet (:mod:`.kubelet`): start latency, graceful deletion, activeDeadlineSeconds (from
   the kubelet's start time, i.e. binding), admission of ``spec.nodeName``-pinned pods
   (``OutOfcpu`` ...).
-* Karpenter (:mod:`.provisioner`, :mod:`.lifecycle`, :mod:`.disruption`): batching,
-  bin-packing onto the cheapest offering, NodePool limits, NodeClaim lifecycle with ICE and the
-  unavailable-offerings cache, emptiness / single-node consolidation, node termination.
+* Karpenter (:mod:`.provisioner`, :mod:`.lifecycle`, :mod:`.fleet`, :mod:`.disruption`):
+  per-pod triggers re-sent every 10 s while a pod is provisionable (never for DaemonSet or
+  mirror pods), batching, bin-packing, NodePool limits with the largest option reserved per
+  new NodeClaim, one CreateFleet call over every available offering (ICE: Event on the
+  NodeClaim and deletion, the unavailable-offerings cache), NodeClaim lifecycle, emptiness /
+  single-node consolidation, node termination.
+* Pods with ``spec.schedulingGates`` are marked ``PodScheduled=False/SchedulingGated`` and
+  neither scheduled nor provisioned until the gates are removed.
+* Every behaviour above is listed with its upstream source and test in
+  ``docs/semantics.md`` (generated from ``tools/semantics/*.yaml``).
 
 Writes: the cluster writes through the store like the real components (binding, pod status,
 DisruptionTarget + delete, Node/NodeClaim/NodePool status, Warning Events for ICE), so
 ``store.writes`` counts them with everyone else's.
 
 Not modelled (on purpose): PodDisruptionBudgets, inter-pod (anti-)affinity and topology
-spread, DaemonSets (instance allocatable already subtracts kube-reserved), ephemeral storage,
+spread, DaemonSet controllers (instance allocatable already subtracts kube-reserved; pods a test
+marks as DaemonSet-owned are only excluded from provisioning), the extra provisioner trigger on
+every pod update and the node controller's trigger, ephemeral storage,
 host ports, Karpenter drift / expiration / replace-consolidation / multi-node consolidation.
 """
 

@@ -2,20 +2,27 @@
 
 NodeClaim lifecycle (times from ``spec.latencies``):
 
-1. created (by the provisioner) with one resolved offering: the cheapest candidate at
-   creation time. ``spec.requirements`` still lists every candidate instance type, like a
-   real NodeClaim.
-2. launch call after ``ice_failure`` s. If an ICE window of ``spec.ice_windows`` covers the
-   offering at that time, the launch fails: condition ``Launched=False`` reason
-   ``InsufficientCapacityError``, a Warning Event with that reason on the NodeClaim, the
-   offering enters the ICE cache for ``timings.ice_ttl`` (3 min), and the NodeClaim is deleted
-   ``failed_claim_delete`` s later; the provisioner runs again and picks another offering if
-   any (a real EC2 fleet would try the other offerings inside the same call; we model one
-   offering per attempt, which only costs a few extra seconds per ICE'd offering).
-3. ``Launched`` at creation + U(``launch``): providerID, capacity, allocatable. The machine is
-   billed from here (:mod:`.usage`).
-4. ``Registered`` ``registration`` s later: the Node object appears, NotReady with the taint
-   ``node.kubernetes.io/not-ready:NoSchedule`` (so nothing schedules yet) plus the pool taints.
+1. created (by the provisioner) with its candidate offerings (every instance type x zone x
+   capacity type that fits its pods within the pool's limits; ``spec.requirements`` lists the
+   instance types). Until launch the provisioner plans with the cheapest candidate.
+2. The launch (``Create`` -> EC2 ``CreateFleet``, karpenter-provider-aws
+   ``pkg/providers/instance/instance.go``) returns ``ice_failure`` s after creation. The
+   capacity type is spot if the claim allows spot and some spot candidate is not in the
+   unavailable-offerings cache, else on-demand (``getCapacityType``). The fleet gets every
+   available candidate of that capacity type as an override and tries them cheapest first:
+   each override an ICE window of ``spec.ice_windows`` covers is a fleet error and enters the
+   cache for ``timings.ice_ttl`` (3 min, ``UnavailableOfferingsTTL``); the first one not
+   covered is launched. No available candidate at all, or every override ICE'd, is an
+   ``InsufficientCapacityError`` (karpenter ``nodeclaim/lifecycle/launch.go``): a Warning Event
+   with that reason on the NodeClaim and the NodeClaim is deleted (no status condition is
+   written; the finalizer is released ``failed_claim_delete`` s later). Its pods stay pending
+   and re-trigger the provisioner on their own 10 s requeue.
+3. On success ``Launched`` at once: providerID, the launched instance type / zone / capacity
+   type labels, capacity, allocatable. The machine is billed from here (:mod:`.usage`), i.e.
+   from the launch request plus the fleet call's latency.
+4. ``Registered`` at creation + U(``launch``) + ``registration``: the Node object appears,
+   NotReady with the taint ``node.kubernetes.io/not-ready:NoSchedule`` (so nothing schedules
+   yet) plus the pool taints.
 5. ``Initialized`` ``initialize`` s later: Node Ready, not-ready taint removed, label
    ``karpenter.sh/initialized=true``; pods can bind.
 
@@ -45,6 +52,7 @@ from providers.kubernetes.labels import (
 )
 from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.emit import Emitter
+from providers.simulated.cluster.fleet import fleet_overrides
 from providers.simulated.cluster.matching import TaintT
 from providers.simulated.cluster.nodepools import NODECLASS_REF, Offering, PoolView
 from providers.simulated.cluster.quantity import GPU, Resources, format_cpu, format_memory
@@ -61,6 +69,7 @@ from providers.simulated.engine import EventLoop, Timer
 from providers.simulated.store import Obj, StoreError, iso
 
 FINALIZER = "karpenter.sh/termination"
+MAX_INSTANCE_TYPES = 60  # Karpenter truncates a NodeClaim's instance-type requirement
 TAINT_NOT_READY = ("node.kubernetes.io/not-ready", "", "NoSchedule")
 ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
 EVENTS_NAMESPACE = "default"
@@ -70,10 +79,11 @@ EVENTS_NAMESPACE = "default"
 class Claim:
     name: str
     pool: str
-    offering: Offering
+    offering: Offering  # planned (cheapest candidate) until launch, then the launched one
     labels: dict[str, str]
     taints: tuple[TaintT, ...]
     created_at: float
+    candidates: tuple[Offering, ...] = ()  # the fleet's possible overrides, cheapest first
     phase: str = "Pending"  # Pending | Launched | Registered | Initialized | Failed
     provider_id: str = ""
     timers: list[Timer] = field(default_factory=list)
@@ -152,11 +162,10 @@ class ClaimLifecycle(Observer):
         #: Offering key -> virtual time it becomes available again.
         self.ice: dict[tuple[str, str, str], float] = {}
         self.draining: dict[str, str] = {}  # node name -> pod deletion reason
-        #: Called when capacity may have become available for pending pods (provisioner).
-        self.on_capacity_change: Callable[[], None] = lambda: None
         self.created = 0
         self.launched = 0
         self.failed = 0
+        self.fleet_errors = 0  # ICE'd overrides (each enters the unavailable-offerings cache)
         self._events = 0
 
     # --- queries ----------------------------------------------------------------------
@@ -186,15 +195,20 @@ class ClaimLifecycle(Observer):
     def create(
         self,
         pool: PoolView,
-        offering: Offering,
-        candidates: list[str],
+        candidates: list[Offering],
         requests: Resources,
         n_pods: int,
     ) -> Claim:
+        """A NodeClaim for ``candidates`` (cheapest first); the launch picks among them."""
         now = self.loop.now()
         name = self._new_name(pool.name)
+        offering = candidates[0]
         labels = pool.node_labels(offering)
-        claim = Claim(name, pool.name, offering, labels, pool.taints, now)
+        claim = Claim(name, pool.name, offering, labels, pool.taints, now, tuple(candidates))
+        names: list[str] = []
+        for o in candidates:
+            if o.instance_type not in names:
+                names.append(o.instance_type)
         self.claims[name] = claim
         self.created += 1
         requirements = [
@@ -202,7 +216,9 @@ class ClaimLifecycle(Observer):
             for k, op, v in pool.requirements
             if k != LABEL_INSTANCE_TYPE
         ]
-        requirements.append({"key": LABEL_INSTANCE_TYPE, "operator": "In", "values": candidates})
+        requirements.append(
+            {"key": LABEL_INSTANCE_TYPE, "operator": "In", "values": names[:MAX_INSTANCE_TYPES]}
+        )
         self.store.create(
             {
                 "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
@@ -241,6 +257,8 @@ class ClaimLifecycle(Observer):
                 },
             }
         )
+        # The launch request: what is known now is the pool, the candidate instance types and
+        # the planned (cheapest) offering; the launched one is in ``nodeclaim_launched``.
         self.emit(
             "nodeclaim_created",
             nodeclaim=name,
@@ -248,6 +266,7 @@ class ClaimLifecycle(Observer):
             instance_type=offering.instance_type,
             zone=offering.zone,
             capacity_type=offering.capacity_type,
+            instance_types=names[:MAX_INSTANCE_TYPES],
             pods=n_pods,
         )
         self._write_pool_status(pool.name)
@@ -276,28 +295,43 @@ class ClaimLifecycle(Observer):
     # --- launch -----------------------------------------------------------------------
 
     def _launch_call(self, claim: Claim) -> None:
+        """``CloudProvider.Create``: one CreateFleet call over every available override."""
         if self.claims.get(claim.name) is not claim:
             return
-        o = claim.offering
+        overrides = fleet_overrides(claim.candidates, self.unavailable)
         t = self.loop.now() - self.loop.start
         windows = self.spec.ice_windows
-        if any(w.covers(o.instance_type, o.zone, o.capacity_type, t) for w in windows):
-            self._fail(claim)
-            return
-        lo, hi = self.lat.launch
-        delay = max(self.rng.uniform(lo, hi) - self.lat.ice_failure, 0.0)
-        claim.timers.append(self.loop.call_later(delay, self._launched, claim))
+        tried: list[Offering] = []
+        for o in overrides:
+            if not any(w.covers(o.instance_type, o.zone, o.capacity_type, t) for w in windows):
+                self._mark_unavailable(tried)  # fleet errors returned beside the instance
+                self._launched(claim, o)
+                return
+            tried.append(o)
+        self._mark_unavailable(tried)
+        self._fail(claim, tried)
 
-    def _fail(self, claim: Claim) -> None:
-        o = claim.offering
+    def _mark_unavailable(self, offerings: list[Offering]) -> None:
+        until = self.loop.now() + self.spec.timings.ice_ttl
+        self.fleet_errors += len(offerings)
+        for o in offerings:
+            self.ice[o.key] = until
+
+    def _fail(self, claim: Claim, tried: list[Offering]) -> None:
+        """``InsufficientCapacityError``: Warning Event on the NodeClaim, NodeClaim deleted."""
+        o = tried[0] if tried else claim.offering
         claim.phase = "Failed"
         self.failed += 1
-        message = (
-            f"creating instance, insufficient capacity, InsufficientInstanceCapacity: We "
-            f"currently do not have sufficient {o.instance_type} capacity in the "
-            f"Availability Zone you requested ({o.zone})."
-        )
-        self._claim_condition(claim, "Launched", "False", "InsufficientCapacityError", message)
+        if tried:
+            types = ", ".join(sorted({x.instance_type for x in tried}))
+            zones = ", ".join(sorted({x.zone for x in tried}))
+            cause = (
+                "with fleet error(s), InsufficientInstanceCapacity: We currently do not have "
+                f"sufficient {types} capacity in the Availability Zone you requested ({zones})."
+            )
+        else:
+            cause = "all requested instance types were unavailable during launch"
+        message = f"NodeClaim {claim.name} event: creating instance, insufficient capacity, {cause}"
         self._event(claim, "InsufficientCapacityError", message)
         self.emit(
             "nodeclaim_failed",
@@ -306,33 +340,26 @@ class ClaimLifecycle(Observer):
             instance_type=o.instance_type,
             zone=o.zone,
             capacity_type=o.capacity_type,
+            offerings=[f"{x.instance_type}/{x.zone}/{x.capacity_type}" for x in tried],
             reason="InsufficientCapacityError",
         )
-        until = self.loop.now() + self.spec.timings.ice_ttl
-        self.ice[o.key] = until
-        self.loop.call_at(until, self._ice_expired, o.key)
+        with contextlib.suppress(StoreError):
+            self.store.delete("NodeClaim", None, claim.name)  # finalizer: deletionTimestamp
         claim.timers.append(
             self.loop.call_later(self.lat.failed_claim_delete, self._remove_failed, claim)
         )
 
-    def _ice_expired(self, key: tuple[str, str, str]) -> None:
-        until = self.ice.get(key)
-        if until is not None and until <= self.loop.now():
-            del self.ice[key]
-            self.on_capacity_change()
-
     def _remove_failed(self, claim: Claim) -> None:
-        self._delete_claim_object(claim.name)
+        with contextlib.suppress(StoreError):
+            self.store.remove("NodeClaim", None, claim.name)  # termination: finalizer released
         self.claims.pop(claim.name, None)
         self._write_pool_status(claim.pool)
-        self.on_capacity_change()
-
-    def _delete_claim_object(self, name: str) -> None:
-        try:
-            self.store.delete("NodeClaim", None, name)  # finalizer: deletionTimestamp first
-        except StoreError:
-            return
-        self.store.remove("NodeClaim", None, name)  # termination done: finalizer released
+        self.emit(
+            "nodeclaim_deleted",
+            nodeclaim=claim.name,
+            nodepool=claim.pool,
+            reason="insufficient_capacity",
+        )
 
     def _event(self, claim: Claim, reason: str, message: str) -> None:
         self._events += 1
@@ -362,11 +389,10 @@ class ClaimLifecycle(Observer):
             }
         )
 
-    def _launched(self, claim: Claim) -> None:
-        if self.claims.get(claim.name) is not claim:
-            return
-        o = claim.offering
+    def _launched(self, claim: Claim, o: Offering) -> None:
         claim.phase = "Launched"
+        claim.offering = o
+        claim.labels = {**claim.labels, **dict(o.labels)}
         self.launched += 1
         provider_id = f"aws:///{o.zone}/i-{self.rng.getrandbits(68):017x}"
         claim.provider_id = provider_id
@@ -385,6 +411,7 @@ class ClaimLifecycle(Observer):
             )
 
         self._claim_condition(claim, "Launched", "True", "Launched", extra=extra)
+        self._write_pool_status(claim.pool)
         self.usage.machine_started(
             Machine(claim.name, o.allocatable.cpu, o.allocatable.gpu, o.price)
         )
@@ -397,7 +424,12 @@ class ClaimLifecycle(Observer):
             capacity_type=o.capacity_type,
             price=o.price,
         )
-        claim.timers.append(self.loop.call_later(self.lat.registration, self._registered, claim))
+        # The node registers when the machine has booted: creation + U(launch) + registration.
+        lo, hi = self.lat.launch
+        boot = max(self.rng.uniform(lo, hi) - self.lat.ice_failure, 0.0)
+        claim.timers.append(
+            self.loop.call_later(boot + self.lat.registration, self._registered, claim)
+        )
 
     def _registered(self, claim: Claim) -> None:
         if self.claims.get(claim.name) is not claim:
@@ -558,6 +590,7 @@ class ClaimLifecycle(Observer):
                 t.cancel()
             self.store.remove("NodeClaim", None, node_name)
             self._write_pool_status(claim.pool)
+            self.emit("nodeclaim_deleted", nodeclaim=claim.name, nodepool=claim.pool, reason=reason)
         self.usage.machine_stopped(node_name)
         self.emit(
             "node_removed",
@@ -566,7 +599,6 @@ class ClaimLifecycle(Observer):
             nodepool=claim.pool if claim else None,
             reason=reason,
         )
-        self.on_capacity_change()
 
     def lose(self, node_name: str, reason: str) -> None:
         """The machine vanished: pods, Node and NodeClaim are removed at once."""

@@ -60,6 +60,41 @@ def pod_requests(spec: Mapping[str, Any]) -> Resources:
     return Resources(cpu, mem, gpu, 1)
 
 
+def owned_by(meta: Mapping[str, Any], api_version: str, kind: str) -> bool:
+    """Karpenter's ``pod.IsOwnedBy``: an owner reference of exactly that apiVersion and kind."""
+    return any(
+        r.get("apiVersion") == api_version and r.get("kind") == kind
+        for r in meta.get("ownerReferences") or ()
+    )
+
+
+def is_daemon(meta: Mapping[str, Any]) -> bool:
+    """``IsOwnedByDaemonSet`` (karpenter pkg/utils/pod/scheduling.go)."""
+    return owned_by(meta, "apps/v1", "DaemonSet")
+
+
+def is_mirror(meta: Mapping[str, Any]) -> bool:
+    """``IsOwnedByNode``: a static pod's mirror, owned by its Node (``v1``)."""
+    return owned_by(meta, "v1", "Node")
+
+
+def scheduling_gated(spec: Mapping[str, Any]) -> bool:
+    """The pod still carries ``spec.schedulingGates`` (kube-scheduler's SchedulingGates
+    PreEnqueue plugin keeps it out of the scheduling queue until the list is empty)."""
+    return bool(spec.get("schedulingGates"))
+
+
+def terminating_by_preemption(obj: Obj) -> bool:
+    """kube-scheduler's ``podTerminatingByPreemption``: deleting, and its DisruptionTarget
+    condition is True with reason ``PreemptionByScheduler``."""
+    if not obj["metadata"].get("deletionTimestamp"):
+        return False
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "DisruptionTarget":
+            return cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler"
+    return False
+
+
 def container_reason(status: Mapping[str, Any]) -> str:
     for cs in status.get("containerStatuses") or ():
         terminated = (cs.get("state") or {}).get("terminated")

@@ -1,12 +1,21 @@
 """Karpenter's provisioner: batch the pods the scheduler gave up on, bin-pack them, launch.
 
-Which pods: only those the scheduler marked ``PodScheduled=False/Unschedulable`` and that do
-not wait on a preemption (no ``nominatedNodeName``), still unbound and not terminating.
+Which pods (``pod.IsProvisionable``): those the scheduler marked
+``PodScheduled=False/Unschedulable``, still unbound, not waiting on a preemption (no
+``nominatedNodeName``), not owned by a DaemonSet or a Node.
 
-Batching (``provisioning/batcher.go``): the first such pod opens a window; every new one
-extends it; the batch runs when no new pod arrived for ``timings.batch_idle`` (1 s) or the
-window is ``timings.batch_max`` (10 s) old. A batch also runs when capacity may have come back
-(a NodeClaim or node was removed, an ICE cache entry expired).
+Triggers (``provisioning/controller.go``, the pod controller): a pod triggers the batcher when
+it becomes provisionable and then every ``timings.provisioner_requeue`` (10 s, its
+``RequeueAfter``) for as long as it stays provisionable - whether or not a NodeClaim is
+already on its way for it. Nothing else triggers (no trigger on NodeClaim deletion or ICE cache
+expiry: the waiting pods' own requeues pick that up within 10 s). We do not model the extra
+reconcile a pod gets on every update of its object.
+
+Batching (``provisioning/batcher.go``): a trigger for a pod not yet seen in the current window
+opens the window or resets its idle timer; a repeat trigger of the same pod within one window
+does nothing. The batch runs when no new pod triggered for ``timings.batch_idle`` (1 s) or the
+window is ``timings.batch_max`` (10 s) old. So under a stream of waiting pods (each
+re-triggering every 10 s at its own phase) windows stay open towards the 10 s maximum.
 
 Scheduling simulation of one batch (``provisioning/scheduling``), pods sorted by cpu then
 memory, largest first:
@@ -19,12 +28,15 @@ memory, largest first:
    claim's pods plus this one (the candidates narrow as pods are added);
 3. a new NodeClaim from the first NodePool (weight desc, then name) whose taints the pod
    tolerates and whose offerings the pod's nodeSelector / required affinity accept, that fit
-   the pod, are not in the ICE cache and stay within the pool's ``spec.limits`` minus
-   ``status.resources`` (every NodeClaim of the pool counts from creation, like Karpenter).
+   the pod, are not in the ICE cache and whose capacity fits in the pool's *remaining*
+   resources (``filterByRemainingResources``). Remaining starts as ``spec.limits`` minus the
+   capacity of every NodeClaim of the pool (counted from creation) and, for each NodeClaim
+   the batch opens, shrinks by the *largest* capacity among its candidate instance types
+   (``subtractMax`` in ``scheduling/scheduler.go``), not by the one that will launch: a
+   capped pool is therefore reached over several batches, not in one.
 
-Each new NodeClaim then launches the cheapest remaining candidate (price, then instance type,
-zone, capacity type) that the pool's limits still admit; a claim no candidate fits any more
-is dropped (its pods stay pending until capacity changes).
+Each new NodeClaim is created with its (narrowed) candidates; the launch picks among them
+(:mod:`.lifecycle`, :mod:`.fleet`).
 """
 
 from __future__ import annotations
@@ -50,7 +62,6 @@ EPHEMERAL_TAINTS = frozenset(
         "karpenter.sh/unregistered",
     }
 )
-MAX_INSTANCE_TYPES = 60  # Karpenter truncates a NodeClaim's instance-type requirement
 
 
 class PoolCache:
@@ -112,6 +123,16 @@ class _NewClaim:
     names: list[str] = field(default_factory=list)
 
 
+def largest(offerings: list[Offering]) -> Resources:
+    """``resources.MaxResources`` over the candidates' capacities, resource by resource."""
+    return Resources(
+        max(o.capacity.cpu for o in offerings),
+        max(o.capacity.memory for o in offerings),
+        max(o.capacity.gpu for o in offerings),
+        max(o.capacity.pods for o in offerings),
+    )
+
+
 class Provisioner(Observer):
     def __init__(
         self,
@@ -129,31 +150,50 @@ class Provisioner(Observer):
         self.pools = pools
         self.idle = spec.timings.batch_idle
         self.max = spec.timings.batch_max
+        self.requeue = spec.timings.provisioner_requeue
         self.pending: dict[str, PodInfo] = {}
+        self._requeues: dict[str, Timer] = {}  # pod uid -> its next pod-controller reconcile
         self._window_start: float | None = None
-        self._last: float = 0.0
+        self._elems: set[str] = set()  # uids that triggered the open window
         self._timer: Timer | None = None
         self.batches = 0
+        self.triggers = 0
         self.unplaced = 0  # pod-batches that found no home at all (for diagnostics)
-        lifecycle.on_capacity_change = self.trigger
 
-    # --- batching ---------------------------------------------------------------------
+    # --- triggers (the pod controller) ------------------------------------------------
 
     def pod_provisionable(self, pod: PodInfo, provisionable: bool) -> None:
         if provisionable:
             self.pending[pod.uid] = pod
-            self.trigger()
+            self._reconcile_pod(pod.uid)
         else:
             self.pending.pop(pod.uid, None)
+            timer = self._requeues.pop(pod.uid, None)
+            if timer is not None:
+                timer.cancel()
 
-    def trigger(self) -> None:
-        if not self.pending:
+    def _reconcile_pod(self, uid: str) -> None:
+        """One pod-controller reconcile: Trigger(uid), RequeueAfter 10 s."""
+        if uid not in self.pending:
             return
+        self.trigger(uid)
+        old = self._requeues.get(uid)
+        if old is not None:
+            old.cancel()
+        self._requeues[uid] = self.loop.call_later(self.requeue, self._reconcile_pod, uid)
+
+    # --- batching ---------------------------------------------------------------------
+
+    def trigger(self, elem: str) -> None:
+        """``Batcher.Trigger``: only an element new to this window opens or extends it."""
+        if elem in self._elems:
+            return
+        self.triggers += 1
+        self._elems.add(elem)
         now = self.loop.now()
         if self._window_start is None:
             self._window_start = now
-        self._last = now
-        at = min(self._last + self.idle, self._window_start + self.max)
+        at = min(now + self.idle, self._window_start + self.max)
         if self._timer is not None:
             if self._timer.at == at:
                 return
@@ -163,6 +203,7 @@ class Provisioner(Observer):
     def _due(self) -> None:
         self._timer = None
         self._window_start = None
+        self._elems.clear()
         self.provision()
 
     # --- one batch --------------------------------------------------------------------
@@ -176,6 +217,7 @@ class Provisioner(Observer):
         pools = self.pools.views()
         targets = self._targets()
         pods.sort(key=lambda p: (-p.requests.cpu, -p.requests.memory, -p.requests.gpu, p.seq))
+        # Per pool: capacity counted against spec.limits so far, and NodeClaims.
         usage = {pool.name: self.lifecycle.pool_usage(pool.name) for pool in pools}
         new: list[_NewClaim] = []
         compat: dict[tuple[str, str], bool] = {}
@@ -233,28 +275,15 @@ class Provisioner(Observer):
                 ]
                 if candidates:
                     new.append(_NewClaim(pool, candidates, req))
+                    usage[pool.name] = (used + largest(candidates), n + 1)  # subtractMax
                     placed = True
                     break
             if not placed:
                 homeless.add(cls)
                 self.unplaced += 1
-        created = 0
         for nc in new:
-            used, n = usage[nc.pool.name]
-            choice = next(
-                (o for o in nc.candidates if nc.pool.limits.admits(used, n, o.capacity)), None
-            )
-            if choice is None:
-                self.unplaced += nc.pods
-                continue
-            names: list[str] = []
-            for o in nc.candidates:
-                if o.instance_type not in names:
-                    names.append(o.instance_type)
-            self.lifecycle.create(nc.pool, choice, names[:MAX_INSTANCE_TYPES], nc.requests, nc.pods)
-            usage[nc.pool.name] = (used + choice.capacity, n + 1)
-            created += 1
-        return created
+            self.lifecycle.create(nc.pool, nc.candidates, nc.requests, nc.pods)
+        return len(new)
 
     def _targets(self) -> list[_Target]:
         targets = []

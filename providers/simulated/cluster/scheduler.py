@@ -1,6 +1,8 @@
 """kube-scheduler: the scheduling queue, filters, scoring, binding and DefaultPreemption.
 
-Queue. Pods without ``spec.nodeName`` wait in an *active* set; a pass takes them all, highest
+Queue. Pods without ``spec.nodeName`` and without ``spec.schedulingGates`` (the SchedulingGates
+PreEnqueue plugin; the API server marks them ``PodScheduled=False/SchedulingGated``) wait in an
+*active* set; a pass takes them all, highest
 ``spec.priority`` first (then creation order, the PrioritySort plugin), and either binds each
 one or marks it ``PodScheduled=False/Unschedulable`` and parks it in the *unschedulable* set.
 Parked pods go back to active when something may have made room (a pod released resources, a
@@ -31,7 +33,10 @@ randomly among ties; we need determinism). A nominated pod tries its nominated n
 Preemption (PostFilter, only when no node fits, never for ``preemptionPolicy: Never``):
 
 1. Not eligible if the pod already has ``nominatedNodeName`` and that node still has a
-   terminating pod of lower priority (it waits for its victims instead of preempting again).
+   lower-priority pod terminating *by preemption* (DisruptionTarget reason
+   PreemptionByScheduler): it waits for the victims instead of preempting again. Pods
+   terminating for other reasons (evicted, deleted by their owner) do not block it, nor does
+   a nominated node that now fails the pod's taint / affinity / unschedulable filters.
 2. Per node passing the non-resource filters: remove every lower-priority pod; if the pod
    still does not fit, the node is no candidate. Otherwise reprieve the removed pods from the
    most important down (higher priority, then earlier start) while the pod still fits; the
@@ -58,6 +63,7 @@ from typing import Any
 from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.matching import tolerates
+from providers.simulated.cluster.pods import terminating_by_preemption
 from providers.simulated.cluster.quantity import Resources, fits
 from providers.simulated.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
 from providers.simulated.engine import EventLoop, Timer
@@ -463,13 +469,25 @@ class Scheduler(Observer):
     # --- preemption -------------------------------------------------------------------
 
     def _ineligible(self, pod: PodInfo) -> str | None:
-        """PodEligibleToPreemptOthers: why this pod may not preempt now, or None."""
+        """``PodEligibleToPreemptOthers`` (defaultpreemption/default_preemption.go): why this
+        pod may not preempt now, or None.
+
+        A nominated pod waits only while a lower-priority pod on its nominated node is
+        terminating *because of a scheduler preemption* (DisruptionTarget reason
+        PreemptionByScheduler); a pod evicted by Karpenter or deleted by its owner does not
+        hold it back. If the nominated node now fails the pod's non-resource filters
+        (UnschedulableAndUnresolvable), it may preempt elsewhere at once."""
         if pod.preempt_never:
             return "preemption: not eligible due to preemptionPolicy=Never."
         if pod.nominated:
             nominated = self.state.nodes.get(pod.nominated)
-            if nominated is not None and any(
-                v.terminating and v.priority < pod.priority for v in nominated.pods.values()
+            if (
+                nominated is not None
+                and self.static_reason(pod, nominated) is None
+                and any(
+                    v.priority < pod.priority and v.terminating and terminating_by_preemption(v.obj)
+                    for v in nominated.pods.values()
+                )
             ):
                 return "preemption: not eligible due to a terminating pod on the nominated node."
         return None

@@ -181,7 +181,8 @@ class Latencies(_Frozen):
     launch: tuple[float, float] = (30.0, 60.0)  # NodeClaim created -> Launched
     registration: float = 15.0  # Launched -> Registered (the Node object appears, NotReady)
     initialize: float = 5.0  # Registered -> Initialized (Node Ready, schedulable)
-    ice_failure: float = 2.0  # NodeClaim created -> launch fails with ICE (fleet call)
+    #: NodeClaim created -> the CreateFleet call returns (Launched, or ICE and deleted).
+    ice_failure: float = 2.0
     failed_claim_delete: float = 1.0  # failed NodeClaim -> removed
 
     @field_validator("pod_start", "launch")
@@ -198,6 +199,8 @@ class Timings(_Frozen):
     scheduler_retry: float = Field(default=10.0, gt=0)  # unschedulable pods retried
     batch_idle: float = Field(default=1.0, gt=0)  # Karpenter batch closes after idle ...
     batch_max: float = Field(default=10.0, gt=0)  # ... or at most this long
+    #: A provisionable pod re-triggers Karpenter's batcher this often (pod controller).
+    provisioner_requeue: float = Field(default=10.0, gt=0)
     ice_ttl: float = Field(default=180.0, gt=0)  # unavailable-offerings cache
     disruption_poll: float = Field(default=10.0, gt=0)  # disruption controller period
     consolidation_validation: float = Field(default=15.0, ge=0)  # decision -> re-check -> act

@@ -25,6 +25,7 @@ from providers.kubernetes.labels import (
     ANNOTATION_DO_NOT_DISRUPT,
     LABEL_NODEPOOL,
 )
+from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.matching import (
     Placement,
@@ -35,8 +36,11 @@ from providers.simulated.cluster.matching import (
 from providers.simulated.cluster.pods import (
     container_reason,
     default_category,
+    is_daemon,
+    is_mirror,
     pod_requests,
     scheduled_condition,
+    scheduling_gated,
 )
 from providers.simulated.cluster.quantity import Resources
 from providers.simulated.store import Obj, ObjectStore
@@ -66,8 +70,10 @@ class PodInfo:
     grace: float
     active_deadline: float | None
     do_not_disrupt: bool
-    daemon: bool
+    daemon: bool  # owned by an apps/v1 DaemonSet
+    mirror: bool  # a static pod's mirror, owned by its v1 Node
     ours: bool  # scheduled by default-scheduler
+    gated: bool = False  # spec.schedulingGates not empty yet
     phase: str = "Pending"
     node: str | None = None  # spec.nodeName as observed
     counted: bool = False  # holds resources on ``node``
@@ -92,8 +98,14 @@ class PodInfo:
 
     @property
     def pending_unbound(self) -> bool:
-        """Waits for the scheduler: no node, not terminating, not ended, ours."""
-        return self.node is None and not self.terminating and not self.terminal and self.ours
+        """Waits for the scheduler: no node, not terminating, not ended, ours, not gated."""
+        return (
+            self.node is None
+            and not self.terminating
+            and not self.terminal
+            and self.ours
+            and not self.gated
+        )
 
     @property
     def reschedulable(self) -> bool:
@@ -274,6 +286,22 @@ class ClusterState:
         spec["priority"] = value
         spec.setdefault("preemptionPolicy", policy)
 
+    def _admit_gated(self, obj: Obj) -> None:
+        """The API server's pod strategy (``applySchedulingGatedCondition``): a pod created
+        with scheduling gates gets ``PodScheduled=False`` reason ``SchedulingGated``, applied
+        in place like the priority admission above."""
+        spec = obj.get("spec") or {}
+        if scheduling_gated(spec) and not spec.get("nodeName"):
+            obj.setdefault("status", {})
+            set_condition(
+                obj,
+                "PodScheduled",
+                "False",
+                "SchedulingGated",
+                "Scheduling is blocked due to non-empty scheduling gates",
+                self.now(),
+            )
+
     # --- nodes ------------------------------------------------------------------------
 
     def _on_node(self, event: str, obj: Obj) -> None:
@@ -359,7 +387,9 @@ class ClusterState:
             grace=float(spec.get("terminationGracePeriodSeconds", 30)),
             active_deadline=float(deadline) if deadline is not None else None,
             do_not_disrupt=annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true",
-            daemon=any(r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or ()),
+            daemon=is_daemon(meta),
+            mirror=is_mirror(meta),
+            gated=scheduling_gated(spec),
             ours=spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER,
         )
 
@@ -379,6 +409,7 @@ class ClusterState:
 
     def _pod_added(self, obj: Obj) -> None:
         self._admit_priority(obj)
+        self._admit_gated(obj)
         pod = self._compile(obj)
         self.pods[pod.uid] = pod
         self.by_key[pod.key] = pod.uid
@@ -439,6 +470,12 @@ class ClusterState:
         if nominated != pod.nominated and pod.node is None:
             self._nominate(pod, nominated)
         pod.sched = scheduled_condition(obj)
+        # 2b. scheduling gates can only be removed; the last one gone enqueues the pod
+        if pod.gated and not scheduling_gated(spec):
+            pod.gated = False
+            if pod.pending_unbound:
+                for o in self.observers:
+                    o.pod_pending(pod)
         # 3. phase
         phase = status.get("phase") or "Pending"
         if phase != pod.phase:
@@ -545,12 +582,15 @@ class ClusterState:
                 o.nomination_dropped(pod, previous)
 
     def _update_provisionable(self, pod: PodInfo) -> None:
-        """Karpenter provisions only for pods the scheduler marked Unschedulable and that do
-        not wait on a preemption (no nominatedNodeName)."""
+        """Karpenter's ``IsProvisionable``: the scheduler marked the pod Unschedulable, it is
+        not bound, does not wait on a preemption (no nominatedNodeName) and is not owned by a
+        DaemonSet or a Node. A gated pod's reason is SchedulingGated, so it never qualifies."""
         sched = pod.sched
         now = (
             pod.pending_unbound
             and pod.nominated is None
+            and not pod.daemon
+            and not pod.mirror
             and sched is not None
             and sched[0] == "False"
             and sched[1] == "Unschedulable"

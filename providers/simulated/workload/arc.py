@@ -22,9 +22,13 @@ One :class:`ArcScaleSet` per runner scale set, over its cluster's ObjectStore:
    template's class, e.g. ``arc-workflow``, requests = the workflow template).
    ``kubernetes-novolume`` mode sends it through the scheduler; classic ``kubernetes`` mode
    pins it to the runner's node with ``spec.nodeName`` (no scheduler, no preemption; the
-   kubelet rejects it if it does not fit, and the job fails at once). The workflow pod must
-   be Running within the prepare-job timeout or the job **fails**. Once it runs, the job
-   runs for its duration; then both pods end and the EphemeralRunner is deleted.
+   kubelet rejects it if it does not fit). The hook does not watch the pod: it *reads* its
+   phase on the ``waitForPodPhases`` back-off schedule (:mod:`.hook`: at once, then after 1,
+   2, 4, 8, 16, 20, 20, ... s), so the job sees the pod Running only at the next read; a
+   phase other than Pending/Running or a pod that is gone fails the job at that read, and
+   a pod still Pending when the back-off passes the prepare-job timeout fails it then
+   (611 s after creation with the default 600 s). Once it runs, the job runs for its
+   duration; then both pods end and the EphemeralRunner is deleted.
 
 Simplifications (on purpose): no JIT secret objects, no ERS/ARS status updates, no runner
 pod restarts (a runner that lost its pod is deleted and the ERS controller replaces it when
@@ -47,6 +51,7 @@ from providers.simulated.engine import EventLoop, Timer
 from providers.simulated.eventlog import EventLog
 from providers.simulated.store import NotFound, Obj, ObjectStore
 from providers.simulated.workload.actions import ActionsService, Job, JobState, ScaleSet
+from providers.simulated.workload.hook import poll_schedule
 from providers.simulated.workload.pods import (
     LABEL_SIM_JOB,
     LABEL_SIM_ROLE,
@@ -91,7 +96,8 @@ class ArcTimings:
     runner_startup: tuple[float, float] = (3.0, 6.0)
     #: JobStarted -> workflow pod created ("Set up job" + the hook's prepare_job).
     hook_delay: tuple[float, float] = (2.0, 5.0)
-    #: The hook waits this long for the workflow pod to be Running, then the job fails.
+    #: ACTIONS_RUNNER_PREPARE_JOB_TIMEOUT_SECONDS: the hook's back-off gives up on a workflow
+    #: pod still Pending once its summed sleeps pass this (see :mod:`.hook`).
     prepare_job_timeout: float = 600.0
     #: Job finished -> runner process exits (its pod ends).
     runner_exit: float = 1.0
@@ -229,6 +235,7 @@ class ArcScaleSet:
         self.namespace = spec.namespace
         self.ers_name = spec.name
         self.runners: dict[str, RunnerState] = {}
+        self.polls = poll_schedule(timings.prepare_job_timeout)
         self._reconcile_pending = False
         self.runners_created = 0
 
@@ -552,23 +559,48 @@ class ArcScaleSet:
             self.namespace, name, lambda t, p: self._on_workflow_pod(runner, job, t, p)
         )
         self.store.create(pod)
-        runner.timers.append(
-            self.loop.call_later(
-                self.timings.prepare_job_timeout, self._prepare_timeout, runner, job
-            )
-        )
+        self._next_read(runner, job, 0, self.loop.now())
+
+    # --- the hook's waitForPodPhases -----------------------------------------------------
+
+    def _next_read(self, runner: RunnerState, job: Job, index: int, created: float) -> None:
+        polls = self.polls
+        if index < len(polls.reads):
+            at, action = created + polls.reads[index], self._read_phase
+        else:
+            at, action = created + polls.fails_at, self._prepare_timeout
+        runner.timers.append(self.loop.call_at(at, action, runner, job, index, created))
+
+    def _read_phase(self, runner: RunnerState, job: Job, index: int, created: float) -> None:
+        """One ``getPodPhase``: Running starts the job, Pending backs off, anything else
+        (or a pod that is gone: the read gets a 404) fails it."""
+        if runner.job is not job or job.state is not JobState.STARTED:
+            return
+        pod = self.store.find("Pod", self.namespace, runner.workflow_pod or "")
+        if pod is None:
+            self._workflow_lost(runner, job, "workflow pod removed")
+            return
+        status = pod.get("status") or {}
+        phase = status.get("phase") or "Pending"  # the API server defaults a new pod to Pending
+        if phase == "Running":
+            self._workflow_started(runner, job)
+        elif phase == "Pending":
+            self._next_read(runner, job, index + 1, created)
+        else:
+            reason = status.get("reason") or phase
+            self._workflow_lost(runner, job, f"workflow pod failed: {reason}")
 
     def _on_workflow_pod(self, runner: RunnerState, job: Job, event_type: str, pod: Obj) -> None:
-        if runner.job is not job or job.state not in (JobState.STARTED, JobState.RUNNING):
+        # Until the hook has read Running it only learns of the pod at its reads; after that a
+        # lost or failed pod fails the running job's steps at once.
+        if runner.job is not job or job.state is not JobState.RUNNING:
             return
         if event_type == "DELETED":
             self.loop.call_soon(self._workflow_lost, runner, job, "workflow pod removed")
             return
         status = pod.get("status") or {}
         phase = status.get("phase")
-        if job.state is JobState.STARTED and phase == "Running":
-            self.loop.call_soon(self._workflow_started, runner, job)
-        elif phase == "Failed":
+        if phase == "Failed":
             reason = status.get("reason") or "Failed"
             self.loop.call_soon(self._workflow_lost, runner, job, f"workflow pod failed: {reason}")
         elif _disrupted(pod) or pod["metadata"].get("deletionTimestamp"):
@@ -590,12 +622,14 @@ class ArcScaleSet:
         self.service.finish_job(job, succeeded=True)
         self._exit(runner)
 
-    def _prepare_timeout(self, runner: RunnerState, job: Job) -> None:
+    def _prepare_timeout(self, runner: RunnerState, job: Job, _index: int, _created: float) -> None:
         if runner.job is not job or job.state is not JobState.STARTED:
             return
         timeout = self.timings.prepare_job_timeout
         self._fail_job(
-            runner, f"prepare-job timeout: workflow pod not Running after {timeout:.0f}s"
+            runner,
+            f"prepare-job timeout: workflow pod not Running after {timeout:.0f}s "
+            f"(back-off gave up {self.polls.fails_at:.0f}s after creating it)",
         )
         self._exit(runner)
 

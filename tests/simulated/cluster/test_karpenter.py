@@ -17,8 +17,9 @@ from providers.simulated.cluster import (
 )
 from tests.simulated.cluster.builders import NS, World, karpenter_world, pod, small_type, world
 
-# karpenter_world: types "small" (2 cpu, $0.1) and "large" (8 cpu, $0.4); a NodeClaim launches
-# 30 s after creation, its Node registers 15 s later and is Ready 5 s after that.
+# karpenter_world: types "small" (2 cpu, $0.1) and "large" (8 cpu, $0.4); a NodeClaim is
+# Launched when its CreateFleet call returns (2 s after creation), its Node registers at
+# creation + 30 s + 15 s and is Ready 5 s after that.
 
 
 def claims(w: World) -> list[dict[str, Any]]:
@@ -63,7 +64,8 @@ def test_an_unschedulable_pod_gets_a_node_through_the_nodeclaim_lifecycle() -> N
     w.run(60)
     assert [(e["t"], e["instance_type"]) for e in claims(w)] == [(1.0, "small")]
     name = claims(w)[0]["nodeclaim"]
-    assert [e["t"] for e in w.events("nodeclaim_launched")] == [31.0]
+    # Launched when the CreateFleet call returns (2 s), the Node registers once booted.
+    assert [e["t"] for e in w.events("nodeclaim_launched")] == [3.0]
     assert [e["t"] for e in w.events("node_added")] == [46.0]
     assert [e["t"] for e in w.events("node_ready")] == [51.0]
     assert w.node_of("job") == name and w.phase("job") == "Running"
@@ -156,7 +158,11 @@ def test_batching_closes_a_busy_window_after_ten_seconds() -> None:
     assert times[1] == 20.0
 
 
-def test_insufficient_capacity_fails_the_claim_blacks_out_the_offering_and_falls_back() -> None:
+def test_one_fleet_call_tries_every_offering_before_failing() -> None:
+    """karpenter-provider-aws pkg/providers/instance/instance.go: CreateFleet gets every
+    available (instance type, zone) of the capacity type as an override; an ICE'd override is
+    a fleet error (and enters the 3 min unavailable-offerings cache) while the instance comes
+    from the next one, in the same call. No NodeClaim fails."""
     spec = ClusterSpec(
         instance_types=(
             small_type("small", cpu=2, memory="8Gi", price=0.1),
@@ -169,29 +175,69 @@ def test_insufficient_capacity_fails_the_claim_blacks_out_the_offering_and_falls
     w = world(spec)
     w.create(pod("first", cpu=1))
     w.run(90)
-    failed = w.events("nodeclaim_failed")
-    assert [(e["t"], e["instance_type"], e["zone"], e["reason"]) for e in failed] == [
-        (3.0, "small", "us-east-1a", "InsufficientCapacityError")
-    ]
-    assert w.store.find("NodeClaim", None, failed[0]["nodeclaim"]) is None
-    events = [e for e in w.store.list("Event") if e["reason"] == "InsufficientCapacityError"]
-    assert [e["involvedObject"]["name"] for e in events] == [failed[0]["nodeclaim"]]
-    assert [(e["t"], e["instance_type"]) for e in claims(w)] == [(1.0, "small"), (5.0, "large")]
-    large = claims(w)[1]["nodeclaim"]
-    assert w.node_of("first") == large
+    assert [(e["t"], e["instance_types"]) for e in claims(w)] == [(1.0, ["small", "large"])]
+    launched = w.events("nodeclaim_launched")
+    assert [(e["t"], e["instance_type"]) for e in launched] == [(3.0, "large")]
+    assert w.events("nodeclaim_failed") == []
+    assert [e for e in w.store.list("Event") if e["reason"] == "InsufficientCapacityError"] == []
+    assert w.node_of("first") == launched[0]["nodeclaim"]
+    assert w.cluster.lifecycle.unavailable(("small", "us-east-1a", "on-demand"))
 
-    # Within the 3 min blackout a new node goes straight to the next offering ...
-    w.create(pod("second", cpu=1, affinity=hostname_not_in(large)))
-    w.run(100)  # t = 190
-    assert [e["instance_type"] for e in claims(w)] == ["small", "large", "large"]
-    assert len(w.events("nodeclaim_failed")) == 1
-    # ... after it (t >= 183) the cheap offering is tried again (and still fails here).
+    # Within the blackout a new claim no longer lists the ICE'd type ...
+    w.create(pod("second", cpu=1, affinity=hostname_not_in(w.node("first"))))
+    w.run(60)  # t = 150
+    assert claims(w)[1]["instance_types"] == ["large"]
+    # ... after it (3 min after t = 3) the cheap type is a candidate again (and ICEs again).
+    w.run(40)  # t = 190
     taken = [w.node("first"), w.node("second")]
     w.create(pod("third", cpu=1, affinity=hostname_not_in(*taken)))
     w.run(90)
-    assert [e["instance_type"] for e in claims(w)] == ["small", "large", "large", "small", "large"]
-    assert len(w.events("nodeclaim_failed")) == 2
+    assert claims(w)[2]["instance_types"] == ["small", "large"]
+    assert [e["instance_type"] for e in w.events("nodeclaim_launched")] == ["large"] * 3
     assert w.phase("third") == "Running"
+
+
+def test_a_claim_whose_every_override_is_out_of_capacity_is_deleted_with_an_event() -> None:
+    """karpenter pkg/controllers/nodeclaim/lifecycle/launch.go: on InsufficientCapacityError
+    it publishes a Warning Event (reason InsufficientCapacityError) on the NodeClaim and
+    deletes the NodeClaim; it never writes a Launched=False condition. The pod re-triggers
+    the provisioner on its 10 s requeue; while the offering is cached unavailable no claim
+    is made for it."""
+    spec = ClusterSpec(
+        instance_types=(small_type("small", cpu=2, memory="8Gi", price=0.1),),
+        nodepools=(NodePoolSpec(name="default", zones=("us-east-1a",), consolidate_after=None),),
+        ice_windows=(IceWindow(instance_type="small", start=0, end=1000),),
+        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
+    )
+    w = world(spec)
+    conditions: list[Any] = []
+    w.store.subscribe(
+        lambda _t, obj: conditions.extend((obj.get("status") or {}).get("conditions") or ()),
+        ["NodeClaim"],
+    )
+    w.create(pod("job", cpu=1))
+    w.run(3)
+    failed = w.events("nodeclaim_failed")
+    name = claims(w)[0]["nodeclaim"]
+    assert [(e["t"], e["nodeclaim"], e["offerings"]) for e in failed] == [
+        (3.0, name, ["small/us-east-1a/on-demand"])
+    ]
+    events = [e for e in w.store.list("Event") if e["reason"] == "InsufficientCapacityError"]
+    assert [
+        (e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events
+    ] == [("Warning", "NodeClaim", name)]
+    assert events[0]["message"].startswith(f"NodeClaim {name} event: ")
+    assert not any(c.get("reason") == "InsufficientCapacityError" for c in conditions)
+    assert w.store.get("NodeClaim", None, name)["metadata"].get("deletionTimestamp")
+    w.run(1)
+    assert w.store.find("NodeClaim", None, name) is None
+    assert [e["t"] for e in w.events("nodeclaim_deleted")] == [4.0]
+
+    w.run(175)  # t = 179: requeues at 10, 20, ... find only the cached offering
+    assert len(claims(w)) == 1
+    w.run(15)  # the cache entry expires at 183; the requeue at 190 opens a batch
+    assert [e["t"] for e in claims(w)] == [1.0, 191.0]
+    assert len(w.events("nodeclaim_failed")) == 2
 
 
 def test_an_empty_node_is_removed_after_consolidate_after() -> None:

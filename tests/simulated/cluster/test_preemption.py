@@ -4,6 +4,8 @@ arc-runner class now sits at 20 beside arc-workflow; these tests pin Kubernetes 
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.simulated.cluster.builders import NS, World, pod, static_world
 
 
@@ -174,3 +176,42 @@ def test_node_choice_prefers_lower_victim_priority_then_fewer_victims() -> None:
     w2.run(1)
     assert disrupted(w2) == ["y"]
     assert w2.node_of("runner") == "n-1"
+
+
+def test_a_nominated_pod_is_not_held_back_by_a_pod_terminating_for_another_reason() -> None:
+    """kube-scheduler defaultpreemption PodEligibleToPreemptOthers: only a lower-priority pod
+    *terminating by preemption* (DisruptionTarget reason PreemptionByScheduler) on the
+    nominated node makes the preemptor wait; one its owner deleted does not."""
+    w = static_world(nodes=2)
+    w.create(pod("leaving", cpu=3, priority=10, grace=60, node_name="n-0"))
+    w.create(pod("ph", cpu=3, priority=-10, node_name="n-1"))
+    w.run(1)
+    w.store.delete("Pod", NS, "leaving")  # its owner deletes it: 60 s of grace, no DisruptionTarget
+    workflow = pod("workflow", cpu=2, priority=20)
+    workflow["status"] = {"nominatedNodeName": "n-0"}  # left over from an earlier preemption
+    w.create(workflow)
+    w.run(1)
+    assert disrupted(w) == ["ph"]
+    assert w.node_of("workflow") == "n-1"
+    assert w.pod("leaving") is not None  # still terminating on n-0
+
+
+def test_a_preemptor_whose_nominated_node_was_cordoned_preempts_elsewhere() -> None:
+    """The same function: a nominated node that now fails the pod's filters as
+    UnschedulableAndUnresolvable (here: cordoned) no longer holds the preemptor back."""
+    w = static_world(nodes=2)
+    w.create(pod("ph-a", cpu=3, priority=-10, grace=120, node_name="n-0"))
+    w.create(pod("ph-b", cpu=3, priority=-10, grace=0, node_name="n-1"))
+    w.run(1)
+    w.create(pod("runner", cpu=2, priority=0))
+    w.run(1)
+    assert w.get("runner")["status"]["nominatedNodeName"] == "n-0"  # tie: node name order
+    assert disrupted(w) == ["ph-a"]  # 120 s of grace: the runner waits on n-0
+
+    def cordon(obj: dict[str, Any]) -> None:
+        obj["spec"]["unschedulable"] = True
+
+    w.store.mutate("Node", None, "n-0", cordon)
+    w.run(11)  # the next retry
+    assert disrupted(w) == ["ph-a", "ph-b"]
+    assert w.node_of("runner") == "n-1"

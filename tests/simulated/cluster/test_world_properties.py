@@ -147,7 +147,8 @@ def test_a_busy_morning_is_deterministic_and_accounting_stays_exact() -> None:
         logs.append(list(w.log.lines()))
         stats = w.cluster.stats()
         assert stats.nodes_launched > 0 and stats.preemptions > 0
-        assert stats.nodeclaims_failed > 0  # the m5.large ICE window was hit
+        # The m5.large ICE window was hit; the fleet fell back to another override each time.
+        assert w.cluster.lifecycle.fleet_errors > 0
         assert w.events("node_removed")
     assert logs[0] == logs[1]
     other = busy_world(seed=6)
@@ -190,3 +191,35 @@ def test_the_scheduler_memo_changes_no_outcome() -> None:
     with_memo = outcome(True)
     assert with_memo == outcome(False)
     assert any('"pod_nominated"' in line for line in with_memo)
+
+
+def test_machine_dollars_and_every_claims_end_come_from_the_event_log_alone() -> None:
+    """What a cost report needs from the log (no ClusterStats): each NodeClaim is created
+    (``nodeclaim_created``: nodeclaim, nodepool, planned instance_type / zone /
+    capacity_type, candidate instance_types), billed from ``nodeclaim_launched`` (the
+    CreateFleet call returned: instance_type, zone, capacity_type, price) and ends exactly
+    once with ``nodeclaim_deleted`` (reason); an ICE'd one has ``nodeclaim_failed`` and no
+    launch."""
+    w = busy_world(seed=4)
+    w.run(HOURS * 3600)
+    end = HOURS * 3600
+    created = {e["nodeclaim"]: e for e in w.events("nodeclaim_created")}
+    launched = {e["nodeclaim"]: e for e in w.events("nodeclaim_launched")}
+    deleted = [e["nodeclaim"] for e in w.events("nodeclaim_deleted")]
+    failed = {e["nodeclaim"] for e in w.events("nodeclaim_failed")}
+    assert len(deleted) == len(set(deleted))
+    assert set(launched) | failed == set(created) and not set(launched) & failed
+    assert failed <= set(deleted)
+    alive = {c["metadata"]["name"] for c in w.store.list("NodeClaim")}
+    assert set(created) == set(deleted) | alive and not set(deleted) & alive
+    for e in created.values():
+        assert {"nodepool", "instance_type", "zone", "capacity_type", "instance_types"} <= set(e)
+    ended = {e["nodeclaim"]: e["t"] for e in w.events("nodeclaim_deleted")}
+    dollars = sum(
+        e["price"] * (ended.get(name, end) - e["t"]) / 3600 for name, e in launched.items()
+    )
+    static = w.cluster.stats().cost - dollars  # static nodes are billed from the start
+    static_nodes = [e for e in w.events("node_added") if e.get("static")]
+    assert static_nodes
+    price = w.cluster.spec.instance_type("m5.xlarge").price
+    assert abs(static - len(static_nodes) * price * HOURS) < 0.01
