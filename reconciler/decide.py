@@ -204,8 +204,10 @@ def _records_in(inp: DecideInput, *states: PairState) -> Iterator[PairRecord]:
 def desired_pairs(snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
     """clamp(proactiveCapacity + queued jobs, 0, maxRunners - live real runners)."""
     queued = snapshot.demand.queued_jobs
-    if queued is None:  # every source failed: fail open to the configured floor, never 0
-        queued = config.hud_fallback_queued_jobs
+    if queued is None or snapshot.demand.error:
+        # A source failed (all of them: no answer at all): fail open to at least the
+        # configured floor, never to 0 and never to "unlimited".
+        queued = max(queued or 0, config.hud_fallback_queued_jobs)
     return max(0, min(config.proactive_capacity + max(0, queued), _headroom(snapshot)))
 
 

@@ -43,16 +43,4 @@ class DemandSource(Protocol):
 OnChange = Callable[[], None]
 
 
-def combine_demands(*demands: Demand) -> Demand:
-    """Several sources estimating the same queue: the largest known value wins (each one
-    undercounts in its own way, e.g. a poll lags, statistics arrive only with messages);
-    unknown (the floor applies) only when no source knows."""
-    known = [d for d in demands if d.queued_jobs is not None]
-    if not known:
-        errors = "; ".join(f"{d.source or '?'}: {d.error}" for d in demands if d.error)
-        return Demand(queued_jobs=None, error=errors or "no demand source", source="combined")
-    best = max(known, key=lambda d: d.queued_jobs or 0)
-    return Demand(queued_jobs=best.queued_jobs, source=best.source)
-
-
-__all__ = ["DemandSource", "FailureMode", "OnChange", "combine_demands"]
+__all__ = ["DemandSource", "FailureMode", "OnChange"]

@@ -21,14 +21,21 @@ class Combine(StrEnum):
 
 
 def combine(demands: Sequence[Demand], policy: Combine) -> Demand:
-    """Pure: the demand the reconciler sees, given each source's latest answer."""
+    """Pure: the demand the reconciler sees, given each source's latest answer.
+
+    While some sources fail, the answer carries their errors: a failing source still counts
+    for the configured floor (decide takes ``max(answer, floor)``), so a source that cannot
+    see the queue (statistics while 0 is advertised) never masks another's outage as "0".
+    """
     answered = [d for d in demands if d.queued_jobs is not None]
+    failing = [d for d in demands if d.queued_jobs is None]
+    reasons = "; ".join(f"{d.source or '?'}: {d.error or 'no answer'}" for d in failing)
     if not answered:
-        reasons = "; ".join(f"{d.source or '?'}: {d.error or 'no answer'}" for d in demands)
         return Demand(queued_jobs=None, error=reasons or "no demand source", source="none")
-    if policy is Combine.FIRST:
-        return answered[0]
-    return max(answered, key=lambda d: d.queued_jobs or 0)
+    best = (
+        answered[0] if policy is Combine.FIRST else max(answered, key=lambda d: d.queued_jobs or 0)
+    )
+    return Demand(queued_jobs=best.queued_jobs, error=reasons or None, source=best.source)
 
 
 class CombinedDemand:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from listener.loop import CapacityGate
-from providers.demand import combine_demands
+from providers.demand.combine import Combine, combine
 from providers.demand.statistics import StatisticsDemand
 from providers.kubernetes import labels as L
 from providers.kubernetes.packing import PlacementBounds
@@ -581,7 +581,7 @@ class CapacityAwareDriver:
             return self.hud_demand
         if self.demand_source == "statistics":
             return self.statistics.current
-        return combine_demands(self.statistics.current, self.hud_demand)
+        return combine([self.statistics.current, self.hud_demand], Combine.MAX)
 
     # --- triggers -----------------------------------------------------------------------
 

@@ -21,7 +21,19 @@ def test_first_takes_the_preferred_source_while_it_answers() -> None:
 
 
 def test_first_falls_back_to_the_next_source_when_the_preferred_one_fails() -> None:
-    assert combine([HUD_DOWN, STATS], Combine.FIRST) == STATS
+    result = combine([HUD_DOWN, STATS], Combine.FIRST)
+    assert (result.queued_jobs, result.source) == (STATS.queued_jobs, "statistics")
+    # ...and names the failing one, so decide still applies the floor underneath the answer.
+    assert result.error == "hud: HUD http error: 503"
+
+
+def test_a_source_that_cannot_see_the_queue_never_masks_another_ones_outage_as_zero() -> None:
+    """Regression (issue 13, scale-to-zero): statistics said 0 (no message comes while 0 is
+    advertised) and hid a HUD outage, so jobs queued in it waited for the HUD to come back."""
+    blind = Demand(queued_jobs=0, source="statistics")
+    result = combine([blind, HUD_DOWN], Combine.MAX)
+    assert result.queued_jobs == 0
+    assert result.error == "hud: HUD http error: 503"
 
 
 def test_max_takes_the_largest_answer() -> None:
@@ -41,7 +53,9 @@ def test_a_source_not_started_yet_counts_as_failing() -> None:
     combined.attach(stats)
     assert combined.current.error == "github: not started; statistics: no statistics received yet"
     stats.observe(3)
-    assert combined.current == Demand(queued_jobs=3, source="statistics")
+    assert combined.current == Demand(
+        queued_jobs=3, error="github: not started", source="statistics"
+    )
     assert combined.failure_mode is FailureMode.OPEN_TO_FLOOR
 
 

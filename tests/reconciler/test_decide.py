@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from reconciler.decide import DecideInput, decide, desired_pairs
 from reconciler.ports import DeleteOrphan, RenewLease
 from reconciler.settings import ReconcilerConfig
-from reconciler.snapshot import ClusterSnapshot, PairPods, PodPhase
+from reconciler.snapshot import ClusterSnapshot, Demand, PairPods, PodPhase
 from state_machine.record import PairRecord
 from state_machine.states import PairState
 from state_machine.store import Move, NewPair
@@ -201,3 +202,12 @@ def test_pending_leftovers_are_not_adopted_so_the_burst_cap_holds() -> None:
     )
     assert len(d.in_states(S.REQUESTED, S.PARTIAL)) == 2
     assert len([c for c in d.commands if isinstance(c, DeleteOrphan)]) == 12
+
+
+def test_a_partly_failing_demand_never_goes_below_the_floor() -> None:
+    """A source that failed still counts for the floor under the answers of the others."""
+    cfg = config(proactive_capacity=0, hud_fallback_queued_jobs=2)
+    partial = dataclasses.replace(snapshot(queued=0), demand=Demand(0, error="hud: down"))
+    assert desired_pairs(partial, cfg) == 2
+    more = dataclasses.replace(snapshot(queued=0), demand=Demand(5, error="hud: down"))
+    assert desired_pairs(more, cfg) == 5
