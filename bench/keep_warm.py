@@ -4,7 +4,8 @@ Runs a scenario (default ``ice-failover``) under stock ARC and the static warm p
 under the capacity-aware listener once per variant of the keep-warm dials: Karpenter's
 ``do-not-disrupt`` on workflow placeholders (on/off), the survivor window, and the warm pool
 size. Prints per run: node launches (and the ratio to stock ARC), node-hours, machine dollars,
-idle reserved CPU/GPU-hours, failed/stuck jobs and queue-to-start p95/p99. Runs in parallel
+idle reserved CPU/GPU-hours, failed/stuck jobs and fair queue-to-start p95/p99 (a failed or
+never-started job is infinitely late: ``never``); machines are billed from the launch request. Runs in parallel
 over the machine's cores; deterministic per seed. Nothing is written unless ``--json``.
 
 Run: ``.venv/bin/python bench/keep_warm.py [--scenario ice-failover] [--seed N] [--jobs 2]``
@@ -49,9 +50,9 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
         {"doNotDisrupt": True, "survivorWindow": 30},
     ),
     (
-        "do-not-disrupt, survivor 60s, 3 warm",
+        "do-not-disrupt, survivor 60s, 4 warm",
         "capacity-aware",
-        {"doNotDisrupt": True, "survivorWindow": 60, "proactiveCapacity": 3},
+        {"doNotDisrupt": True, "survivorWindow": 60, "proactiveCapacity": 4},
     ),
 ]
 
@@ -96,10 +97,10 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     for r in rows:
-        q = r["queue_to_start_seconds"]
+        q = r["queue_to_start_fair_seconds"]  # a failed or never-started job is infinitely late
         print(
             f"{r['variant']:<38} {r['nodes_launched']:>6} {r['nodes_launched'] / stock:>6.2f} "
-            f"{r.get('node_hours', 0):>8.1f} {r.get('node_cost_usd', 0):>8.1f} "
+            f"{r['billed_node_hours']:>8.1f} {r['billed_cost_usd']:>8.1f} "
             f"{r['idle_reserved_cpu_hours']:>10.1f} {r['idle_reserved_gpu_hours']:>10.1f} "
             f"{r['jobs_failed']:>6} {r['jobs_stuck']:>5} {_s(q['p95']):>7} {_s(q['p99']):>7}"
         )
@@ -109,7 +110,7 @@ def main() -> int:
 
 
 def _s(value: Any) -> str:
-    return "inf" if value is None or value == float("inf") else f"{value:.1f}"
+    return "never" if value is None else f"{value:.1f}"
 
 
 if __name__ == "__main__":
