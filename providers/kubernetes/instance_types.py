@@ -33,28 +33,18 @@ _SIZES = {
 #: GiB of memory per vCPU by the family's first letter.
 _MEMORY_PER_VCPU = {"c": 2, "m": 4, "r": 8, "t": 4}
 #: GPU families: size -> (vCPU, memory GiB, GPUs).
-_GPU = {
-    "g5": {
-        "xlarge": (4, 16, 1),
-        "2xlarge": (8, 32, 1),
-        "4xlarge": (16, 64, 1),
-        "8xlarge": (32, 128, 1),
-        "12xlarge": (48, 192, 4),
-        "16xlarge": (64, 256, 1),
-        "24xlarge": (96, 384, 4),
-        "48xlarge": (192, 768, 8),
-    },
-    "g6": {
-        "xlarge": (4, 16, 1),
-        "2xlarge": (8, 32, 1),
-        "4xlarge": (16, 64, 1),
-        "8xlarge": (32, 128, 1),
-        "12xlarge": (48, 192, 4),
-        "16xlarge": (64, 256, 1),
-        "24xlarge": (96, 384, 4),
-        "48xlarge": (192, 768, 8),
-    },
+#: GPU families by size: (vCPU, memory GiB, GPUs); g5 and g6 share their shapes.
+_GPU_SHAPES = {
+    "xlarge": (4, 16, 1),
+    "2xlarge": (8, 32, 1),
+    "4xlarge": (16, 64, 1),
+    "8xlarge": (32, 128, 1),
+    "12xlarge": (48, 192, 4),
+    "16xlarge": (64, 256, 1),
+    "24xlarge": (96, 384, 4),
+    "48xlarge": (192, 768, 8),
 }
+_GPU = {"g5": _GPU_SHAPES, "g6": _GPU_SHAPES}
 _NAME = re.compile(r"^(?P<family>[a-z]+\d+[a-z-]*)\.(?P<size>[a-z0-9]+)$")
 
 

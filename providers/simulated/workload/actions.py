@@ -90,18 +90,6 @@ class JobFeed(Protocol):
 
     def statistics(self, scale_set_id: int) -> dict[str, int]: ...
 
-    def close_session(self, scale_set_id: int) -> None:
-        """DELETE of the message session (the listener's exit, PROTOCOL §0 step 6): the
-        service stops assigning against the capacity its last poll advertised until a new
-        session polls."""
-        ss = self.scale_set(scale_set_id)
-        if ss.session_closed or not ss.has_polled:
-            return
-        ss.session_closed = True
-        self.log.emit("capacity_advertised", scale_set=ss.name, value=0, reason="session closed")
-        for observer in self.capacity_observers:
-            observer(ss, 0)
-
     def acquire(self, scale_set_id: int, request_ids: Sequence[int]) -> list[int]: ...
 
 
