@@ -58,7 +58,7 @@ from reconciler.loop import Schedule
 from reconciler.ports import PairSpec, PodRef
 from reconciler.reconciler import Reconciler
 from reconciler.settings import CapacityAwareSettings
-from reconciler.snapshot import Demand, FitEstimate, LaunchFacts
+from reconciler.snapshot import ClusterSnapshot, Demand, FitEstimate, LaunchFacts
 from reconciler.subscribers import PlaceholderSubscriber
 from state_machine.states import PairState
 
@@ -535,12 +535,7 @@ class CapacityAwareDriver:
             sink=self.sink,
             instance=self.instance,
         )
-        self.drop_guard = DropGuard(
-            self.reconciler,
-            lambda: build_snapshot(
-                self._source(), self.target, now=self.ctx.loop.now(), demand=self.demand
-            ),
-        )
+        self.drop_guard = DropGuard(self.reconciler, self._drop_snapshot)
         self.schedule = Schedule(
             interval=settings.recalculate_interval,
             jitter=settings.recalculate_jitter,
@@ -604,15 +599,22 @@ class CapacityAwareDriver:
         """A placeholder stopped backing capacity: check the ledger now, not after the
         debounce (coalesced: one check per instant, after the world's own handlers ran)."""
         if self.drop_guard.poke():
-            self.ctx.loop.call_later(0.0, self._check_drop)
+            self.ctx.loop.call_later(0.0, self.drop_guard.check)
 
-    def _check_drop(self) -> None:
-        source = self._source()
-        stale_for = getattr(source, "stale_for", None)
-        if callable(stale_for) and stale_for() > self.settings.recalculate_interval:
-            self.drop_guard.pending = False
-            return  # failing closed already: 0 is advertised
-        self.drop_guard.check()
+    def _failing_closed(self) -> bool:
+        """The production listener's fail-closed rule (listener/app.py): a cache whose watches
+        have been down for more than one interval may hide a lost placeholder."""
+        stale_for = getattr(self._source(), "stale_for", None)
+        return callable(stale_for) and stale_for() > self.settings.recalculate_interval
+
+    def _drop_snapshot(self) -> ClusterSnapshot | None:
+        """What the drop check reads: no fit (cheap); nothing while failing closed (0 is
+        advertised already), as in the production listener."""
+        if self._failing_closed():
+            return None
+        return build_snapshot(
+            self._source(), self.target, now=self.ctx.loop.now(), demand=self.demand
+        )
 
     def _arm(self) -> None:
         if self.paused:
@@ -671,11 +673,8 @@ class CapacityAwareDriver:
         snapshot = build_snapshot(
             source, self.target, now=now, demand=self.demand, fit=fit, launches=launches
         )
-        # The production listener's fail-closed rule (listener/app.py): a cache whose watches
-        # have been down for more than one interval may hide a lost placeholder, so advertise
-        # only jobs already holding runner resources and take no decisions on it.
-        stale_for = getattr(source, "stale_for", None)
-        if callable(stale_for) and stale_for() > self.settings.recalculate_interval:
+        # Failing closed: advertise only what fail_closed_capacity allows, take no decisions.
+        if self._failing_closed():
             self.sink.set_max_runners(fail_closed_capacity(snapshot))
             self.step_log.emit(self, snapshot, self.step_log.in_flight(self))
             self.steps += 1
