@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -49,6 +50,7 @@ from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_lo
 from listener.loop import CapacityGate, Listener, run_open_session
 from listener.metrics import MetricsSubscriber, PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
+from listener.statistics_refresh import StatisticsRefresher
 from listener.supervise import supervised
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession, default_owner_name
@@ -107,10 +109,15 @@ def capacity_off_reason(env: Mapping[str, str]) -> str:
 
 
 def blind_at_zero(capacity: CapacityAwareSettings) -> bool:
-    """Scale to zero with statistics as the only demand: nothing would ever reveal a new job
-    (measured in the simulator: bench/demand_sources.py, scale-to-zero, 0 of 15 jobs ran)."""
+    """Scale to zero with statistics as the only demand and their refresh turned off: nothing
+    would ever reveal a new job (measured in the simulator: bench/demand_sources.py,
+    scale-to-zero with ``statisticsRefresh: 0``, 0 of 15 jobs ran)."""
     sources = capacity.demand.resolved_sources(capacity.hud.url)
-    return capacity.proactive_capacity == 0 and tuple(sources) == ("statistics",)
+    return (
+        capacity.proactive_capacity == 0
+        and tuple(sources) == ("statistics",)
+        and capacity.demand.statistics_refresh <= 0
+    )
 
 
 class FatalError(Exception):
@@ -230,6 +237,8 @@ class ListenerApp:
         self.holding: asyncio.Task[None] | None = None
         self.session_open = False
         self.reconciler: Reconciler | None = None
+        #: Reads statistics by session refresh while blind (listener/statistics_refresh.py).
+        self.refresher: StatisticsRefresher | None = None
         # Demand sources (providers/demand): the statistics source is fed by the listener
         # loop; remote ones attach once the session (our labels) is open.
         self._wake: Callable[[], None] | None = None
@@ -270,9 +279,14 @@ class ListenerApp:
             min_runners=self.config.min_runners,
             max_runners=self.config.max_runners,
         )
-        listener = Listener(
-            session, scaler, self.gate, self.metrics, self.statistics.observe_statistics
+        self.refresher = StatisticsRefresher(
+            session,
+            self.gate,
+            self.statistics.observe_statistics,
+            interval=self.capacity.demand.statistics_refresh,
+            metrics=self.metrics,
         )
+        listener = Listener(session, scaler, self.gate, self.metrics, self.refresher.observe)
         self.metrics.record_advertised(self.gate.value)
         side_tasks: list[asyncio.Task[Any]] = []
         try:
@@ -563,16 +577,20 @@ class ListenerApp:
             drop_guard=DropGuard(reconciler, drop_snapshot),
         )
         log.info("capacity-aware: instance %s, placeholders in %s", self.instance, placeholder_ns)
-        self._wake = reconcile_loop.trigger
+        self._wake = functools.partial(reconcile_loop.trigger, leading=True)
         tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
         log.info("demand sources: %s (combine: %s)", self.demand.name, self.demand.policy)
         if blind_at_zero(capacity):
             log.warning(
-                "proactiveCapacity is 0 and demand comes from the scale set's statistics only: "
-                "statistics arrive with job messages, and none come while 0 is advertised, so "
-                "jobs queued from now on would wait forever; set proactiveCapacity >= 1 or add a "
-                "polled demand source (demand.sources: github, hud or http)"
+                "proactiveCapacity is 0, demand comes from the scale set's statistics only and "
+                "demand.statisticsRefresh is 0: statistics arrive with job messages, and none "
+                "come while 0 is advertised, so jobs queued from now on would wait forever; set "
+                "demand.statisticsRefresh (default 2s), proactiveCapacity >= 1 or add a polled "
+                "demand source (demand.sources: github, hud or http)"
             )
+        refresher = self.refresher
+        if "statistics" in self.demand.order and refresher is not None:
+            tasks.append(self._supervise("statistics", lambda: refresher.run(self.stop)))
         if capacity.hud.url and "hud" in self.demand.order:
             tasks.append(self._supervise("hud", lambda: self._poll_hud(session)))
         if {"github", "http"} & set(self.demand.order):
@@ -632,7 +650,10 @@ class ListenerApp:
                 await asyncio.sleep(SESSION_WAIT_STEP)
             labels = scale_set_labels(session.session.runner_scale_set) if session.is_open else ()
             self.hud = HudDemandSource(
-                client, labels or (self.config.runner_scale_set_name,), observer=self.metrics
+                client,
+                labels or (self.config.runner_scale_set_name,),
+                observer=self.metrics,
+                on_change=self._wake_reconciler,
             )
             self.demand.attach(self.hud)
             await self.hud.run(self.stop, hud.poll_interval)
@@ -665,6 +686,7 @@ class ListenerApp:
             await remote.aclose()
 
     def _wake_reconciler(self) -> None:
+        """A demand source's answer changed: a leading trigger (reconciler/loop.py)."""
         if self._wake is not None:
             self._wake()
 

@@ -212,7 +212,7 @@ POLL_CUT_DIRECTIONS = ("drop", "rise")
 _POLL_CUT_ALIASES = {"down": "drop", "decrease": "drop", "up": "rise", "increase": "rise"}
 HUD_ERROR_KINDS = ("timeout", "connect", "http", "decode", "other")
 API_WRITE_VERBS = ("create", "delete", "patch")
-BACKGROUND_TASKS = ("hud", "reconcile", "other")
+BACKGROUND_TASKS = ("hud", "reconcile", "demand", "statistics", "other")
 NEW_PAIR = "new"  # ``from`` label of the creation edge (no source state)
 
 _CAP_S = SCALE_SET_LABELS
@@ -292,6 +292,10 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
     _cap("lease_renewals_total", "counter",
          "Placeholder pods whose TTL lease was renewed.",
          "+ number of pods per RenewLease command"),
+    _cap("statistics_refreshes_total", "counter",
+         "Message-session refreshes made only to read statistics while no message could bring "
+         "them (every advertised slot taken; `demand.statisticsRefresh`).",
+         "+1 per refresh; `result` is `ok` or `error`", ("result",)),
     _cap("background_task_failures_total", "counter",
          "Background tasks (HUD poller, reconcile loop) that raised and were restarted.",
          "+1 per failure; `task` is one of "
@@ -667,6 +671,9 @@ class PrometheusMetrics:
 
     def record_lease_renewals(self, pods: int) -> None:
         self._cap_metric("lease_renewals_total").inc(pods)
+
+    def record_statistics_refresh(self, *, ok: bool) -> None:
+        self._cap_metric("statistics_refreshes_total", result="ok" if ok else "error").inc()
 
     def record_background_failure(self, task: str) -> None:
         value = task if task in BACKGROUND_TASKS else "other"

@@ -11,6 +11,10 @@ Rules:
 - A trigger (a watch event) makes a step due ``debounce`` seconds after the latest trigger,
   but never later than ``max_delay`` after the first trigger since the last step, so a
   steady stream of events cannot starve the loop.
+- A *leading* trigger (demand changed: a statistics or demand-source answer) makes a step due
+  at once when no step ran in the last ``debounce`` seconds, else it is an ordinary trigger.
+  A single demand change then costs no debounce (a cold job's pair is requested at once), and
+  a stream of them (every message of a burst) still runs at most one step per ``debounce``.
 - Before the first step, a step is due at once.
 """
 
@@ -41,11 +45,16 @@ class Schedule:
     next_periodic: float | None = None
     first_trigger: float | None = None
     last_trigger: float | None = None
+    last_step: float | None = None
+    leading_trigger: float | None = None
 
-    def trigger(self, now: float) -> None:
+    def trigger(self, now: float, *, leading: bool = False) -> None:
         if self.first_trigger is None:
             self.first_trigger = now
         self.last_trigger = now
+        quiet = self.last_step is None or now - self.last_step >= self.debounce
+        if leading and quiet and self.leading_trigger is None:
+            self.leading_trigger = now
 
     def due_at(self) -> float:
         if self.next_periodic is None:
@@ -54,6 +63,8 @@ class Schedule:
         if self.first_trigger is not None and self.last_trigger is not None:
             debounced = min(self.last_trigger + self.debounce, self.first_trigger + self.max_delay)
             due = min(due, debounced)
+        if self.leading_trigger is not None:
+            due = min(due, self.leading_trigger)
         return due
 
     def is_due(self, now: float) -> bool:
@@ -62,7 +73,8 @@ class Schedule:
     def ran(self, now: float) -> None:
         spread = self.rng.uniform(-self.jitter, self.jitter) if self.jitter else 0.0
         self.next_periodic = now + self.interval * (1.0 + spread)
-        self.first_trigger = self.last_trigger = None
+        self.first_trigger = self.last_trigger = self.leading_trigger = None
+        self.last_step = now
 
 
 class LatestCapacity:
@@ -126,9 +138,10 @@ class ReconcileLoop:
         self._wake: asyncio.Event | None = None
         self._aio: asyncio.AbstractEventLoop | None = None
 
-    def trigger(self) -> None:
-        """Note an observation change; safe to call from any thread (watch callbacks)."""
-        self.schedule.trigger(self.clock.now())
+    def trigger(self, *, leading: bool = False) -> None:
+        """Note an observation change; safe to call from any thread (watch callbacks).
+        ``leading``: a demand change, due at once unless a step ran within the debounce."""
+        self.schedule.trigger(self.clock.now(), leading=leading)
         if self._aio is not None and self._wake is not None:
             self._aio.call_soon_threadsafe(self._wake.set)
 

@@ -196,11 +196,21 @@ class DemandSettings(_Model):
 
     sources: list[DemandSourceName] | None = Field(default=None, min_length=1)
     combine: Literal["first", "max"] = "max"
+    #: While no job message can bring statistics (every advertised slot taken, e.g. 0 at
+    #: scale-to-zero), refresh the message session this often to read them (one PATCH per
+    #: interval, only while blind and stale); 0 turns it off (statistics come with messages
+    #: only, as in ARC). Without it a statistics-only listener at 0 never sees a new job.
+    statistics_refresh: Seconds = Field(default=2.0, ge=0, le=3600)
     github: GitHubDemandSettings = Field(default_factory=GitHubDemandSettings)
     http: HttpDemandSettings = Field(default_factory=HttpDemandSettings)
 
     @model_validator(mode="after")
     def _check_sources(self) -> DemandSettings:
+        if 0 < self.statistics_refresh < 1:
+            raise ValueError(
+                "demand.statisticsRefresh must be 0 (off) or at least 1s "
+                f"(got {self.statistics_refresh:g}s)"
+            )
         if self.sources is not None and len(set(self.sources)) != len(self.sources):
             raise ValueError(f"demand.sources lists a source twice: {self.sources}")
         if self.sources is not None and "http" in self.sources and not self.http.url:

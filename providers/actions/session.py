@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from providers.actions.client import ActionsClient
 from providers.actions.errors import ActionsHttpError, QueueTokenExpiredError, SessionConflictError
-from providers.actions.models import DecodedMessage, Session
+from providers.actions.models import DecodedMessage, Session, Statistics
 from providers.actions.retry import Sleep
 
 log = logging.getLogger(__name__)
@@ -122,6 +122,18 @@ class MessageSession:
         self.refreshes += 1
         log.info("message session %s refreshed (new queue token)", self._session.session_id)
         return self._session
+
+    async def refresh_statistics(self) -> Statistics | None:
+        """The same PATCH as :meth:`refresh`, made only to read the session's statistics
+        (listener/statistics_refresh.py); logged at debug, since it runs every few seconds
+        while the listener is blind. A session closed meanwhile stays closed."""
+        refreshed = await self.client.refresh_session(self.session.session_id)
+        if self._session is None:
+            return None
+        self._session = refreshed
+        self.refreshes += 1
+        log.debug("message session %s refreshed for its statistics", refreshed.session_id)
+        return refreshed.statistics
 
     async def get_message(self, last_message_id: int, max_capacity: int) -> DecodedMessage | None:
         return await self._with_refresh(

@@ -8,6 +8,13 @@ advertises room, so they are exactly the jobs a new placeholder pair would serve
 The source is fed by the listener loop (:meth:`observe`) and reacts at message speed: a change
 calls ``on_change`` so the reconciler runs without waiting for its periodic fallback.
 Before the first statistics arrive it reports an error, so decide falls back to the floor.
+
+Messages only come when something happens to *this* scale set's jobs. While every advertised
+slot is taken (0 advertised at scale-to-zero, or all slots assigned), a newly queued job changes
+nothing the broker would tell us, so the statistics go stale exactly when they matter. Then the
+listener refreshes its message session (PATCH, PROTOCOL §3.5: the answer carries statistics)
+every ``demand.statisticsRefresh`` seconds; :func:`needs_refresh` is that rule, shared by the
+listener (listener/statistics_refresh.py) and the simulated world.
 """
 
 from __future__ import annotations
@@ -27,6 +34,20 @@ class StatisticsView:
     total_available_jobs: int
     total_assigned_jobs: int = 0
     total_running_jobs: int = 0
+
+
+def needs_refresh(*, advertised: int, assigned_jobs: int, age: float, interval: float) -> bool:
+    """True when the statistics should be read by a session refresh now.
+
+    1. ``interval`` <= 0 turns the refresh off.
+    2. Fresh enough (``age < interval``): a message or a refresh carried them recently.
+    3. Blind: ``advertised <= assigned_jobs``: no free slot, so a newly queued job would not
+       be assigned here and no message would carry the news. With a free slot the broker
+       assigns the job at once and its ``JobAvailable`` message brings new statistics.
+    """
+    if interval <= 0 or age < interval:
+        return False
+    return advertised <= assigned_jobs
 
 
 class StatisticsDemand:

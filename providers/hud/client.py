@@ -255,12 +255,16 @@ class HudDemandSource:
         *,
         observer: HudObserver | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         if not labels:
             raise ValueError("the scale set has no labels to look up in HUD")
         self.client = client
         self.labels = tuple(labels)
         self.observer = observer
+        #: Called when the answer changes, so the reconciler runs at once (as the simulator's
+        #: driver does), not at its periodic fallback.
+        self._on_change = on_change
         self._monotonic = monotonic
         self._current = Demand(queued_jobs=None, error="HUD not polled yet")
         self._failures = 0
@@ -301,8 +305,14 @@ class HudDemandSource:
                 list(self.labels),
             )
         self._failures = 0
-        self._current = Demand(queued_jobs=queued)
+        self._set(Demand(queued_jobs=queued))
         return self._current
+
+    def _set(self, demand: Demand) -> None:
+        changed = demand != self._current
+        self._current = demand
+        if changed and self._on_change is not None:
+            self._on_change()
 
     async def run(self, stop: asyncio.Event, interval: float) -> None:
         """Poll every ``interval`` seconds until ``stop`` is set."""
@@ -313,7 +323,7 @@ class HudDemandSource:
 
     def _failed(self, exc: HudError) -> None:
         self._failures += 1
-        self._current = Demand(queued_jobs=None, error=str(exc))
+        self._set(Demand(queued_jobs=None, error=str(exc)))
         if self._failures == 1:
             log.warning(
                 "HUD demand unavailable (%s); using the configured fallback until it recovers",

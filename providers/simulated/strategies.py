@@ -543,7 +543,7 @@ class CapacityAwareDriver:
             rng=random.Random(ctx.rng.random()),
         )
         self.hud_demand = Demand(queued_jobs=None, error="HUD not polled yet", source="hud")
-        self.statistics = StatisticsDemand(on_change=self.trigger)
+        self.statistics = StatisticsDemand(on_change=self.demand_changed)
         #: Fault injection: rewrites each HUD answer (an outage, a slow or absurd feed).
         self.hud_filter: Callable[[Demand], Demand] | None = None
         self._timer: Timer | None = None
@@ -563,6 +563,8 @@ class CapacityAwareDriver:
             ctx.listener.statistics_observers.append(
                 lambda stats: self.statistics.observe(stats["totalAvailableJobs"])
             )
+            if self.settings.demand.statistics_refresh > 0:
+                self._refresh_statistics()
         if self.demand_source in ("hud", "both"):
             self._poll_hud()
         self._arm()
@@ -582,6 +584,11 @@ class CapacityAwareDriver:
 
     def trigger(self) -> None:
         self.schedule.trigger(self.ctx.loop.now())
+        self._arm()
+
+    def demand_changed(self) -> None:
+        """A demand source's answer changed: a leading trigger (see reconciler/loop.py)."""
+        self.schedule.trigger(self.ctx.loop.now(), leading=True)
         self._arm()
 
     def pause(self) -> None:
@@ -627,6 +634,14 @@ class CapacityAwareDriver:
             timer.cancel()
         self._timer = self.ctx.loop.call_at(due, self._step)
 
+    def _refresh_statistics(self) -> None:
+        """Every ``demand.statisticsRefresh``: read statistics by a session refresh when no
+        message can bring them (the listener's StatisticsRefresher, same rule)."""
+        every = self.settings.demand.statistics_refresh
+        if not self.paused:
+            self.ctx.listener.refresh_statistics(every)
+        self.ctx.loop.call_later(every, self._refresh_statistics)
+
     def _poll_hud(self) -> None:
         ctx = self.ctx
         try:
@@ -638,7 +653,7 @@ class CapacityAwareDriver:
             demand = self.hud_filter(demand)
         if demand != self.hud_demand:
             self.hud_demand = demand
-            self.trigger()
+            self.demand_changed()
         ctx.loop.call_later(self.settings.hud.poll_interval, self._poll_hud)
 
     # --- one step ------------------------------------------------------------------------

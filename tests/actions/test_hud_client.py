@@ -265,3 +265,13 @@ def test_any_exception_other_than_hud_error_kills_the_hud_poller(
     assert observer.calls == ["internal", "internal", None]
     tracebacks = [r for r in caplog.records if r.exc_info]
     assert len(tracebacks) == 1
+
+
+def test_a_changed_hud_answer_wakes_the_reconciler_and_a_repeat_does_not(hud: HudFace) -> None:
+    """Without the wake a new HUD answer waited for the periodic reconcile (30 s) in production
+    while the simulated driver reacted at once: the world measured a faster listener."""
+    wakes: list[int] = []
+    source = HudDemandSource(client(hud), LABELS, on_change=lambda: wakes.append(1))
+    demands = run(poll_times(source, 2))
+    assert [d.queued_jobs for d in demands] == [17, 17]
+    assert wakes == [1]  # "not polled yet" -> 17 is a change; 17 -> 17 is not

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from providers.actions.models import Statistics
 from providers.demand import FailureMode
 from providers.demand.statistics import StatisticsDemand
@@ -35,3 +37,12 @@ def test_negative_counts_from_a_confused_service_are_read_as_zero() -> None:
     source = StatisticsDemand()
     source.observe(-3)
     assert source.current.queued_jobs == 0
+
+
+def test_statistics_refresh_is_on_by_default_and_refuses_sub_second_intervals() -> None:
+    from reconciler.settings import DemandSettings
+
+    assert DemandSettings().statistics_refresh == 2.0
+    assert DemandSettings.model_validate({"statisticsRefresh": "0"}).statistics_refresh == 0
+    with pytest.raises(ValueError, match=r"statisticsRefresh must be 0 \(off\) or at least 1s"):
+        DemandSettings.model_validate({"statisticsRefresh": "500ms"})

@@ -146,3 +146,28 @@ def test_jitter_spreads_periodic_steps_within_bounds() -> None:
         dues.append(schedule.due_at())
     assert min(dues) >= 90 and max(dues) <= 110
     assert len({round(d, 3) for d in dues}) > 100  # listeners drift apart, not lockstep
+
+
+def test_a_demand_change_after_a_quiet_debounce_runs_a_step_at_once() -> None:
+    """A cold job's demand must not wait for the debounce (scale-to-zero's first job)."""
+    with freeze_time(START) as frozen:
+        clock = SystemClock()
+        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0)
+        schedule.ran(clock.now())
+        frozen.move_to(START + timedelta(seconds=2))  # exactly one debounce since the step
+        schedule.trigger(clock.now(), leading=True)
+        assert schedule.is_due(clock.now())
+
+
+def test_a_demand_change_within_the_debounce_of_a_step_is_debounced() -> None:
+    """A stream of demand changes (every message of a burst) runs one step per debounce."""
+    with freeze_time(START) as frozen:
+        clock = SystemClock()
+        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0)
+        schedule.ran(clock.now())
+        frozen.move_to(START + timedelta(seconds=1))  # one second inside the debounce
+        schedule.trigger(clock.now(), leading=True)
+        assert not schedule.is_due(clock.now())
+        assert schedule.due_at() == clock.now() + 2.0
+        schedule.ran(clock.now() + 2.0)
+        assert schedule.leading_trigger is None

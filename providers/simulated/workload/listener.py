@@ -29,6 +29,7 @@ from typing import Any
 from listener.loop import CapacityGate
 from listener.scaler import RunnerNotFound, Scaler
 from providers.actions.models import JobCompleted, JobStarted
+from providers.demand.statistics import needs_refresh
 from providers.simulated.engine import EventLoop, Timer
 from providers.simulated.store import NotFound, Obj, ObjectStore
 from providers.simulated.workload.actions import ActionsService, ScaleSet
@@ -119,12 +120,38 @@ class ListenerModel:
         #: Called with the statistics the real listener would receive: the session's, and
         #: those carried by every message (a 202 "no message" carries none).
         self.statistics_observers: list[Callable[[dict[str, int]], None]] = []
+        #: The latest statistics observers saw, and when (the refresh rule reads both).
+        self.latest_statistics: dict[str, int] | None = None
+        self.statistics_at = loop.now()
+        #: Session refreshes made only to read statistics (PATCH, see refresh_statistics).
+        self.statistics_refreshes = 0
 
     def _statistics(self) -> dict[str, int]:
         stats = self.service.statistics(self.scale_set.id)
+        self.latest_statistics = stats
+        self.statistics_at = self.loop.now()
         for observer in self.statistics_observers:
             observer(stats)
         return stats
+
+    def refresh_statistics(self, interval: float) -> bool:
+        """A capacity-aware listener's statistics refresh (listener/statistics_refresh.py): a
+        session refresh whose answer carries statistics, made only when
+        :func:`~providers.demand.statistics.needs_refresh` says no message can bring them.
+        True when it refreshed."""
+        latest = self.latest_statistics
+        if self._restarting or latest is None:
+            return False
+        if not needs_refresh(
+            advertised=self.gate.value,
+            assigned_jobs=latest["totalAssignedJobs"],
+            age=self.loop.now() - self.statistics_at,
+            interval=interval,
+        ):
+            return False
+        self.statistics_refreshes += 1
+        self._statistics()
+        return True
 
     def _scaler(self) -> Scaler:
         return Scaler(
