@@ -15,12 +15,13 @@ Both only bound *how many pairs to request when*; the scheduler alone confirms c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from providers.kubernetes.instance_types import shape
+from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.resources import Resources, add_into, quantity
 from reconciler.snapshot import LaunchFacts
 
@@ -120,40 +121,51 @@ def pairs_per_node(
     return Packing(best.pairs_per_node, best.instance_type, max(largest, best.pairs_per_node))
 
 
+def claim_facts(claim: Mapping[str, Any]) -> tuple[float | None, bool, bool, Decimal | None]:
+    """(creation time, terminating, initialized, CPU it was sized for) of one NodeClaim."""
+    from providers.kubernetes.translate import parse_timestamp  # avoid an import cycle
+
+    meta = _meta(claim)
+    conditions = (claim.get("status") or {}).get("conditions") or ()
+    initialized = any(
+        c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions
+    )
+    requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    try:
+        cpu: Decimal | None = quantity(
+            requests.get("cpu", 0), where="nodeclaim spec.resources.requests.cpu"
+        )
+    except ValueError:
+        cpu = None
+    created = parse_timestamp(meta.get("creationTimestamp"))
+    return created, bool(meta.get("deletionTimestamp")), initialized, cpu
+
+
 def launch_facts(
-    claims: Iterable[Mapping[str, Any]], *, now: float, pair_cpu: Decimal = Decimal(0)
+    claims: Iterable[Mapping[str, Any]],
+    *,
+    now: float,
+    pair_cpu: Decimal = Decimal(0),
+    facts: Callable[
+        [Mapping[str, Any]], tuple[float | None, bool, bool, Decimal | None]
+    ] = claim_facts,
 ) -> LaunchFacts:
     """NodeClaims created within :data:`RATE_WINDOW`, NodeClaims not initialized yet, and how
     many pairs those can hold: a NodeClaim's ``spec.resources.requests`` is what Karpenter
-    sized it for (the pending pods it batched), so pending pairs within it are covered."""
-    from providers.kubernetes.translate import parse_timestamp  # avoid an import cycle
-
+    sized it for (the pending pods it batched), so pending pairs within it are covered.
+    ``facts``: :func:`claim_facts`, or a memo of it."""
     recent = launching = covered = 0
     for claim in claims:
-        meta = _meta(claim)
-        created = parse_timestamp(meta.get("creationTimestamp"))
+        created, deleting, initialized, cpu = facts(claim)
         if created is not None and now - created < RATE_WINDOW:
             recent += 1
-        if meta.get("deletionTimestamp"):
+        if deleting:
             continue
-        conditions = (claim.get("status") or {}).get("conditions") or ()
-        if not any(
-            c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions
-        ):
+        if not initialized:
             launching += 1
-            covered += _pairs_sized_for(claim, pair_cpu)
+            if pair_cpu > 0 and cpu is not None:
+                covered += int(cpu // pair_cpu)
     return LaunchFacts(launched_last_minute=recent, launching=launching, covered_pairs=covered)
-
-
-def _pairs_sized_for(claim: Mapping[str, Any], pair_cpu: Decimal) -> int:
-    if pair_cpu <= 0:
-        return 0
-    requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
-    try:
-        cpu = quantity(requests.get("cpu", 0), where="nodeclaim spec.resources.requests.cpu")
-    except ValueError:
-        return 0
-    return int(cpu // pair_cpu)
 
 
 class PlacementBounds:
@@ -169,12 +181,16 @@ class PlacementBounds:
         self.source, self.target, self.builder, self.refresh = source, target, builder, refresh
         self._fit: Any = None
         self._fit_at = float("-inf")
+        self._memo: Any = None
+        self._claims = ObjectMemo(claim_facts)
 
     def __call__(self, now: float) -> tuple[Any, LaunchFacts | None]:
-        from providers.kubernetes.translate import fit_estimate  # avoid an import cycle
+        from providers.kubernetes.translate import FitMemo, fit_estimate  # avoid an import cycle
 
         if now - self._fit_at >= self.refresh:
             self._fit_at = now
+            if self._memo is None:
+                self._memo = FitMemo()
             workflow = self.builder.workflow_placement
             self._fit = fit_estimate(
                 self.source,
@@ -184,10 +200,14 @@ class PlacementBounds:
                 tolerations=workflow.get("tolerations") or (),
                 runner_selector=self.builder.runner_placement.get("nodeSelector") or {},
                 workflow_selector=workflow.get("nodeSelector") or {},
+                memo=self._memo,
             )
         if self._fit is None:  # no NodePools: no Karpenter, no launch rate to honour
             return None, None
         pair_cpu = self.builder.runner_requests.get("cpu", Decimal(0)) + (
             self.builder.workflow_requests.get("cpu", Decimal(0))
         )
-        return self._fit, launch_facts(self.source.list("NodeClaim"), now=now, pair_cpu=pair_cpu)
+        claims = self.source.list("NodeClaim")
+        facts = launch_facts(claims, now=now, pair_cpu=pair_cpu, facts=self._claims)
+        self._claims.age()
+        return self._fit, facts

@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Protocol
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.packing import pairs_per_node, pool_hosts
 from providers.kubernetes.resources import (
     Resources,
@@ -220,10 +221,11 @@ class LazyNodeStates(Mapping[str, NodeState]):
     """:func:`node_states` computed only for the nodes asked about (those holding
     placeholders), not for every node of a large cluster on every snapshot."""
 
-    def __init__(self, nodes: Iterable[Obj]) -> None:
+    def __init__(self, nodes: Iterable[Obj], memo: Callable[[Obj], NodeState] = node_state) -> None:
         self._nodes = nodes
         self._index: dict[str, Obj] | None = None
         self._states: dict[str, NodeState] = {}
+        self._node_state = memo
 
     def _by_name(self) -> dict[str, Obj]:
         if self._index is None:
@@ -233,7 +235,7 @@ class LazyNodeStates(Mapping[str, NodeState]):
     def __getitem__(self, name: str) -> NodeState:
         state = self._states.get(name)
         if state is None:
-            state = self._states[name] = node_state(self._by_name()[name])
+            state = self._states[name] = self._node_state(self._by_name()[name])
         return state
 
     def __iter__(self) -> Iterator[str]:
@@ -292,30 +294,35 @@ def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -
     return max_runners, min_runners
 
 
+def _runner_view(er: Obj) -> tuple[tuple[str, ...], str | None, str, bool]:
+    """An EphemeralRunner's ERS owners, scale-set-name label, name, and whether it is idle."""
+    meta = _meta(er)
+    status = er.get("status") or {}
+    idle = (
+        status.get("phase") == "Running"
+        and not status.get("jobId")
+        and not meta.get("deletionTimestamp")
+    )
+    owners = tuple(_owners(er, "EphemeralRunnerSet"))
+    return owners, _labels(er).get(L.LABEL_ARC_SCALE_SET_NAME), meta.get("name", ""), idle
+
+
 def _our_runners(
-    source: ObjectSource, target: ScaleSetTarget, scale_set: str
+    source: ObjectSource,
+    target: ScaleSetTarget,
+    scale_set: str,
+    view: Callable[[Obj], tuple[tuple[str, ...], str | None, str, bool]] = _runner_view,
 ) -> tuple[set[str], int]:
     """Names of this ERS's EphemeralRunners, and how many are idle (Running, no job)."""
     names: set[str] = set()
     idle = 0
     for er in source.list("EphemeralRunner", target.runner_namespace):
-        owners = _owners(er, "EphemeralRunnerSet")
-        ours = (
-            target.ers_name in owners
-            if owners
-            else _labels(er).get(L.LABEL_ARC_SCALE_SET_NAME) == scale_set
-        )
+        owners, label, name, is_idle = view(er)
+        ours = target.ers_name in owners if owners else label == scale_set
         if not ours:
             continue
-        meta = _meta(er)
-        names.add(meta.get("name", ""))
-        status = er.get("status") or {}
-        if (
-            status.get("phase") == "Running"
-            and not status.get("jobId")
-            and not meta.get("deletionTimestamp")
-        ):
-            idle += 1
+        names.add(name)
+        idle += is_idle
     return names, idle
 
 
@@ -389,6 +396,93 @@ def group_pairs(pods: Iterable[PlaceholderPod]) -> dict[str, PairPods]:
     return {pair: PairPods(runner=r, workflow=w) for pair, (r, w) in halves.items()}
 
 
+class PodView:
+    """What :func:`build_snapshot` reads from one pod, whatever the scale set: parsed once per
+    pod version when a :class:`SnapshotMemo` is used."""
+
+    __slots__ = (
+        "_blocked", "arc_scale_set", "ephemeral", "placeholder", "runner", "runner_owners",
+        "scale_set", "tolerations", "workflow", "workflow_labelled",
+    )  # fmt: skip
+
+    def __init__(self, pod: Obj) -> None:
+        meta = _meta(pod)
+        lab = meta.get("labels") or {}
+        spec = pod.get("spec") or {}
+        #: Placeholder side: our scale-set label, the pod parsed as if its node accepted it.
+        self.scale_set: str | None = lab.get(L.LABEL_SCALE_SET)
+        self.placeholder: PlaceholderPod | None = None
+        self.tolerations: Sequence[Mapping[str, Any]] = spec.get("tolerations") or ()
+        self._blocked: PlaceholderPod | None = None
+        if self.scale_set is not None:
+            self.placeholder = placeholder_pod(pod, _NO_NODE_CHECK)
+        #: Runner namespace side: a workflow pod (not a step pod), or a runner pod candidate.
+        self.workflow_labelled = L.LABEL_WORKFLOW_RUNNER_POD in lab
+        self.workflow: WorkflowPod | None = None
+        name = meta.get("name", "")
+        node_name = spec.get("nodeName") or None
+        deleting = bool(meta.get("deletionTimestamp"))
+        if self.workflow_labelled and name.endswith("-workflow") and "-step-" not in name:
+            self.workflow = WorkflowPod(
+                name=name,
+                runner_pod=lab[L.LABEL_WORKFLOW_RUNNER_POD],
+                node_name=node_name,
+                phase=pod_phase(pod),
+                deleting=deleting,
+            )
+        self.runner_owners = tuple(_owners(pod, "EphemeralRunner"))
+        self.ephemeral = lab.get(L.LABEL_EPHEMERAL_RUNNER)
+        self.arc_scale_set = lab.get(L.LABEL_ARC_SCALE_SET_NAME)
+        self.runner = RunnerPod(
+            name=name, node_name=node_name, phase=pod_phase(pod), deleting=deleting
+        )
+
+    def placed(self, nodes: Mapping[str, NodeState]) -> PlaceholderPod | None:
+        """The placeholder with ``node_blocked`` from this snapshot's nodes."""
+        ph = self.placeholder
+        if ph is None or not ph.node_name:
+            return ph
+        state = nodes.get(ph.node_name)
+        if state is not None and not state.blocks(self.tolerations):
+            return ph
+        if self._blocked is None:
+            self._blocked = replace(ph, node_blocked=True)
+        return self._blocked
+
+
+class _NoNodeCheck(Mapping[str, NodeState]):
+    """Every node accepts the pod (PodView applies the snapshot's nodes afterwards)."""
+
+    _OPEN = NodeState(hard_blocked=False)
+
+    def __getitem__(self, name: str) -> NodeState:
+        return self._OPEN
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+_NO_NODE_CHECK = _NoNodeCheck()
+
+
+class SnapshotMemo:
+    """Parsed pods, nodes and EphemeralRunners reused across the snapshots of one source
+    (see :mod:`providers.kubernetes.memo`); pass the same one to every
+    :func:`build_snapshot` over that source."""
+
+    def __init__(self) -> None:
+        self.pods: ObjectMemo[PodView] = ObjectMemo(PodView)
+        self.nodes: ObjectMemo[NodeState] = ObjectMemo(node_state)
+        self.runners = ObjectMemo(_runner_view)
+
+    def age(self) -> None:
+        for memo in (self.pods, self.nodes, self.runners):
+            memo.age()
+
+
 def build_snapshot(
     source: ObjectSource,
     target: ScaleSetTarget,
@@ -397,13 +491,20 @@ def build_snapshot(
     demand: Demand,
     fit: FitEstimate | None = None,
     launches: LaunchFacts | None = None,
+    memo: SnapshotMemo | None = None,
 ) -> ClusterSnapshot:
     """One immutable snapshot of this scale set's slice of the cluster (see module doc)."""
     ers = _find(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
     scale_set = scale_set_name(ers, target)
     max_runners, min_runners = live_limits(source, target, ers)
-    runner_names, idle = _our_runners(source, target, scale_set)
-    nodes = LazyNodeStates(source.list("Node"))
+    if memo is None:
+        view: Callable[[Obj], PodView] = PodView
+        runner_names, idle = _our_runners(source, target, scale_set)
+        nodes = LazyNodeStates(source.list("Node"))
+    else:
+        view = memo.pods
+        runner_names, idle = _our_runners(source, target, scale_set, memo.runners)
+        nodes = LazyNodeStates(source.list("Node"), memo.nodes)
 
     namespaces = [target.runner_namespace]
     if target.placeholder_namespace != target.runner_namespace:
@@ -411,58 +512,33 @@ def build_snapshot(
 
     placeholders: list[PlaceholderPod] = []
     runner_pods: list[RunnerPod] = []
-    workflow_candidates: list[Obj] = []
+    workflow_candidates: list[WorkflowPod] = []
     for namespace in namespaces:
         in_runner_ns = namespace == target.runner_namespace
         in_placeholder_ns = namespace == target.placeholder_namespace
         for pod in source.list("Pod", namespace):
-            lab = _labels(pod)
-            ph_scale_set = lab.get(L.LABEL_SCALE_SET)
-            if ph_scale_set is not None:
-                if in_placeholder_ns and ph_scale_set == target.ers_name:
-                    ph = placeholder_pod(pod, nodes)
+            v = view(pod)
+            if v.scale_set is not None:
+                if in_placeholder_ns and v.scale_set == target.ers_name:
+                    ph = v.placed(nodes)
                     if ph is not None:
                         placeholders.append(ph)
                 continue
             if not in_runner_ns:
                 continue
-            if L.LABEL_WORKFLOW_RUNNER_POD in lab:
-                name = _meta(pod).get("name", "")
-                if name.endswith("-workflow") and "-step-" not in name:
-                    workflow_candidates.append(pod)
+            if v.workflow_labelled:
+                if v.workflow is not None:
+                    workflow_candidates.append(v.workflow)
                 continue
-            owned = any(o in runner_names for o in _owners(pod, "EphemeralRunner"))
-            labelled = (
-                lab.get(L.LABEL_EPHEMERAL_RUNNER) == "True"
-                and lab.get(L.LABEL_ARC_SCALE_SET_NAME) == scale_set
-            )
+            owned = any(o in runner_names for o in v.runner_owners)
+            labelled = v.ephemeral == "True" and v.arc_scale_set == scale_set
             if owned or labelled:
-                meta = _meta(pod)
-                runner_pods.append(
-                    RunnerPod(
-                        name=meta.get("name", ""),
-                        node_name=(pod.get("spec") or {}).get("nodeName") or None,
-                        phase=pod_phase(pod),
-                        deleting=bool(meta.get("deletionTimestamp")),
-                    )
-                )
+                runner_pods.append(v.runner)
+    if memo is not None:
+        memo.age()
 
     ours = {r.name for r in runner_pods}
-    workflow_pods = []
-    for pod in workflow_candidates:
-        runner = _labels(pod)[L.LABEL_WORKFLOW_RUNNER_POD]
-        if runner not in ours:
-            continue
-        meta = _meta(pod)
-        workflow_pods.append(
-            WorkflowPod(
-                name=meta.get("name", ""),
-                runner_pod=runner,
-                node_name=(pod.get("spec") or {}).get("nodeName") or None,
-                phase=pod_phase(pod),
-                deleting=bool(meta.get("deletionTimestamp")),
-            )
-        )
+    workflow_pods = [w for w in workflow_candidates if w.runner_pod in ours]
 
     return ClusterSnapshot(
         taken_at=now,
@@ -551,6 +627,59 @@ def _pod_holds_resources(pod: Obj) -> bool:
     return pod_phase(pod) in (PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN)
 
 
+def _pod_usage(pod: Obj) -> tuple[str | None, Resources] | None:
+    """(node name or None, effective requests) of a pod that holds resources; None if it
+    holds none or its requests do not parse."""
+    if not _pod_holds_resources(pod):
+        return None
+    spec = pod.get("spec") or {}
+    try:
+        req = effective_requests(spec)
+    except ValueError:
+        return None
+    return spec.get("nodeName") or None, req
+
+
+def _node_capacity(node: Obj) -> tuple[str, NodeState, Resources | None]:
+    """(name, state, allocatable) of a node; allocatable None when it does not parse."""
+    name = _meta(node).get("name", "")
+    try:
+        allocatable: Resources | None = _allocatable(node, name)
+    except ValueError:
+        allocatable = None
+    return name, node_state(node), allocatable
+
+
+def _allocatable(node: Obj, name: str) -> Resources:
+    return resource_list((node.get("status") or {}).get("allocatable"), where=f"node {name}")
+
+
+class FitMemo:
+    """Parsed pods and nodes (and the last packing answer) reused across the fit estimates of
+    one source; see :mod:`providers.kubernetes.memo`."""
+
+    def __init__(self) -> None:
+        self.pods = ObjectMemo(_pod_usage)
+        self.nodes = ObjectMemo(_node_capacity)
+        self.packing: tuple[Any, Any] | None = None
+
+    def age(self) -> None:
+        self.pods.age()
+        self.nodes.age()
+
+
+def _versions(objs: Iterable[Obj]) -> tuple[tuple[Any, Any], ...] | None:
+    """Every object's (uid, resourceVersion), or None when one lacks them."""
+    out = []
+    for obj in objs:
+        meta = _meta(obj)
+        uid, version = meta.get("uid"), meta.get("resourceVersion")
+        if not uid or version is None:
+            return None
+        out.append((uid, version))
+    return tuple(out)
+
+
 def fit_estimate(
     source: ObjectSource,
     target: ScaleSetTarget,
@@ -561,6 +690,7 @@ def fit_estimate(
     limit: int = UNBOUNDED_PAIRS,
     runner_selector: Mapping[str, str] | None = None,
     workflow_selector: Mapping[str, str] | None = None,
+    memo: FitMemo | None = None,
 ) -> FitEstimate | None:
     """Ray-style estimate of how many new (runner, workflow) pairs could schedule now.
 
@@ -586,27 +716,27 @@ def fit_estimate(
     selectors = [s for s in (runner_selector, workflow_selector) if s is not None]
     pools = [p for p in all_pools if not selectors or any(pool_hosts(p, s) for s in selectors)]
     # 1. free allocatable on usable nodes.
+    pod_usage = _pod_usage if memo is None else memo.pods
+    node_capacity = _node_capacity if memo is None else memo.nodes
     nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
     used: dict[str, Resources] = {}
     pending: Resources = {}
     for pod in source.list("Pod"):
-        if not _pod_holds_resources(pod):
+        usage = pod_usage(pod)
+        if usage is None:
             continue
-        spec = pod.get("spec") or {}
-        try:
-            req = effective_requests(spec)
-        except ValueError:
-            continue
-        node_name = spec.get("nodeName")
+        node_name, req = usage
         if node_name:
             add_into(used.setdefault(node_name, {}), req)
         else:
             add_into(pending, req)
     free_per_node: list[Resources] = []
-    for name, node in nodes.items():
-        if node_state(node).blocks(tolerations):
+    for node in nodes.values():
+        name, state, allocatable = node_capacity(node)
+        if state.blocks(tolerations):
             continue
-        free = resource_list((node.get("status") or {}).get("allocatable"), where=f"node {name}")
+        # A usable node whose allocatable does not parse: the parse error is the answer.
+        free = dict(allocatable) if allocatable is not None else _allocatable(node, name)
         for r, v in used.get(name, {}).items():
             free[r] = free.get(r, Decimal(0)) - v
         free_per_node.append(free)
@@ -650,12 +780,22 @@ def fit_estimate(
         from_pools = min(from_pools, max(0, int(left // amount)))
     total = min(limit, on_nodes + from_pools)
     same_node = runner_selector == workflow_selector
-    packing = pairs_per_node(
+    packing_args = (
         pools,
         runner_requests if same_node else {},
         workflow_requests,
         workflow_selector or {},
     )
+    versions = None if memo is None else _versions(pools)
+    if memo is None or versions is None:
+        packing = pairs_per_node(*packing_args)
+    else:
+        key = (versions, *(tuple(sorted(a.items())) for a in packing_args[1:]))
+        if memo.packing is None or memo.packing[0] != key:
+            memo.packing = (key, pairs_per_node(*packing_args))
+        packing = memo.packing[1]
+    if memo is not None:
+        memo.age()
     detail = (
         f"{on_nodes} on existing nodes + {from_pools} within NodePool limits; "
         f"{packing.pairs_per_node} per {packing.instance_type or 'node'}"

@@ -38,7 +38,7 @@ from providers.demand.statistics import StatisticsDemand
 from providers.kubernetes import labels as L
 from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
+from providers.kubernetes.translate import ScaleSetTarget, SnapshotMemo, build_snapshot
 from providers.simulated.engine import EventLoop, Timer
 from providers.simulated.eventlog import EventLog
 from providers.simulated.store import AlreadyExists, Conflict, NotFound, Obj, ObjectStore
@@ -548,6 +548,8 @@ class CapacityAwareDriver:
         self.hud_filter: Callable[[Demand], Demand] | None = None
         self._timer: Timer | None = None
         self._placement: PlacementBounds | None = None
+        #: Pod, node and runner parses reused across this driver's snapshots (same facts).
+        self._memo = SnapshotMemo()
         self.steps = 0
         self.step_errors = 0
         self.step_log = StepLog(ctx.log, ctx.spec.name)
@@ -620,7 +622,11 @@ class CapacityAwareDriver:
         if self._failing_closed():
             return None
         return build_snapshot(
-            self._source(), self.target, now=self.ctx.loop.now(), demand=self.demand
+            self._source(),
+            self.target,
+            now=self.ctx.loop.now(),
+            demand=self.demand,
+            memo=self._memo,
         )
 
     def _arm(self) -> None:
@@ -686,7 +692,13 @@ class CapacityAwareDriver:
         source = self._source()
         fit, launches = self._bounds(now)
         snapshot = build_snapshot(
-            source, self.target, now=now, demand=self.demand, fit=fit, launches=launches
+            source,
+            self.target,
+            now=now,
+            demand=self.demand,
+            fit=fit,
+            launches=launches,
+            memo=self._memo,
         )
         # Failing closed: advertise only what fail_closed_capacity allows, take no decisions.
         if self._failing_closed():
