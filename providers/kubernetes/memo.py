@@ -25,33 +25,30 @@ T = TypeVar("T")
 class ObjectMemo(Generic[T]):
     """``compute(obj)`` memoised by the object's ``(uid, resourceVersion)`` (see module doc)."""
 
-    __slots__ = ("_compute", "_current", "_previous", "hits", "misses")
+    __slots__ = ("_compute", "_current", "_previous")
 
     def __init__(self, compute: Callable[[Mapping[str, Any]], T]) -> None:
         self._compute = compute
-        self._current: dict[tuple[str, str], T] = {}
-        self._previous: dict[tuple[str, str], T] = {}
-        self.hits = 0
-        self.misses = 0
+        #: uid -> (resourceVersion, value), for the objects asked for in this generation.
+        self._current: dict[str, tuple[Any, T]] = {}
+        self._previous: dict[str, tuple[Any, T]] = {}
 
     def __call__(self, obj: Mapping[str, Any]) -> T:
         meta = obj.get("metadata") or {}
         uid = meta.get("uid")
         version = meta.get("resourceVersion")
         if not uid or version is None:
-            self.misses += 1
             return self._compute(obj)
-        key = (uid, str(version))
-        current = self._current
-        if key in current:
-            self.hits += 1
-            return current[key]
-        if key in self._previous:
-            self.hits += 1
-            value = current[key] = self._previous[key]
-            return value
-        self.misses += 1
-        value = current[key] = self._compute(obj)
+        entry = self._current.get(uid)
+        if entry is None:
+            entry = self._previous.get(uid)
+            if entry is not None and entry[0] == version:
+                self._current[uid] = entry
+                return entry[1]
+        elif entry[0] == version:
+            return entry[1]
+        value = self._compute(obj)
+        self._current[uid] = (version, value)
         return value
 
     def age(self) -> None:

@@ -401,8 +401,8 @@ class PodView:
     pod version when a :class:`SnapshotMemo` is used."""
 
     __slots__ = (
-        "_blocked", "arc_scale_set", "ephemeral", "placeholder", "runner", "runner_owners",
-        "scale_set", "tolerations", "workflow", "workflow_labelled",
+        "_blocked", "_placed", "_state", "arc_scale_set", "ephemeral", "placeholder", "runner",
+        "runner_owners", "scale_set", "tolerations", "workflow", "workflow_labelled",
     )  # fmt: skip
 
     def __init__(self, pod: Obj) -> None:
@@ -414,6 +414,8 @@ class PodView:
         self.placeholder: PlaceholderPod | None = None
         self.tolerations: Sequence[Mapping[str, Any]] = spec.get("tolerations") or ()
         self._blocked: PlaceholderPod | None = None
+        self._state: NodeState | None = None
+        self._placed: PlaceholderPod | None = None
         if self.scale_set is not None:
             self.placeholder = placeholder_pod(pod, _NO_NODE_CHECK)
         #: Runner namespace side: a workflow pod (not a step pod), or a runner pod candidate.
@@ -443,11 +445,15 @@ class PodView:
         if ph is None or not ph.node_name:
             return ph
         state = nodes.get(ph.node_name)
-        if state is not None and not state.blocks(self.tolerations):
-            return ph
-        if self._blocked is None:
-            self._blocked = replace(ph, node_blocked=True)
-        return self._blocked
+        if state is not None and state is self._state:
+            return self._placed  # same node version (memoised NodeState): same answer
+        placed = ph
+        if state is None or state.blocks(self.tolerations):
+            if self._blocked is None:
+                self._blocked = replace(ph, node_blocked=True)
+            placed = self._blocked
+        self._state, self._placed = state, placed
+        return placed
 
 
 class _NoNodeCheck(Mapping[str, NodeState]):

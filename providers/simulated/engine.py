@@ -10,20 +10,27 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 #: 2026-01-05T00:00:00Z: a Monday, so "a day" scenarios start at midnight.
 DEFAULT_EPOCH = 1_767_571_200.0
 
 
-@dataclass(order=True)
 class _Entry:
-    at: float
-    seq: int
-    fn: Callable[..., Any] = field(compare=False)
-    args: tuple[Any, ...] = field(compare=False, default=())
-    cancelled: bool = field(compare=False, default=False)
+    """One scheduled callback; ordered by (at, seq) (the heap's only comparison)."""
+
+    __slots__ = ("args", "at", "cancelled", "fn", "seq")
+
+    def __init__(self, at: float, seq: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.at = at
+        self.seq = seq
+        self.fn = fn
+        self.args = args
+        self.cancelled = False
+
+    def __lt__(self, other: _Entry) -> bool:
+        # seq is unique, so this is the (at, seq) tuple order without building tuples.
+        return self.at < other.at or (self.at == other.at and self.seq < other.seq)
 
 
 class Timer:

@@ -14,14 +14,21 @@ from typing import IO, Any
 
 
 class EventLog:
-    def __init__(self, strategy: str, clock: Callable[[], float], start: float) -> None:
+    def __init__(
+        self, strategy: str, clock: Callable[[], float], start: float, *, keep: bool = True
+    ) -> None:
+        """``keep=False``: count events by type only (a sweep that reads results, not lines)."""
         self.strategy = strategy
         self._clock = clock
         self._start = start
         self._lines: list[str] = []
         self.counts: dict[str, int] = {}
+        self.keep = keep
 
     def emit(self, type: str, **fields: Any) -> None:
+        if not self.keep:
+            self.counts[type] = self.counts.get(type, 0) + 1
+            return
         record: dict[str, Any] = {
             "t": round(self._clock() - self._start, 3),
             "type": type,

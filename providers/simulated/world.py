@@ -162,12 +162,15 @@ class ScaleSetHandle:
 
 
 class World:
-    def __init__(self, scenario: Scenario, strategy: str, *, seed: int | None = None) -> None:
+    def __init__(
+        self, scenario: Scenario, strategy: str, *, seed: int | None = None, keep_log: bool = True
+    ) -> None:
+        """``keep_log=False``: the event log only counts (results do not read its lines)."""
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.strategy_name = strategy
         self.loop = loop = EventLoop()
-        self.log = log = EventLog(strategy, loop.now, loop.start)
+        self.log = log = EventLog(strategy, loop.now, loop.start, keep=keep_log)
         self.strategy = make_strategy(strategy, scenario)
         log.emit(
             "run_started",
