@@ -34,21 +34,24 @@ class ObjectMemo(Generic[T]):
         self._previous: dict[str, tuple[Any, T]] = {}
 
     def __call__(self, obj: Mapping[str, Any]) -> T:
-        meta = obj.get("metadata") or {}
-        uid = meta.get("uid")
-        version = meta.get("resourceVersion")
+        try:
+            meta = obj["metadata"]
+            uid = meta["uid"]
+            version = meta["resourceVersion"]
+        except (KeyError, TypeError):
+            return self._compute(obj)
+        current = self._current
+        entry = current.get(uid)
+        if entry is not None and entry[0] == version:
+            return entry[1]
         if not uid or version is None:
             return self._compute(obj)
-        entry = self._current.get(uid)
-        if entry is None:
-            entry = self._previous.get(uid)
-            if entry is not None and entry[0] == version:
-                self._current[uid] = entry
-                return entry[1]
-        elif entry[0] == version:
+        entry = self._previous.get(uid)
+        if entry is not None and entry[0] == version:
+            current[uid] = entry
             return entry[1]
         value = self._compute(obj)
-        self._current[uid] = (version, value)
+        current[uid] = (version, value)
         return value
 
     def age(self) -> None:
