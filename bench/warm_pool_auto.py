@@ -4,8 +4,8 @@
 
 Runs the shipped ``ice-failover`` scenario (24 h, about 5 000 GPU jobs, east loses g5.xlarge
 from 07:00 to 08:00) under the ``overprovision`` strategy (a static warm pool of the
-scenario's 4 slots per scale set), the capacity-aware listener as shipped (a fixed
-``proactiveCapacity: 4``), and the capacity-aware listener with ``proactiveCapacity: auto`` (the
+scenario's 4 slots per scale set), the capacity-aware listener as shipped (the scenario's fixed
+``proactiveCapacity``, 3), and the capacity-aware listener with ``proactiveCapacity: auto`` (the
 scenario's block plus the ``warmPool`` given here), for each seed, in parallel. Prints one row
 per run and the issue-12 check per seed: auto's fair p95 queue-to-start (a job that failed
 or never started counts as infinitely late) <= the static pool's, and auto's idle reserved
@@ -31,8 +31,8 @@ from tuning.replay import apply_dials  # noqa: E402
 from tuning.sweep import fair_percentiles  # noqa: E402
 
 #: The auto settings measured for the README (warmPool block of capacityAware).
-DEFAULT_WARM_POOL = {"minPairs": 1, "maxPairs": 12, "missProbability": 0.02, "window": "10m"}
-VARIANTS = ("overprovision", "capacity-aware (fixed 4)", "capacity-aware (auto)")
+DEFAULT_WARM_POOL = {"minPairs": 1, "maxPairs": 20, "missProbability": 0.3, "window": "5m"}
+VARIANTS = ("overprovision", "capacity-aware (fixed)", "capacity-aware (auto)")
 
 
 def run(item: tuple[str, int, str]) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def run(item: tuple[str, int, str]) -> dict[str, Any]:
         dials = {"proactiveCapacity": "auto", "warmPool": json.loads(warm_pool)}
         scenario = apply_dials(scenario, dials, where="bench")
     started = time.perf_counter()
-    world = World(scenario, strategy, seed=seed)
+    world = World(scenario, strategy, seed=seed, keep_log=False)
     results = world.run(None)
     waits = [
         (j.running_at - j.queued_at) if j.running_at is not None else math.inf

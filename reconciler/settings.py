@@ -142,8 +142,9 @@ class WarmPoolSettings(_Model):
     window: Seconds = Field(default=900.0, ge=60, le=86_400)
     #: Target probability that a job finds no warm pair (reconciler/warm_pool.py).
     miss_probability: float = Field(default=0.05, gt=0, lt=1)
-    #: Quantile of recent created -> READY times used as the time to become READY.
-    ready_quantile: float = Field(default=0.5, gt=0, le=1)
+    #: Quantile of recent created -> READY times used as the time to become READY; unset:
+    #: their mean (reconciler/warm_pool.py: the Poisson count of refills takes the mean).
+    ready_quantile: float | None = Field(default=None, gt=0, le=1)
     #: Time to become READY assumed before any pair was measured.
     default_ready_time: Seconds = Field(default=60.0, gt=0, le=3600)
     #: Time-of-day overrides (first match wins); also apply to a fixed proactiveCapacity.

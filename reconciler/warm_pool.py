@@ -9,7 +9,11 @@ Little's law the number of refills in flight is, on average,
     L = lambda * W
 
 with ``lambda`` the rate at which this scale set starts jobs (new runner pods observed) and
-``W`` the time a pair takes from creation (QUEUED) to READY. (Counting READY -> PREEMPTED
+``W`` the mean time a pair takes from creation (QUEUED) to READY over the recent pairs. With
+Poisson arrivals the number of refills in flight is Poisson with mean ``lambda * E[W]``
+whatever the distribution of ``W`` (an M/G/inf queue), so the mean is the right statistic: a
+median ignores the slow refills (a node to launch) behind the fast ones (room freed by a
+finished job), and those slow ones are when jobs miss. (Counting READY -> PREEMPTED
 transitions instead undercounts badly: in the simulated day most runner pods land on nodes freed by
 finished jobs, and only about one job in ten preempts a placeholder.)
 
@@ -75,8 +79,9 @@ class WarmPoolPolicy:
     miss_probability: float = 0.05
     #: W before any pair was seen to become READY.
     default_ready_seconds: float = 60.0
-    #: Quantile of the recent REQUESTED -> READY durations used as W.
-    ready_quantile: float = 0.5
+    #: Quantile of the recent created -> READY durations used as W; None: their mean (what
+    #: Little's law and the M/G/inf Poisson count take; see module doc).
+    ready_quantile: float | None = None
     schedule: tuple[ScheduleEntry, ...] = ()
 
 
@@ -103,6 +108,11 @@ def quantile(values: Iterable[float], q: float) -> float | None:
         return None
     index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
     return ordered[index]
+
+
+def mean(values: Iterable[float]) -> float | None:
+    items = list(values)
+    return sum(items) / len(items) if items else None
 
 
 def poisson_quantile(mean: float, miss_probability: float) -> int:
@@ -142,7 +152,11 @@ def warm_pairs(
     if not policy.auto:
         return WarmPoolSize(policy.static_pairs, "static")
     rate = observation.started / max(observation.span, MIN_RATE_SPAN)
-    measured = quantile(observation.ready_seconds, policy.ready_quantile)
+    measured = (
+        mean(observation.ready_seconds)
+        if policy.ready_quantile is None
+        else quantile(observation.ready_seconds, policy.ready_quantile)
+    )
     ready = policy.default_ready_seconds if measured is None else measured
     load = rate * ready
     raw = poisson_quantile(load, policy.miss_probability)

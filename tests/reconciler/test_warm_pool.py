@@ -51,13 +51,25 @@ def test_poisson_quantile_is_the_smallest_pool_that_is_rarely_exhausted() -> Non
     assert poisson_quantile(4.0, 0.5) == 5
 
 
-def test_little_law_rate_times_ready_time_sizes_the_pool() -> None:
-    # 90 jobs started in 15 min = 0.1/s; pairs take 20 s (median) to become READY: L = 2;
-    # P(N >= 2) = 0.59, P(N >= 3) = 0.32, so 3 pairs miss less than half the time
-    obs = WarmPoolObservation(started=90, span=900.0, ready_seconds=(10.0, 20.0, 40.0))
-    size = warm_pairs(policy(miss_probability=0.5), obs, MONDAY + 10 * HOUR)
-    assert size.pairs == 3
-    assert "lambda=0.1000/s W=20.0s L=2.00" in size.reason
+@pytest.mark.parametrize(
+    ("ready_quantile", "pairs", "reason"),
+    [
+        # 90 jobs started in 15 min = 0.1/s. By default W is the mean time to READY (Little's
+        # law and the Poisson count of refills in flight take the mean): (10+20+60)/3 = 30 s,
+        # L = 3; P(N >= 3) = 0.58, P(N >= 4) = 0.35, so 4 pairs miss less than half the time.
+        (None, 4, "lambda=0.1000/s W=30.0s L=3.00"),
+        # A quantile instead (the median: 20 s): L = 2, P(N >= 3) = 0.32 -> 3 pairs.
+        (0.5, 3, "lambda=0.1000/s W=20.0s L=2.00"),
+    ],
+)
+def test_little_law_rate_times_ready_time_sizes_the_pool(
+    ready_quantile: float | None, pairs: int, reason: str
+) -> None:
+    obs = WarmPoolObservation(started=90, span=900.0, ready_seconds=(10.0, 20.0, 60.0))
+    p = policy(miss_probability=0.5, ready_quantile=ready_quantile)
+    size = warm_pairs(p, obs, MONDAY + 10 * HOUR)
+    assert size.pairs == pairs
+    assert reason in size.reason
 
 
 def test_no_job_started_keeps_the_minimum() -> None:
