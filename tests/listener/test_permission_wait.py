@@ -127,15 +127,18 @@ def test_the_log_says_when_and_why_capacity_aware_mode_is_off() -> None:
     )
 
 
-def test_scale_to_zero_with_statistics_only_is_flagged_at_start() -> None:
+def test_scale_to_zero_with_statistics_only_and_no_refresh_is_flagged_at_start() -> None:
     """Regression (bench/demand_sources.py, scale-to-zero): statistics come only with job
-    messages, none come while 0 is advertised, so no job ever started."""
+    messages, none come while 0 is advertised, so no job ever started. The statistics refresh
+    (default 2 s) removes the blindness; turned off, the listener warns."""
     from listener.app import blind_at_zero
 
     def settings(block: dict[str, object]) -> object:
         return parse_capacity_aware({"enabled": True, **block}, where="t")
 
-    assert blind_at_zero(settings({"proactiveCapacity": 0}))  # type: ignore[arg-type]
+    no_refresh = {"proactiveCapacity": 0, "demand": {"statisticsRefresh": "0"}}
+    assert blind_at_zero(settings(no_refresh))  # type: ignore[arg-type]
+    assert not blind_at_zero(settings({"proactiveCapacity": 0}))  # type: ignore[arg-type]
     assert not blind_at_zero(settings({"proactiveCapacity": 1}))  # type: ignore[arg-type]
     assert not blind_at_zero(settings({"proactiveCapacity": 0, "hud": {"url": "http://h"}}))  # type: ignore[arg-type]
     github = {"proactiveCapacity": 0, "demand": {"sources": ["github", "statistics"]}}
