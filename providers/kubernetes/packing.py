@@ -185,7 +185,7 @@ class PlacementBounds:
         self._claims = ObjectMemo(claim_facts)
 
     def __call__(self, now: float) -> tuple[Any, LaunchFacts | None]:
-        from providers.kubernetes.translate import FitMemo, fit_estimate  # avoid an import cycle
+        from providers.kubernetes.fit import FitMemo, fit_estimate  # avoid an import cycle
 
         if now - self._fit_at >= self.refresh:
             self._fit_at = now

@@ -20,8 +20,8 @@ records facts (DESIGN §4 counting happens in ``reconciler.capacity``):
    NoSchedule/NoExecute taint, with Kubernetes toleration semantics).
 
 Everything is O(pods + nodes + runners). :func:`capacity_signals_from` extracts recent
-Karpenter capacity failures and :func:`fit_estimate` a Ray-style bin-packing bound on new
-pairs (bounds attempts only; never reported as capacity).
+Karpenter capacity failures; :func:`providers.kubernetes.fit.fit_estimate` is the Ray-style
+bin-packing bound on new pairs (bounds attempts only; never reported as capacity).
 """
 
 from __future__ import annotations
@@ -31,20 +31,11 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Protocol
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.memo import ObjectMemo
-from providers.kubernetes.packing import pairs_per_node, pool_hosts
-from providers.kubernetes.resources import (
-    Resources,
-    add_into,
-    effective_requests,
-    quantity,
-    resource_list,
-)
 from reconciler.snapshot import (
     ClusterSnapshot,
     Demand,
@@ -615,201 +606,3 @@ def _safe_list(source: ObjectSource, kind: str) -> Iterable[Obj]:
     except KeyError:
         # A source that does not know the kind at all (e.g. a store without Events).
         return ()
-
-
-# --- fit estimate ---------------------------------------------------------------------------
-
-
-def _pair_fits(free: Resources, need: Mapping[str, Decimal]) -> bool:
-    return all(free.get(r, Decimal(0)) >= v for r, v in need.items())
-
-
-def _take(free: Resources, need: Mapping[str, Decimal]) -> None:
-    for r, v in need.items():
-        free[r] = free.get(r, Decimal(0)) - v
-
-
-def _pod_holds_resources(pod: Obj) -> bool:
-    return pod_phase(pod) in (PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN)
-
-
-def _pod_usage(pod: Obj) -> tuple[str | None, Resources] | None:
-    """(node name or None, effective requests) of a pod that holds resources; None if it
-    holds none or its requests do not parse."""
-    if not _pod_holds_resources(pod):
-        return None
-    spec = pod.get("spec") or {}
-    try:
-        req = effective_requests(spec)
-    except ValueError:
-        return None
-    return spec.get("nodeName") or None, req
-
-
-def _node_capacity(node: Obj) -> tuple[str, NodeState, Resources | None]:
-    """(name, state, allocatable) of a node; allocatable None when it does not parse."""
-    name = _meta(node).get("name", "")
-    try:
-        allocatable: Resources | None = _allocatable(node, name)
-    except ValueError:
-        allocatable = None
-    return name, node_state(node), allocatable
-
-
-def _allocatable(node: Obj, name: str) -> Resources:
-    return resource_list((node.get("status") or {}).get("allocatable"), where=f"node {name}")
-
-
-class FitMemo:
-    """Parsed pods and nodes (and the last packing answer) reused across the fit estimates of
-    one source; see :mod:`providers.kubernetes.memo`."""
-
-    def __init__(self) -> None:
-        self.pods = ObjectMemo(_pod_usage)
-        self.nodes = ObjectMemo(_node_capacity)
-        self.packing: tuple[Any, Any] | None = None
-
-    def age(self) -> None:
-        self.pods.age()
-        self.nodes.age()
-
-
-def _versions(objs: Iterable[Obj]) -> tuple[tuple[Any, Any], ...] | None:
-    """Every object's (uid, resourceVersion), or None when one lacks them."""
-    out = []
-    for obj in objs:
-        meta = _meta(obj)
-        uid, version = meta.get("uid"), meta.get("resourceVersion")
-        if not uid or version is None:
-            return None
-        out.append((uid, version))
-    return tuple(out)
-
-
-def fit_estimate(
-    source: ObjectSource,
-    target: ScaleSetTarget,
-    runner_requests: Mapping[str, Decimal],
-    workflow_requests: Mapping[str, Decimal],
-    *,
-    tolerations: Sequence[Mapping[str, Any]] = (),
-    limit: int = UNBOUNDED_PAIRS,
-    runner_selector: Mapping[str, str] | None = None,
-    workflow_selector: Mapping[str, str] | None = None,
-    memo: FitMemo | None = None,
-) -> FitEstimate | None:
-    """Ray-style estimate of how many new (runner, workflow) pairs could schedule now.
-
-    1. Free allocatable per usable node (schedulable, Ready, no untolerated blocking taint):
-       allocatable minus the requests of the pods bound to it; new pairs are first-fit packed
-       into it, each half independently (the two halves need not share a node).
-    2. NodePool headroom: ``spec.limits - status.resources`` summed over NodePools, minus the
-       requests of pods still waiting for a node (Karpenter provisions for them first);
-       a resource no NodePool limits is unbounded. Pairs from headroom = the tightest
-       resource's quotient.
-    3. Result = pairs on existing nodes + pairs from headroom, capped at ``limit``; plus the
-       launch group size (:func:`providers.kubernetes.packing.pairs_per_node`).
-
-    None when there are no NodePools (no Karpenter: no bound). With selectors given, only
-    NodePools whose nodes carry a half's nodeSelector labels count for that headroom; without,
-    every NodePool is assumed able to host the pair (over-estimates: safe, the scheduler stays
-    the judge; this only bounds attempts).
-    """
-    del target
-    all_pools = list(_safe_list(source, "NodePool"))
-    if not all_pools:
-        return None
-    selectors = [s for s in (runner_selector, workflow_selector) if s is not None]
-    pools = [p for p in all_pools if not selectors or any(pool_hosts(p, s) for s in selectors)]
-    # 1. free allocatable on usable nodes.
-    pod_usage = _pod_usage if memo is None else memo.pods
-    node_capacity = _node_capacity if memo is None else memo.nodes
-    nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
-    used: dict[str, Resources] = {}
-    pending: Resources = {}
-    for pod in source.list("Pod"):
-        usage = pod_usage(pod)
-        if usage is None:
-            continue
-        node_name, req = usage
-        if node_name:
-            add_into(used.setdefault(node_name, {}), req)
-        else:
-            add_into(pending, req)
-    free_per_node: list[Resources] = []
-    for node in nodes.values():
-        name, state, allocatable = node_capacity(node)
-        if state.blocks(tolerations):
-            continue
-        # A usable node whose allocatable does not parse: the parse error is the answer.
-        free = dict(allocatable) if allocatable is not None else _allocatable(node, name)
-        for r, v in used.get(name, {}).items():
-            free[r] = free.get(r, Decimal(0)) - v
-        free_per_node.append(free)
-    on_nodes = 0
-    while on_nodes < limit:
-        placed = []
-        for need in (runner_requests, workflow_requests):
-            host = next((f for f in free_per_node if _pair_fits(f, need)), None)
-            if host is None:
-                break
-            _take(host, need)
-            placed.append((host, need))
-        if len(placed) < 2:
-            for host, need in placed:  # undo a half-placed pair
-                for r, v in need.items():
-                    host[r] += v
-            break
-        on_nodes += 1
-    # 2. NodePool headroom.
-    headroom: Resources = {}
-    unlimited: set[str] = set()
-    for pool in pools:
-        limits = (pool.get("spec") or {}).get("limits") or {}
-        used_by_pool = (pool.get("status") or {}).get("resources") or {}
-        pool_name = _meta(pool).get("name", "?")
-        for r in set(runner_requests) | set(workflow_requests):
-            if r not in limits:
-                unlimited.add(r)
-                continue
-            left = quantity(limits[r], where=f"nodepool {pool_name} spec.limits.{r}") - quantity(
-                used_by_pool.get(r, 0), where=f"nodepool {pool_name} status.resources.{r}"
-            )
-            headroom[r] = headroom.get(r, Decimal(0)) + max(left, Decimal(0))
-    pair = dict(runner_requests)
-    add_into(pair, workflow_requests)
-    from_pools = limit
-    for r, amount in pair.items():
-        if amount <= 0 or r in unlimited:
-            continue
-        left = headroom.get(r, Decimal(0)) - pending.get(r, Decimal(0))
-        from_pools = min(from_pools, max(0, int(left // amount)))
-    total = min(limit, on_nodes + from_pools)
-    same_node = runner_selector == workflow_selector
-    packing_args = (
-        pools,
-        runner_requests if same_node else {},
-        workflow_requests,
-        workflow_selector or {},
-    )
-    versions = None if memo is None else _versions(pools)
-    if memo is None or versions is None:
-        packing = pairs_per_node(*packing_args)
-    else:
-        key = (versions, *(tuple(sorted(a.items())) for a in packing_args[1:]))
-        if memo.packing is None or memo.packing[0] != key:
-            memo.packing = (key, pairs_per_node(*packing_args))
-        packing = memo.packing[1]
-    if memo is not None:
-        memo.age()
-    detail = (
-        f"{on_nodes} on existing nodes + {from_pools} within NodePool limits; "
-        f"{packing.pairs_per_node} per {packing.instance_type or 'node'}"
-    )
-    return FitEstimate(
-        new_pairs=total,
-        detail=detail,
-        on_existing_nodes=min(on_nodes, total),
-        pairs_per_node=packing.pairs_per_node,
-        pairs_per_large_node=packing.pairs_per_large_node,
-    )

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
+from providers.kubernetes.fit import FitMemo, fit_estimate
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.packing import PlacementBounds, launch_facts
 from providers.kubernetes.translate import (
-    FitMemo,
     ScaleSetTarget,
     SnapshotMemo,
     build_snapshot,
-    fit_estimate,
 )
 from providers.simulated.store import ObjectStore
 from reconciler.snapshot import Demand

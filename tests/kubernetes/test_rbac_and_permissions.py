@@ -196,6 +196,8 @@ def test_connection_refused_is_reported_as_such_not_as_missing_rbac(tmp_path: Pa
     config.retries = 0
     with (
         client.ApiClient(config) as api,
-        pytest.raises(CannotCheck, match=r"cannot reach the Kubernetes API at http://127\.0\.0\.1:9"),
+        pytest.raises(
+            CannotCheck, match=r"cannot reach the Kubernetes API at http://127\.0\.0\.1:9"
+        ),
     ):
         missing_permissions(api, NEEDED[:1], timeout=2)

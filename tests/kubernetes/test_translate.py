@@ -6,11 +6,11 @@ from decimal import Decimal
 
 import pytest
 
+from providers.kubernetes.fit import fit_estimate
 from providers.kubernetes.translate import (
     ScaleSetTarget,
     build_snapshot,
     capacity_signals_from,
-    fit_estimate,
     node_blocked_for,
     tolerates,
 )
