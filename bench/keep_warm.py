@@ -2,14 +2,15 @@
 
 Runs a scenario (default ``ice-failover``) under stock ARC and the static warm pool once, and
 under the capacity-aware listener once per variant of the keep-warm dials: Karpenter's
-``do-not-disrupt`` on workflow placeholders (on/off), the survivor window, and the warm pool
-size. Prints per run: node launches (and the ratio to stock ARC), node-hours, machine dollars,
+``do-not-disrupt`` on workflow placeholders (off, ``true``, or a duration after which the
+protection ends), the survivor window, and the warm pool size. Prints per run: node launches (and the ratio to stock ARC), node-hours, machine dollars,
 idle reserved CPU/GPU-hours, failed/stuck jobs and fair queue-to-start p95/p99 (a failed or
 never-started job is infinitely late: ``never``); machines are billed from the launch
 request. Runs in parallel over the machine's cores; deterministic per seed. Nothing is written
 unless ``--json``.
 
-Run: ``.venv/bin/python bench/keep_warm.py [--scenario ice-failover] [--seed N] [--jobs 2]``
+Run: ``.venv/bin/python bench/keep_warm.py [--scenario ice-failover] [--seed N] [--jobs 2]
+[--only 30m,1h]``
 """
 
 from __future__ import annotations
@@ -51,6 +52,16 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
         {"doNotDisrupt": True, "survivorWindow": 30},
     ),
     (
+        "do-not-disrupt 30m, survivor 60s",
+        "capacity-aware",
+        {"doNotDisrupt": 1800.0, "survivorWindow": 60},
+    ),
+    (
+        "do-not-disrupt 1h, survivor 60s",
+        "capacity-aware",
+        {"doNotDisrupt": 3600.0, "survivorWindow": 60},
+    ),
+    (
         "do-not-disrupt, survivor 60s, 4 warm",
         "capacity-aware",
         {"doNotDisrupt": True, "survivorWindow": 60, "proactiveCapacity": 4},
@@ -82,11 +93,20 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--jobs", type=int, default=2, help="parallel processes")
     parser.add_argument("--json", type=Path, help="also write every run's results here")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated substrings: run stock ARC plus the variants whose label has one",
+    )
     args = parser.parse_args()
+    wanted = [w for w in args.only.split(",") if w]
+    variants = [
+        v for i, v in enumerate(VARIANTS) if i == 0 or not wanted or any(w in v[0] for w in wanted)
+    ]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [
             pool.submit(run, args.scenario, args.seed, label, strategy, overrides)
-            for label, strategy, overrides in VARIANTS
+            for label, strategy, overrides in variants
         ]
         rows = [f.result() for f in futures]
     stock = rows[0]["nodes_launched"] or 1

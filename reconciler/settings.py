@@ -52,6 +52,24 @@ def _duration_seconds(value: Any) -> Any:
 Seconds = Annotated[float, BeforeValidator(_duration_seconds)]
 
 
+def _do_not_disrupt(value: Any) -> Any:
+    """``true``/``false``, or a duration of at least 1 s (seconds: see ``doNotDisrupt``)."""
+    if isinstance(value, bool):
+        return value
+    try:
+        seconds = _duration_seconds(value)
+    except ValueError:
+        seconds = None
+    if not isinstance(seconds, int | float) or seconds < 1:
+        raise ValueError(
+            f"doNotDisrupt is true, false or a duration of at least 1s like '30m' (got {value!r})"
+        )
+    return float(seconds)
+
+
+DoNotDisrupt = Annotated[bool | float, BeforeValidator(_do_not_disrupt)]
+
+
 def duration_seconds(value: str | float) -> float:
     """The settings' duration rule for command lines (``"60s"``, ``"2m"``, ``90``)."""
     return float(_duration_seconds(value))
@@ -268,10 +286,12 @@ class CapacityAwareSettings(_Model):
     #: Pairs requested together so one Karpenter batch fills one node; None = estimate it from
     #: the NodePool's instance types (1 when they are unknown).
     launch_group_size: StrictInt | None = Field(default=None, ge=1, le=1_000)
-    #: Put ``karpenter.sh/do-not-disrupt: "true"`` on workflow placeholders (opt-in per scale
-    #: set, so per NodePool): Karpenter then does not consolidate nodes that hold warm pairs,
-    #: which otherwise evicts them, makes us recreate them and launches a new node.
-    do_not_disrupt: StrictBool = False
+    #: Put ``karpenter.sh/do-not-disrupt`` on workflow placeholders (opt-in per scale set, so per
+    #: NodePool): ``true`` = Karpenter does not consolidate nodes that hold warm pairs, which
+    #: otherwise evicts them, makes us recreate them and launches a new node; a duration
+    #: (``30m``) = the same protection, ending that long after the placeholder started (recent
+    #: Karpenter; older versions ignore a duration), so an idle warm node can still go.
+    do_not_disrupt: DoNotDisrupt = False
     #: Hard ceilings kept as safety valves (the ramp above is the real bound): pairs
     #: REQUESTED/PARTIAL at once...
     max_pairs_in_flight: StrictInt = Field(default=1_000, ge=1, le=10_000)

@@ -40,6 +40,7 @@ from decimal import Decimal
 from typing import Any
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.do_not_disrupt import annotation_value
 from providers.kubernetes.resources import (
     QuantityError,
     Resources,
@@ -243,11 +244,12 @@ class PlaceholderPodBuilder:
             },
             "annotations": {L.ANNOTATION_EXPIRES_AT: format_expiry(spec.expires_at)},
         }
-        if role is Role.WORKFLOW and self.settings.do_not_disrupt:
+        protect = annotation_value(self.settings.do_not_disrupt)
+        if role is Role.WORKFLOW and protect is not None:
             # Karpenter will not consolidate a node running a pod with this annotation, so
             # warm capacity is not evicted, relaunched and paid for twice. Scale-down still
             # frees the node: deleting the pair empties it and emptiness consolidation runs.
-            metadata["annotations"][KARPENTER_DO_NOT_DISRUPT] = "true"
+            metadata["annotations"][KARPENTER_DO_NOT_DISRUPT] = protect
         if self.owner_reference is not None:
             metadata["ownerReferences"] = [dict(self.owner_reference)]
         pod_spec: dict[str, Any] = {

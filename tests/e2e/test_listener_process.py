@@ -184,3 +184,40 @@ def test_listener_process_rides_out_an_ice_window_and_shuts_down_cleanly(
     deleted = [r for r in world.actions.requests_to("delete_session") if r.status == 204]
     assert [r.path.rsplit("/", 1)[-1] for r in deleted] == [session]
     assert placeholder_pods(core, world) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_a_scale_to_zero_listener_with_statistics_only_sees_jobs_through_the_refresh(
+    world: LiveWorld,
+    listener_factory: Callable[[dict[str, Any]], ListenerProcess],
+) -> None:
+    """Regression: with ``proactiveCapacity: 0`` and statistics as the only demand source the
+    listener advertised 0, got no message, so no statistics, and never saw a job. Now it
+    refreshes its session while blind (``demand.statisticsRefresh``) and runs the burst."""
+    spec = world.spec
+    listener = listener_factory(
+        world.capacity_aware(
+            proactiveCapacity=0,
+            hud={},
+            demand={"sources": ["statistics"], "statisticsRefresh": "1s"},
+        )
+    )
+    finished = world.wait_until(
+        lambda w: w.all_jobs_finished() or not listener.running,
+        timeout=spec.ice_end + RECOVERY_BUDGET + 10 - world.elapsed(),
+    )
+    assert listener.running, listener.logs()
+    assert finished, f"jobs not finished: {world.job_counts()}\n{listener.logs()}"
+    assert all(j.state is JobState.SUCCEEDED for j in world.jobs())
+    refreshes = world.actions.requests_to("refresh_session")
+    assert refreshes and all(r.status == 200 for r in refreshes)
+    # Scale to zero: nothing reserved (0 advertised) until the burst was queued.
+    assert {c for t, c in advertised(world) if t < spec.burst_at} == {0}
+    parsed = wait_metrics(
+        listener,
+        lambda p: metric_sum(p, "arc_capacity_statistics_refreshes_total", result="ok") > 0,
+        timeout=10.0,
+    )
+    assert metric_sum(parsed, "arc_capacity_statistics_refreshes_total", result="error") == 0
+    assert listener.terminate(SHUTDOWN_TIMEOUT) == 0

@@ -207,3 +207,18 @@ def test_a_template_without_requests_or_containers_is_refused_with_advice():
         PlaceholderPodBuilder(
             parse_capacity_aware({}, where="t"), ers, instance="abcde", namespace=o.NS, owner=None
         )
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [(False, None), (True, "true"), ("30m", "1800s"), ("90s", "90s"), (7200, "7200s")],
+)
+def test_do_not_disrupt_goes_on_the_workflow_placeholder_only_as_true_or_a_duration(
+    setting: object, expected: str | None
+) -> None:
+    runner, workflow = builder(o.runner_template(), settings={"doNotDisrupt": setting}).build(
+        pair()
+    )
+    key = "karpenter.sh/do-not-disrupt"
+    assert key not in runner["metadata"]["annotations"]
+    assert workflow["metadata"]["annotations"].get(key) == expected

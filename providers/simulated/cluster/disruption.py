@@ -7,7 +7,8 @@ Every ``timings.disruption_poll`` seconds (10 s):
 2. Candidates: Initialized Karpenter nodes not being deleted nor nominated for a pending
    pod, whose pool has a ``consolidateAfter`` (not Never) that has elapsed since the node's
    last pod event (a pod bound to or left it), without ``karpenter.sh/do-not-disrupt=true`` on
-   the node or on any of its pods that have not ended.
+   the node, nor an active one on any of its pods that have not ended (``"true"``, or a
+   duration not yet elapsed since the pod started: providers/kubernetes/do_not_disrupt.py).
 3. Emptiness (both policies): candidates with no reschedulable pod (ended, terminating and
    DaemonSet pods do not count), as many per pool as its disruption budget allows
    (``nodes: 10%`` of the pool's nodes, rounded up, minus nodes already being disrupted).
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from providers.kubernetes.do_not_disrupt import is_active, parse_go_duration
 from providers.kubernetes.labels import ANNOTATION_DO_NOT_DISRUPT, TAINT_KARPENTER_DISRUPTED
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.lifecycle import ClaimLifecycle
@@ -131,7 +133,11 @@ class Disruption(Observer):
             annotations = node.obj["metadata"].get("annotations") or {}
             if annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true":
                 continue
-            if any(p.do_not_disrupt and not p.terminal for p in node.pods.values()):
+            until = _protected_until(node, now)
+            if until > now:
+                # A duration ends by itself: look again then even if nothing else moved.
+                if until != float("inf"):
+                    self._next_eligible = min(self._next_eligible, until)
                 continue
             out.append((node, pool))
         return out
@@ -280,3 +286,17 @@ class _Simulation:
             return False
         moving.sort(key=_size)
         return all(self._place(p, others, free) is not None for p in moving)
+
+
+def _protected_until(node: NodeInfo, now: float) -> float:
+    """When the last ``karpenter.sh/do-not-disrupt`` protection of the node's live pods ends:
+    ``now`` or earlier = unprotected, ``inf`` = a ``"true"`` (or a pod not started yet)."""
+    until = now
+    for pod in node.pods.values():
+        if pod.terminal or not is_active(pod.do_not_disrupt, pod.bound_at, now):
+            continue
+        duration = parse_go_duration(pod.do_not_disrupt or "")
+        if duration is None or pod.bound_at is None:
+            return float("inf")
+        until = max(until, pod.bound_at + duration)
+    return until

@@ -69,7 +69,9 @@ class PodInfo:
     category: str
     grace: float
     active_deadline: float | None
-    do_not_disrupt: bool
+    #: The raw ``karpenter.sh/do-not-disrupt`` value (None: absent); see
+    #: providers/kubernetes/do_not_disrupt.py for how Karpenter reads it.
+    do_not_disrupt: str | None
     daemon: bool  # owned by an apps/v1 DaemonSet
     mirror: bool  # a static pod's mirror, owned by its v1 Node
     ours: bool  # scheduled by default-scheduler
@@ -386,7 +388,7 @@ class ClusterState:
             category=self.categorize(obj),
             grace=float(spec.get("terminationGracePeriodSeconds", 30)),
             active_deadline=float(deadline) if deadline is not None else None,
-            do_not_disrupt=annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true",
+            do_not_disrupt=annotations.get(ANNOTATION_DO_NOT_DISRUPT),
             daemon=is_daemon(meta),
             mirror=is_mirror(meta),
             gated=scheduling_gated(spec),

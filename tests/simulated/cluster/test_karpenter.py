@@ -366,3 +366,39 @@ def test_the_default_spec_serves_gpu_workflows_from_the_gpu_pool() -> None:
     by_pool = {e["nodepool"]: e["instance_type"] for e in claims(w)}
     assert by_pool == {"gpu": "g5.xlarge", "default": "m5.large"}
     assert w.phase("workflow") == "Running" and w.phase("runner") == "Running"
+
+
+@pytest.mark.parametrize(
+    ("value", "consolidated"),
+    [("10m", False), ("2m", True), ("0s", True), ("forever", True), ("false", True)],
+)
+def test_a_do_not_disrupt_duration_protects_until_it_elapses_from_the_pod_start(
+    value: str, consolidated: bool
+) -> None:
+    """Karpenter's IsDoNotDisruptActive: a positive Go duration protects while the pod is
+    younger than it; an invalid or non-positive value protects nothing."""
+    w = mixed_world(consolidate_after=60.0)
+    w.create(pod("filler", cpu="3500m", priority=20))
+    w.create(pod("mover", cpu=1, annotations={"karpenter.sh/do-not-disrupt": value}))
+    w.run(100)
+    node = w.node_of("mover")
+    assert node is not None and node != "sys-0"
+    w.cluster.finish_pod(NS, "filler")  # now "mover" would fit on sys-0
+    w.run(400)  # t = 500: the mover started about 8 minutes ago
+    assert (node not in w.nodes()) is consolidated
+
+
+def test_a_do_not_disrupt_duration_ends_one_poll_after_it_elapses() -> None:
+    """Boundary: the protection ends at start + duration, not at the next unrelated event."""
+    w = mixed_world(consolidate_after=60.0)
+    w.create(pod("filler", cpu="3500m", priority=20))
+    w.create(pod("mover", cpu=1, annotations={"karpenter.sh/do-not-disrupt": "5m"}))
+    w.run(100)
+    node = w.node_of("mover")
+    info = w.cluster.state.pod(NS, "mover")
+    assert info is not None and info.bound_at is not None
+    w.cluster.finish_pod(NS, "filler")
+    w.run(info.bound_at + 300 - 1 - w.loop.now())  # one second before it ends
+    assert node in w.nodes() and w.events("node_disrupted") == []
+    w.run(120)  # next disruption polls (10 s) + validation (15 s) + eviction
+    assert w.events("node_disrupted")[0]["reason"] == "underutilized"
