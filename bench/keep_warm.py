@@ -3,11 +3,11 @@
 Runs a scenario (default ``ice-failover``) under stock ARC and the static warm pool once, and
 under the capacity-aware listener once per variant of the keep-warm dials: Karpenter's
 ``do-not-disrupt`` on workflow placeholders (off, ``true``, or a duration after which the
-protection ends), the survivor window, and the warm pool size. Prints per run: node launches (and the ratio to stock ARC), node-hours, machine dollars,
-idle reserved CPU/GPU-hours, failed/stuck jobs and fair queue-to-start p95/p99 (a failed or
-never-started job is infinitely late: ``never``); machines are billed from the launch
-request. Runs in parallel over the machine's cores; deterministic per seed. Nothing is written
-unless ``--json``.
+protection ends), the survivor window, and the warm pool size. Prints per run: node launches
+(and the ratio to stock ARC), node-hours, machine dollars, idle reserved CPU/GPU-hours,
+failed/stuck jobs and fair queue-to-start p95/p99 (a failed or never-started job is infinitely
+late: ``never``); machines are billed from the launch request. Runs in parallel over the
+machine's cores; deterministic per seed. Nothing is written unless ``--json``.
 
 Run: ``.venv/bin/python bench/keep_warm.py [--scenario ice-failover] [--seed N] [--jobs 2]
 [--only 30m,1h]``
