@@ -227,8 +227,9 @@ class InvariantObserver:
         handled = self._messages.handled
         handled[message_id] = handled.get(message_id, 0) + 1
         if handled[message_id] == 2:
-            self._violate(Invariant.MESSAGES_EXACTLY_ONCE, at,
-                          f"message {message_id} handled twice")
+            self._violate(
+                Invariant.MESSAGES_EXACTLY_ONCE, at, f"message {message_id} handled twice"
+            )
 
     def memory(self, at: float, size: int) -> None:
         self._memory.append((at, size))
@@ -244,13 +245,17 @@ class InvariantObserver:
         for ph in self._placeholders.values():
             if ph.expires_at is not None and at > ph.expires_at + grace:
                 self._violate_once(
-                    Invariant.PLACEHOLDER_TTL, at, ph.name,
+                    Invariant.PLACEHOLDER_TTL,
+                    at,
+                    ph.name,
                     f"placeholder {ph.name} alive {at - ph.expires_at:.0f}s past its lease",
                 )
         if self._gone_at is not None and at > self._gone_at + grace and self._placeholders:
             names = sorted(p.name for p in self._placeholders.values())
             self._violate_once(
-                Invariant.NO_LEFTOVER_PLACEHOLDERS, at, self._gone_what,
+                Invariant.NO_LEFTOVER_PLACEHOLDERS,
+                at,
+                self._gone_what,
                 f"{len(names)} placeholder(s) left {at - self._gone_at:.0f}s after "
                 f"{self._gone_what}: {', '.join(names[:3])}",
             )
@@ -264,7 +269,8 @@ class InvariantObserver:
         if at - since >= self.max_runners_grace:
             # Once per (maxRunners change, advertised value): a lasting excess is one problem.
             self._violate_once(
-                Invariant.CAPACITY_WITHIN_MAX_RUNNERS, at,
+                Invariant.CAPACITY_WITHIN_MAX_RUNNERS,
+                at,
                 f"{since}:{self._advertised}:{self._max_runners}",
                 f"advertised {self._advertised} > live maxRunners {self._max_runners} "
                 f"({at - since:.0f}s after it changed)",
@@ -284,7 +290,8 @@ class InvariantObserver:
         self.longest_excess = max(self.longest_excess, lasted)
         if lasted > self.interval:
             self._violate(
-                Invariant.CAPACITY_RESERVABLE, at,
+                Invariant.CAPACITY_RESERVABLE,
+                at,
                 f"advertised {self._advertised}, only {self._advertised - excess} reservable, "
                 f"for {lasted:.0f}s (> interval {self.interval:g}s)",
             )
@@ -297,8 +304,11 @@ class InvariantObserver:
         messages = self._messages
         lost = sorted(set(messages.delivered) - set(messages.handled))
         if lost:
-            self._violate(Invariant.MESSAGES_EXACTLY_ONCE, at,
-                          f"{len(lost)} delivered message(s) never handled: {lost[:5]}")
+            self._violate(
+                Invariant.MESSAGES_EXACTLY_ONCE,
+                at,
+                f"{len(lost)} delivered message(s) never handled: {lost[:5]}",
+            )
         self._check_memory(at)
         return Report(
             violations=list(self.violations),
@@ -321,7 +331,8 @@ class InvariantObserver:
         allowed = early * (1 + self.memory_tolerance) + self.memory_floor
         if late > allowed:
             self._violate(
-                Invariant.MEMORY_BOUNDED, at,
+                Invariant.MEMORY_BOUNDED,
+                at,
                 f"footprint grew from {early} to {late} (allowed up to {allowed:.0f})",
             )
 
@@ -337,8 +348,9 @@ class InvariantObserver:
             self.violations.append(Violation(invariant, at - self.start, detail))
 
 
-def observe_world(world: Any, *, tick: float = 10.0, max_runners_grace: float | None = None
-                  ) -> dict[str, InvariantObserver]:
+def observe_world(
+    world: Any, *, tick: float = 10.0, max_runners_grace: float | None = None
+) -> dict[str, InvariantObserver]:
     """One observer per capacity-aware scale set of a ``World`` (before it runs).
 
     Advertised capacity comes from the Actions service's capacity observers (the value the

@@ -44,25 +44,49 @@ from providers.simulated.faults import Fault, FaultKind, FaultPlan
 log = logging.getLogger(__name__)
 
 #: Kinds this proxy applies (everything else in a plan is ignored here).
-KINDS = frozenset({
-    FaultKind.K8S_5XX, FaultKind.K8S_429, FaultKind.K8S_TIMEOUT, FaultKind.K8S_SLOW,
-    FaultKind.K8S_WATCH_DROP, FaultKind.K8S_GONE,
-})
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length",
-                         "proxy-connection", "te", "trailer", "upgrade"})
+KINDS = frozenset(
+    {
+        FaultKind.K8S_5XX,
+        FaultKind.K8S_429,
+        FaultKind.K8S_TIMEOUT,
+        FaultKind.K8S_SLOW,
+        FaultKind.K8S_WATCH_DROP,
+        FaultKind.K8S_GONE,
+    }
+)
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "content-length",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+    }
+)
 MAX_BODY = 8 * 1024 * 1024
 
 
 def status_body(code: int, reason: str, message: str) -> bytes:
-    return json.dumps({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": message, "reason": reason, "code": code,
-    }).encode()
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
+    ).encode()
 
 
 class K8sFaultProxy:
-    def __init__(self, upstream: str, *, seed: int = 0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, upstream: str, *, seed: int = 0, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or not parts.hostname or parts.port is None:
             raise ValueError(f"upstream must be http://host:port, got {upstream!r}")
@@ -89,9 +113,12 @@ class K8sFaultProxy:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def start(self) -> K8sFaultProxy:
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True,
-                                        name="k8s-fault-proxy")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name="k8s-fault-proxy",
+        )
         self._thread.start()
         return self
 
@@ -139,10 +166,12 @@ class K8sFaultProxy:
             plan, start = self._plan, self._plan_start
         if plan is not None:
             elapsed = self._monotonic() - start
-            faults += [f for f in plan.faults
-                       if f.kind in KINDS and not f.instant and f.active_at(elapsed)]
-            faults += [f for f in plan.faults
-                       if f.kind is FaultKind.K8S_GONE and elapsed >= f.start]
+            faults += [
+                f for f in plan.faults if f.kind in KINDS and not f.instant and f.active_at(elapsed)
+            ]
+            faults += [
+                f for f in plan.faults if f.kind is FaultKind.K8S_GONE and elapsed >= f.start
+            ]
         return faults
 
     def drop_streams(self) -> int:
@@ -172,8 +201,9 @@ class K8sFaultProxy:
     def wait_injected(self, count: int, timeout: float) -> bool:
         """Block until at least ``count`` answers were injected (any kind); False on timeout."""
         with self._cleared:
-            return self._cleared.wait_for(lambda: sum(self.injected.values()) >= count,
-                                          timeout=timeout)
+            return self._cleared.wait_for(
+                lambda: sum(self.injected.values()) >= count, timeout=timeout
+            )
 
     def _hold(self, seconds: float, fault: Fault) -> None:
         """Wait ``seconds``, or less if the fault is cleared or the proxy stops."""
@@ -267,8 +297,11 @@ class _Handler(BaseHTTPRequestHandler):
                 proxy._count(kind)
                 after = fault.params.retry_after
                 retry = f"{after if after is not None else 1:g}"
-                self._send(429, status_body(429, "TooManyRequests", "injected throttling"),
-                           {"Retry-After": retry})
+                self._send(
+                    429,
+                    status_body(429, "TooManyRequests", "injected throttling"),
+                    {"Retry-After": retry},
+                )
                 return
             if kind is FaultKind.K8S_TIMEOUT and proxy._hit(fault):
                 proxy._count(kind)
@@ -280,8 +313,10 @@ class _Handler(BaseHTTPRequestHandler):
             if kind is FaultKind.K8S_SLOW:
                 proxy._count(kind)
                 proxy._hold(fault.params.delay or 1.0, fault)
-            if kind is FaultKind.K8S_GONE and is_watch and query.get("resourceVersion") not in (
-                None, "", "0"
+            if (
+                kind is FaultKind.K8S_GONE
+                and is_watch
+                and query.get("resourceVersion") not in (None, "", "0")
             ):
                 proxy._count(kind)
                 self._gone()
@@ -289,8 +324,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._forward(method, body, is_watch)
 
     def _gone(self) -> None:
-        event = {"type": "ERROR", "object": json.loads(status_body(
-            410, "Expired", "too old resource version (injected)"))}
+        event = {
+            "type": "ERROR",
+            "object": json.loads(
+                status_body(410, "Expired", "too old resource version (injected)")
+            ),
+        }
         line = json.dumps(event).encode() + b"\n"
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -301,8 +340,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _forward(self, method: str, body: bytes, is_watch: bool) -> None:
         proxy = self.proxy
-        conn = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port,
-                                          timeout=None if is_watch else 60)
+        conn = http.client.HTTPConnection(
+            proxy.upstream_host, proxy.upstream_port, timeout=None if is_watch else 60
+        )
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         try:
             conn.request(method, self.path, body=body or None, headers=headers)
@@ -337,8 +377,7 @@ class _Handler(BaseHTTPRequestHandler):
         started = proxy._monotonic()
         try:
             while True:
-                drop = next((f for f in proxy.active() if f.kind is FaultKind.K8S_WATCH_DROP),
-                            None)
+                drop = next((f for f in proxy.active() if f.kind is FaultKind.K8S_WATCH_DROP), None)
                 if drop is not None and proxy._monotonic() - started >= (drop.params.every or 1.0):
                     proxy._count(FaultKind.K8S_WATCH_DROP)
                     raise ConnectionAbortedError("watch dropped (injected)")

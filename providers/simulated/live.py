@@ -156,8 +156,12 @@ def cluster_spec(spec: LiveSpec) -> ClusterSpec:
         ),
         # ice_ttl short: the window itself, not Karpenter's 3-minute cache, ends the shortage.
         timings=Timings(
-            scheduler_retry=1.0, batch_idle=0.5, batch_max=2.0, ice_ttl=2.0,
-            disruption_poll=10.0, consolidation_validation=5.0,
+            scheduler_retry=1.0,
+            batch_idle=0.5,
+            batch_max=2.0,
+            ice_ttl=2.0,
+            disruption_poll=10.0,
+            consolidation_validation=5.0,
         ),
     )
 
@@ -233,15 +237,23 @@ class LiveWorld:
         self.log = EventLog("live", loop.now, loop.start)
         self.store = store = ObjectStore(loop.now, history=WATCH_HISTORY)
         self.router = PodRouter(store, self.log, "live")
-        self.cluster = Cluster(loop, store, cluster_spec(spec),
-                               rng=random.Random(f"{spec.seed}/cluster"), log=self.log)
+        self.cluster = Cluster(
+            loop, store, cluster_spec(spec), rng=random.Random(f"{spec.seed}/cluster"), log=self.log
+        )
         self.cluster.start()
         self.service = ActionsService(loop, self.log)
         self.scale_set = self.service.add_scale_set(spec.scale_set, spec.labels, cluster="live")
         self.arc = ArcScaleSet(
-            loop=loop, store=store, router=self.router, cluster=self.cluster,
-            service=self.service, scale_set=self.scale_set, spec=self._scale_set_spec(),
-            timings=ARC_TIMINGS, rng=random.Random(f"{spec.seed}/arc"), log=self.log,
+            loop=loop,
+            store=store,
+            router=self.router,
+            cluster=self.cluster,
+            service=self.service,
+            scale_set=self.scale_set,
+            spec=self._scale_set_spec(),
+            timings=ARC_TIMINGS,
+            rng=random.Random(f"{spec.seed}/arc"),
+            log=self.log,
         )
         self.arc.install()
         self.jobs_planned = self._plan_jobs()
@@ -297,16 +309,21 @@ class LiveWorld:
         spec = self.spec
         d = spec.job_duration
         return burst(
-            random.Random(f"{spec.seed}/jobs"), at=spec.burst_at, count=spec.burst_count,
-            over=spec.burst_over, labels=spec.labels,
+            random.Random(f"{spec.seed}/jobs"),
+            at=spec.burst_at,
+            count=spec.burst_count,
+            over=spec.burst_over,
+            labels=spec.labels,
             duration=DurationDist(median=d, sigma=0.0, low=d, high=d),
-            name="e2e", repository="acme/app",
+            name="e2e",
+            repository="acme/app",
         )
 
     def _lose_pool_nodes(self) -> None:
         """Runs on the loop at ``ice_start``: every node of the pool is reclaimed."""
         names = [
-            n["metadata"]["name"] for n in self.store.list("Node")
+            n["metadata"]["name"]
+            for n in self.store.list("Node")
             if (n["metadata"].get("labels") or {}).get(L.LABEL_NODEPOOL) == POOL
         ]
         for name in names:
@@ -316,8 +333,9 @@ class LiveWorld:
 
     def _hud_rows(self) -> Rows:
         with self.store.lock:
-            return rows_for([(label, self.service.queued_for([label]))
-                             for label in self.spec.labels])
+            return rows_for(
+                [(label, self.service.queued_for([label])) for label in self.spec.labels]
+            )
 
     # --- clocks ----------------------------------------------------------------------------
 
@@ -345,8 +363,15 @@ class LiveWorld:
 
         with self.store.lock:
             return [
-                JobView(j.request_id, j.state, j.queued_at - start, rel(j.assigned_at),
-                        rel(j.started_at), rel(j.finished_at), j.reason)
+                JobView(
+                    j.request_id,
+                    j.state,
+                    j.queued_at - start,
+                    rel(j.assigned_at),
+                    rel(j.started_at),
+                    rel(j.finished_at),
+                    j.reason,
+                )
                 for j in self.service.jobs
             ]
 
@@ -365,7 +390,8 @@ class LiveWorld:
     def placeholder_pods(self) -> list[str]:
         with self.store.lock:
             return sorted(
-                p["metadata"]["name"] for p in self.store.list("Pod", self.spec.namespace)
+                p["metadata"]["name"]
+                for p in self.store.list("Pod", self.spec.namespace)
                 if (p["metadata"].get("labels") or {}).get(L.LABEL_SCALE_SET)
             )
 
@@ -406,8 +432,11 @@ class LiveWorld:
             "contexts": [
                 {
                     "name": "live",
-                    "context": {"cluster": "live", "user": "live",
-                                "namespace": self.spec.namespace},
+                    "context": {
+                        "cluster": "live",
+                        "user": "live",
+                        "namespace": self.spec.namespace,
+                    },
                 }
             ],
             "current-context": "live",
@@ -494,27 +523,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Serve a real-time simulated world (Kubernetes API, Actions service, HUD) "
         "on 127.0.0.1 for the real listener and kubectl; Ctrl-C stops it.",
     )
-    parser.add_argument("--dir", type=Path, default=None,
-                        help="where to write the kubeconfig and configs (default: a temp dir)")
-    parser.add_argument("--metrics-addr", default="127.0.0.1:8080",
-                        help="metrics_addr written into the listener config")
-    parser.add_argument("--ice-start", type=float, default=90.0,
-                        help="seconds after start when the ICE window (and node loss) begins")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="where to write the kubeconfig and configs (default: a temp dir)",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        default="127.0.0.1:8080",
+        help="metrics_addr written into the listener config",
+    )
+    parser.add_argument(
+        "--ice-start",
+        type=float,
+        default=90.0,
+        help="seconds after start when the ICE window (and node loss) begins",
+    )
     parser.add_argument("--ice-duration", type=float, default=30.0)
-    parser.add_argument("--keep-nodes", action="store_true",
-                        help="do not lose the pool's nodes when the ICE window begins")
+    parser.add_argument(
+        "--keep-nodes",
+        action="store_true",
+        help="do not lose the pool's nodes when the ICE window begins",
+    )
     parser.add_argument("--burst-at", type=float, default=95.0)
     parser.add_argument("--jobs", type=int, default=6, help="jobs in the burst")
     parser.add_argument("--job-duration", type=float, default=10.0)
     parser.add_argument("--max-runners", type=int, default=6)
     parser.add_argument("--status-every", type=float, default=5.0)
-    parser.add_argument("--event-log", type=Path, default=None,
-                        help="write the world's JSON-lines event log here on exit")
+    parser.add_argument(
+        "--event-log",
+        type=Path,
+        default=None,
+        help="write the world's JSON-lines event log here on exit",
+    )
     args = parser.parse_args(argv)
     spec = LiveSpec(
-        ice_start=args.ice_start, ice_end=args.ice_start + args.ice_duration,
-        lose_nodes_at_ice_start=not args.keep_nodes, burst_at=args.burst_at,
-        burst_count=args.jobs, job_duration=args.job_duration, max_runners=args.max_runners,
+        ice_start=args.ice_start,
+        ice_end=args.ice_start + args.ice_duration,
+        lose_nodes_at_ice_start=not args.keep_nodes,
+        burst_at=args.burst_at,
+        burst_count=args.jobs,
+        job_duration=args.job_duration,
+        max_runners=args.max_runners,
         burst_over=min(10.0, args.jobs * 1.0),
     )
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from providers.kubernetes.checks import Finding, Severity, run_startup_checks
-from providers.simulated.strategies import CapacityAware
+from providers.simulated.capacity_aware import CapacityAware
 from providers.simulated.world import World
 
 

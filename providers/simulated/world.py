@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from providers.simulated.capacity_aware import CapacityAware, CapacityAwareDriver
 from providers.simulated.cluster import Cluster
 from providers.simulated.engine import EventLoop
 from providers.simulated.eventlog import EventLog
@@ -38,8 +39,6 @@ from providers.simulated.strategies import (
     OVERPROVISION,
     STRATEGIES,
     Baseline,
-    CapacityAware,
-    CapacityAwareDriver,
     Overprovision,
     ScaleSetContext,
     Strategy,

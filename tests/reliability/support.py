@@ -21,7 +21,7 @@ from providers.simulated.cluster.spec import default_catalog
 from providers.simulated.engine import EventLoop
 from providers.simulated.faults import KillSignal, placeholder_pods
 from providers.simulated.store import Obj, ObjectStore
-from providers.simulated.strategies import StorePlaceholderWriter
+from providers.simulated.store_view import StorePlaceholderWriter
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.settings import CapacityAwareSettings
@@ -36,15 +36,22 @@ def ers_object() -> Obj:
     return {
         "apiVersion": "actions.github.com/v1alpha1",
         "kind": "EphemeralRunnerSet",
-        "metadata": {"name": ERS, "namespace": NS,
-                     "labels": {"actions.github.com/scale-set-name": ERS}},
+        "metadata": {
+            "name": ERS,
+            "namespace": NS,
+            "labels": {"actions.github.com/scale-set-name": ERS},
+        },
         "spec": {
             "replicas": 0,
             "ephemeralRunnerSpec": {
                 "spec": {
-                    "containers": [{"name": "runner", "image": "runner:latest",
-                                    "resources": {"requests": {"cpu": "500m",
-                                                               "memory": "1Gi"}}}],
+                    "containers": [
+                        {
+                            "name": "runner",
+                            "image": "runner:latest",
+                            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                        }
+                    ],
                     "priorityClassName": "arc-runner",
                 }
             },
@@ -132,8 +139,9 @@ class SimCluster:
     demand: Demand = field(default_factory=lambda: Demand(queued_jobs=0))
 
     @classmethod
-    def build(cls, *, seed: int, nodes: int = 6, max_runners: int = 30,
-              **settings: Any) -> SimCluster:
+    def build(
+        cls, *, seed: int, nodes: int = 6, max_runners: int = 30, **settings: Any
+    ) -> SimCluster:
         loop = EventLoop()
         store = ObjectStore(loop.now)
         spec = ClusterSpec(
@@ -155,10 +163,17 @@ class SimCluster:
             "workflowResources": {"cpu": "1", "memory": "2Gi"},
             **settings,
         }
-        target = ScaleSetTarget(ers_name=ERS, runner_namespace=NS, placeholder_namespace=NS,
-                                max_runners=max_runners)
-        return cls(loop, store, cluster, CapacityAwareSettings.model_validate(values), target,
-                   random.Random(f"{seed}/listener"))
+        target = ScaleSetTarget(
+            ers_name=ERS, runner_namespace=NS, placeholder_namespace=NS, max_runners=max_runners
+        )
+        return cls(
+            loop,
+            store,
+            cluster,
+            CapacityAwareSettings.model_validate(values),
+            target,
+            random.Random(f"{seed}/listener"),
+        )
 
     @property
     def interval(self) -> float:
@@ -170,8 +185,9 @@ class SimCluster:
     def start_listener(self) -> ListenerProcess:
         instance = self.new_instance_id()
         ers = self.store.get("EphemeralRunnerSet", NS, ERS)
-        builder = PlaceholderPodBuilder(self.settings, ers, instance=instance, namespace=NS,
-                                        owner=ers)
+        builder = PlaceholderPodBuilder(
+            self.settings, ers, instance=instance, namespace=NS, owner=ers
+        )
         killing = KillingStore(self.store)
         writer = StorePlaceholderWriter(killing, builder)  # type: ignore[arg-type]
         config = self.settings.reconciler_config(ERS)
@@ -179,8 +195,9 @@ class SimCluster:
         reconciler = Reconciler(
             config,
             clock=self.loop,
-            subscribers=[PlaceholderSubscriber(writer, namespace=NS, clock=self.loop,
-                                               config=config)],
+            subscribers=[
+                PlaceholderSubscriber(writer, namespace=NS, clock=self.loop, config=config)
+            ],
             sink=sink,
             instance=instance,
         )
@@ -193,8 +210,9 @@ class SimCluster:
         """The ledger recomputed from the store now: what is really reservable."""
         return compute_ledger(self.snapshot(), 0)
 
-    def step(self, process: ListenerProcess, *, kill_after_writes: int | None = None
-             ) -> StepResult | None:
+    def step(
+        self, process: ListenerProcess, *, kill_after_writes: int | None = None
+    ) -> StepResult | None:
         """One reconcile of ``process``; None (and the process is dead) if it was killed."""
         process.store.arm(kill_after_writes)
         try:

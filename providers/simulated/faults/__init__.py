@@ -37,7 +37,7 @@ Where each kind is applied (see :data:`KIND_INFO` for the one-line meaning of ea
 :class:`FaultScheduler` puts a plan on the world's :class:`EventLoop`; :class:`WorldChaos` wires
 a plan into a :class:`providers.simulated.world.World` running the ``capacity-aware`` strategy.
 ``WorldChaos`` uses the world's public fault surface: :meth:`World.capacity_drivers`, the
-drivers' :class:`providers.simulated.strategies.DriverHooks` (source, step), ``hud_filter`` and
+drivers' :class:`providers.simulated.capacity_aware.DriverHooks` (source, step), ``hud_filter`` and
 ``pause``/``resume``, and their public ``reconciler``/``writer``/``builder``/``instance``.
 """
 

@@ -134,7 +134,7 @@ class WorldChaos:
             except KillSignal:
                 self._died(driver, index, self._armed_by.pop(index, None))
 
-        # The driver's public fault hooks (strategies.DriverHooks, hud_filter): every step
+        # The driver's public fault hooks (capacity_aware.DriverHooks, hud_filter): every step
         # reads the stale-able view, HUD faults rewrite each HUD answer, a crash raises
         # inside a step.
         driver.hooks.source = lambda view, stale=stale: stale
@@ -269,7 +269,7 @@ class WorldChaos:
 
     def _restart(self, driver: Any, index: int) -> None:
         from providers.kubernetes.placeholders import PlaceholderPodBuilder
-        from providers.simulated.strategies import StorePlaceholderWriter
+        from providers.simulated.store_view import StorePlaceholderWriter
         from reconciler.reconciler import Reconciler
         from reconciler.subscribers import PlaceholderSubscriber
 
@@ -315,7 +315,7 @@ class WorldChaos:
         """A second listener pod for the same scale set (a rolling update, a stuck pod): its
         session is refused (409) so it advertises nothing, but its reconciler runs."""
         from providers.kubernetes.placeholders import PlaceholderPodBuilder
-        from providers.simulated.strategies import StorePlaceholderWriter
+        from providers.simulated.store_view import StorePlaceholderWriter
         from reconciler.reconciler import Reconciler
         from reconciler.subscribers import PlaceholderSubscriber
 

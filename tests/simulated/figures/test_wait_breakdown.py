@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from providers.simulated.breakdown import attribute, table
-from providers.simulated.strategies import launch_limit
+from providers.simulated.capacity_aware import launch_limit
 
 
 def ev(t: float, kind: str, **fields: Any) -> dict[str, Any]:

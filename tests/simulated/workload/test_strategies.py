@@ -7,7 +7,7 @@ import pytest
 from providers.kubernetes import labels as L
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.simulated.store import ObjectStore
-from providers.simulated.strategies import StorePlaceholderWriter
+from providers.simulated.store_view import StorePlaceholderWriter
 from providers.simulated.world import World
 from reconciler.ports import PairSpec, PodRef
 from reconciler.settings import CapacityAwareSettings
