@@ -16,6 +16,7 @@ placeholder started, so an idle warm node can be consolidated.
 
 from __future__ import annotations
 
+import math
 import re
 
 #: Go's ``time.ParseDuration`` units (``µs`` in both spellings).
@@ -61,18 +62,26 @@ def annotation_value(setting: bool | float) -> str | None:
     return f"{int(seconds)}s" if seconds.is_integer() else f"{seconds:g}s"
 
 
-def is_active(value: str | None, started_at: float | None, now: float) -> bool:
-    """Karpenter's ``IsDoNotDisruptActive`` (rules in the module docstring)."""
+def protected_until(value: str | None, started_at: float | None) -> float | None:
+    """When the protection ends (rules in the module docstring): None = no protection at all,
+    ``inf`` = until the pod ends (``"true"``, or a duration on a pod with no start time yet)."""
     if value is None:
-        return False
+        return None
     if value == "true":
-        return True
+        return math.inf
     duration = parse_go_duration(value)
     if duration is None or duration <= 0:
-        return False
+        return None
     if started_at is None:
-        return True
-    return now - started_at < duration
+        return math.inf
+    return started_at + duration
 
 
-__all__ = ["annotation_value", "is_active", "parse_go_duration"]
+def is_active(value: str | None, started_at: float | None, now: float) -> bool:
+    """Karpenter's ``IsDoNotDisruptActive``: protected while the pod is younger than the
+    duration (``now - startTime < duration``)."""
+    until = protected_until(value, started_at)
+    return until is not None and now < until
+
+
+__all__ = ["annotation_value", "is_active", "parse_go_duration", "protected_until"]

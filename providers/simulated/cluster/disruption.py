@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from providers.kubernetes.do_not_disrupt import is_active, parse_go_duration
+from providers.kubernetes.do_not_disrupt import protected_until
 from providers.kubernetes.labels import ANNOTATION_DO_NOT_DISRUPT, TAINT_KARPENTER_DISRUPTED
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.lifecycle import ClaimLifecycle
@@ -293,10 +293,9 @@ def _protected_until(node: NodeInfo, now: float) -> float:
     ``now`` or earlier = unprotected, ``inf`` = a ``"true"`` (or a pod not started yet)."""
     until = now
     for pod in node.pods.values():
-        if pod.terminal or not is_active(pod.do_not_disrupt, pod.bound_at, now):
+        if pod.terminal:
             continue
-        duration = parse_go_duration(pod.do_not_disrupt or "")
-        if duration is None or pod.bound_at is None:
-            return float("inf")
-        until = max(until, pod.bound_at + duration)
+        ends = protected_until(pod.do_not_disrupt, pod.bound_at)
+        if ends is not None and ends > now:
+            until = max(until, ends)
     return until
