@@ -36,9 +36,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from providers.simulated.kth import JobTimes, Ratio, format_ratio, whole_run_ratio  # noqa: E402
+from providers.simulated.kth import (  # noqa: E402
+    JobTimes,
+    Ratio,
+    format_ratio,
+    job_times,
+    whole_run_ratio,
+)
 from providers.simulated.scenario import SCENARIO_DIR, parse_scenario  # noqa: E402
-from providers.simulated.workload.actions import JobState  # noqa: E402
 from providers.simulated.world import World  # noqa: E402
 
 VARIANTS = ("shipped", "fixed boot", "fixed boot, instant demand")
@@ -68,16 +73,13 @@ def run_one(task: tuple[str, str, int, str]) -> tuple[str, str, int, str, list[J
     scenario = parse_scenario(doc, where=f"{scenario_name} ({variant_name})", base_dir=SCENARIO_DIR)
     world = World(scenario, strategy, seed=seed)
     world.run()
-    start = world.loop.start
-    jobs = [
-        JobTimes(
-            j.queued_at - start,
-            None if j.running_at is None or j.state is JobState.FAILED else j.running_at - start,
-            tuple(j.labels),
-        )
-        for j in world.service.jobs
-    ]
-    return scenario_name, variant_name, seed, strategy, jobs
+    return (
+        scenario_name,
+        variant_name,
+        seed,
+        strategy,
+        job_times(world.service.jobs, world.loop.start),
+    )
 
 
 def worst(ratios: list[Ratio]) -> Ratio:

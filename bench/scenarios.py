@@ -49,11 +49,11 @@ from providers.simulated.kth import (
     Window,
     burst_ratio,
     format_ratio,
+    job_times,
     whole_run_ratio,
 )
 from providers.simulated.scenario import Scenario, load_scenario, shipped
 from providers.simulated.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION, STRATEGIES
-from providers.simulated.workload.actions import JobState
 from providers.simulated.workload.figures import episode_summary, fair_summary
 from providers.simulated.world import World
 
@@ -67,14 +67,9 @@ def run_one(task: tuple[str, int, str]) -> dict[str, Any]:
     scenario = load_scenario(name)
     world = World(scenario, strategy, seed=seed)
     results = world.run()
-    start = world.loop.start
     jobs = [
-        (
-            j.queued_at - start,
-            None if j.running_at is None or j.state is JobState.FAILED else j.running_at - start,
-            list(j.labels),
-        )
-        for j in world.service.jobs
+        (j.queued, j.running, list(j.labels))
+        for j in job_times(world.service.jobs, world.loop.start)
     ]
     return {
         "scenario": name,

@@ -34,6 +34,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from providers.simulated.workload.actions import Job, JobState
+
 INF = math.inf
 
 
@@ -45,6 +47,19 @@ class JobTimes:
     queued: float
     running: float | None
     labels: tuple[str, ...] = ()
+
+
+def job_times(jobs: Iterable[Job], start: float) -> list[JobTimes]:
+    """The service's jobs of one run as :class:`JobTimes` (a failed job never counts as
+    running, even if its workflow pod ran for a while)."""
+    return [
+        JobTimes(
+            j.queued_at - start,
+            None if j.running_at is None or j.state is JobState.FAILED else j.running_at - start,
+            tuple(j.labels),
+        )
+        for j in jobs
+    ]
 
 
 @dataclass(frozen=True, slots=True)
