@@ -473,7 +473,14 @@ class ListenerApp:
 
         if not await self._await_permissions(api_client, {target.runner_namespace, placeholder_ns}):
             return []  # stopped while waiting for permissions
-        cache = KubeCache(api_client, default_targets(target), on_change=on_change).start()
+
+        def on_rise() -> None:  # a pair may be READY, a runner pod gave a slot back: at once
+            if reconcile_loop is not None:
+                reconcile_loop.trigger(leading=True)
+
+        cache = KubeCache(
+            api_client, default_targets(target), on_change=on_change, on_rise=on_rise
+        ).start()
         self.cache = cache
         if not await self._wait_synced(cache):
             raise FatalError(

@@ -49,10 +49,11 @@ DESCRIPTIONS: dict[PairState, str] = {
         "retired and replaced."
     ),
     PairState.PREEMPTED: (
-        "A half was preempted by a real pod, evicted, deleted or ended. The other half (the "
-        "survivor) is protected: when a runner pod takes the runner half, its workflow pod will "
-        "come for the workflow half a little later. The survivor's life is bounded by "
-        "survivorWindow; when it is gone too the pair is DELETED."
+        "A half was preempted by a real pod, evicted, deleted or ended. A surviving workflow "
+        "half is protected: when a runner pod takes the runner half, its workflow pod will "
+        "come for the workflow half a little later. Its life is bounded by survivorWindow; "
+        "when it is gone too the pair is DELETED. A surviving runner half is released at once: "
+        "the runner pod comes before its workflow pod, so nothing comes for it."
     ),
     PairState.TIMED_OUT: (
         "The pair was not READY within placeholderReadyTimeout of its first request: the cloud "

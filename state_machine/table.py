@@ -64,7 +64,8 @@ EDGES: tuple[Edge, ...] = (
     # The surviving half is gone too (e.g. the workflow pod took the workflow placeholder).
     Edge(PE, D, PASSIVE, "the surviving pod is gone too"),
     # The survivor outlived its protection window: nobody came for it; free the capacity.
-    Edge(PE, D, ACTIVE, "the surviving pod outlived survivorWindow"),
+    # A lone runner half is not protected: a runner pod always precedes its workflow pod.
+    Edge(PE, D, ACTIVE, "the surviving pod outlived survivorWindow, or is a lone runner half"),
     # Both pods of a timed-out pair are confirmed gone.
     Edge(TO, D, PASSIVE, "both pods are confirmed gone"),
 )

@@ -45,6 +45,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.rises import counts_in_ledger, raises_capacity
 from providers.kubernetes.translate import ScaleSetTarget
 
 log = logging.getLogger(__name__)
@@ -320,6 +321,7 @@ class KubeCache:
         targets: Sequence[WatchTarget],
         *,
         on_change: Callable[[str], None] | None = None,
+        on_rise: Callable[[], None] | None = None,
         watch_timeout: int = 300,
         connect_timeout: float = 5.0,
         request_timeout: float = 60.0,
@@ -351,6 +353,8 @@ class KubeCache:
                 len(targets) + 8,
             )
         self.on_change = on_change
+        #: Called after ``on_change`` for a pod event that can raise capacity (rises.py).
+        self.on_rise = on_rise
         self.watch_timeout = watch_timeout
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
@@ -732,7 +736,11 @@ class KubeCache:
             return None
         obj = transform(kind, raw)
         key = _key(obj)
+        rises = False
         with self._synced_cond:
+            if kind == "Pod" and self.on_rise is not None:
+                before = counts_in_ledger(partition.objects.get(key))
+                rises = raises_capacity(etype, obj, counted_before=before)
             self._synced_cond.notify_all()
             if new_rv:
                 partition.resource_version = new_rv
@@ -750,6 +758,11 @@ class KubeCache:
                     key,
                 )
         self._notify(kind)
+        if rises and self.on_rise is not None:
+            try:
+                self.on_rise()
+            except Exception:
+                log.exception("on_rise callback failed")
         return new_rv
 
     def _notify(self, kind: str) -> None:

@@ -150,7 +150,7 @@ class CapacityAwareDriver:
     def start(self) -> None:
         ctx = self.ctx
         self.source = StoreCacheView(
-            ctx.store, ctx.router, self.target, self.trigger, on_lost=self._lost
+            ctx.store, ctx.router, self.target, self.trigger, on_lost=self._lost, on_rise=self.rise
         )
         if self.demand_source in ("statistics", "both"):
             ctx.listener.statistics_observers.append(
@@ -177,6 +177,12 @@ class CapacityAwareDriver:
 
     def trigger(self) -> None:
         self.schedule.trigger(self.ctx.loop.now())
+        self._arm()
+
+    def rise(self) -> None:
+        """A pod event that can raise capacity (providers/kubernetes/rises.py): a leading
+        trigger, as in the production listener (listener/app.py)."""
+        self.schedule.trigger(self.ctx.loop.now(), leading=True)
         self._arm()
 
     def demand_changed(self) -> None:

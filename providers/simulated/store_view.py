@@ -16,6 +16,7 @@ from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
+from providers.kubernetes.rises import raises_capacity
 from providers.kubernetes.translate import ScaleSetTarget
 from providers.simulated.store import AlreadyExists, Conflict, NotFound, Obj, ObjectStore
 from providers.simulated.workload.pods import (
@@ -170,6 +171,8 @@ class StoreCacheView:
     :func:`_pod_facts`, :func:`_object_facts`). The production cache notifies on every watch
     event; the debounced schedule makes the two equivalent except that irrelevant events
     (chiefly the scaler's ERS patch on every poll) do not cause extra steps here.
+    ``on_rise`` is called, as by the production cache, for a pod event that can raise
+    capacity (:func:`providers.kubernetes.rises.raises_capacity`).
     """
 
     def __init__(
@@ -179,12 +182,15 @@ class StoreCacheView:
         target: ScaleSetTarget,
         on_change: Callable[[], None],
         on_lost: Callable[[], None] | None = None,
+        on_rise: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.target = target
         self.on_change = on_change
         #: Called when a pod that backed capacity stops backing it (fast drop path).
         self.on_lost = on_lost
+        #: Called for a pod event that can raise capacity (providers/kubernetes/rises.py).
+        self.on_rise = on_rise
         self._pods: dict[tuple[str, str], Obj] = {}
         self._facts: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         router.on_change(self._on_pod)
@@ -219,6 +225,8 @@ class StoreCacheView:
         facts = _pod_facts(pod)
         if counted and not _counts(facts) and self.on_lost is not None:
             self.on_lost()
+        if self.on_rise is not None and raises_capacity(event_type, pod, counted_before=counted):
+            self.on_rise()
         if event_type == "ADDED" and (
             facts == _FRESH_PLACEHOLDER
             or (facts == (False, False, False) and L.LABEL_WORKFLOW_RUNNER_POD in meta["labels"])

@@ -61,6 +61,42 @@ def test_watch_events_update_the_cache_and_fire_on_change(
     assert cache.stats["list"] == len(default_targets(TARGET))  # still no relist
 
 
+def test_a_placeholder_turning_running_fires_on_rise_and_a_node_change_does_not(
+    api: client.ApiClient, face: K8sFace, store: ObjectStore
+):
+    """The leading trigger's source (providers/kubernetes/rises.py), through real watches."""
+    rises: list[int] = []
+    cache = KubeCache(
+        api,
+        default_targets(TARGET),
+        on_rise=lambda: rises.append(1),
+        watch_timeout=30,
+        backoff_base=0.01,
+        backoff_cap=0.05,
+        absent_retry=30,
+    ).start()
+    try:
+        assert cache.wait_synced(10) and face.wait_watches(8, 10)
+        store.mutate("Node", None, "node-b", lambda n: n["spec"].update(unschedulable=True))
+        store.create(o.placeholder("abcde-1", "runner", node="node-a", phase="Pending"))
+
+        def pending_seen(c: KubeCache) -> bool:
+            node_b = c.get("Node", None, "node-b")
+            return "arc-runners-ph-abcde-1-r" in names(c) and bool(
+                node_b and node_b["spec"].get("unschedulable")
+            )
+
+        assert cache.wait_until(pending_seen, WAIT)
+        assert rises == []  # a Pending placeholder and a cordon raise nothing
+        store.mutate(
+            "Pod", o.NS, "arc-runners-ph-abcde-1-r", lambda p: p["status"].update(phase="Running")
+        )
+        assert cache.wait_until(lambda c: bool(rises), WAIT)
+        assert rises == [1]
+    finally:
+        cache.stop()
+
+
 def test_a_dropped_watch_resumes_from_its_version_without_losing_events(
     cache: KubeCache, store: ObjectStore, face: K8sFace
 ):

@@ -54,6 +54,30 @@ def test_surviving_workflow_placeholder_is_not_deleted_when_its_partner_goes() -
     assert workflow_ref not in writer.deleted
 
 
+def test_a_lone_runner_half_is_released_at_once_instead_of_idling_for_the_window() -> None:
+    """Regression (ice-failover's idle CPU): a workflow pod took the workflow half of a pair
+    whose runner half no runner pod took (its runner landed on free room). Nothing comes for
+    that runner half (a runner pod precedes its workflow pod), yet it was kept for the whole
+    survivorWindow, holding idle capacity for most jobs of the day."""
+    clock = ManualClock(0.0)
+    writer = FakeWriter()
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1, survivor_window=600)
+    subscriber = PlaceholderSubscriber(writer, namespace="arc-runners", clock=clock, config=config)
+    rec = Reconciler(config, clock=clock, subscribers=[subscriber])
+    rec.step(snapshot())
+    rec.step(snapshot(placeholders={"i0-1": running_pair("i0-1")}))
+    clock.advance(10)
+    lone_runner = PairPods(ph("i0-1", Role.RUNNER), None)
+    runner_ref = PodRef("arc-runners", rec.store.get("i0-1").runner_pod)
+    result = rec.step(snapshot(placeholders={"i0-1": lone_runner}, runners=(runner("r1"),)))
+    moves = [(e.source, e.target) for e in result.events if e.pair_id == "i0-1"]
+    assert moves == [
+        (PairState.READY, PairState.PREEMPTED),
+        (PairState.PREEMPTED, PairState.DELETED),
+    ]
+    assert runner_ref in writer.deleted
+
+
 def test_capacity_never_includes_pairs_the_same_step_is_deleting() -> None:
     """Regression (found by the reliability work): the ledger used the snapshot taken before
     the step's own scale-down, advertising for one debounced step slots being deleted."""

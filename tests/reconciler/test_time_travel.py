@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from freezegun import freeze_time
 
 from reconciler.clock import SystemClock
@@ -148,26 +149,53 @@ def test_jitter_spreads_periodic_steps_within_bounds() -> None:
     assert len({round(d, 3) for d in dues}) > 100  # listeners drift apart, not lockstep
 
 
-def test_a_demand_change_after_a_quiet_debounce_runs_a_step_at_once() -> None:
-    """A cold job's demand must not wait for the debounce (scale-to-zero's first job)."""
+def test_a_leading_trigger_after_the_min_gap_runs_a_step_at_once() -> None:
+    """A cold job's demand, or a pair turning READY, must not wait for the debounce."""
     with freeze_time(START) as frozen:
         clock = SystemClock()
-        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0)
+        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0, min_gap=1.0)
         schedule.ran(clock.now())
-        frozen.move_to(START + timedelta(seconds=2))  # exactly one debounce since the step
+        frozen.move_to(START + timedelta(seconds=1))  # exactly one min_gap since the step
         schedule.trigger(clock.now(), leading=True)
         assert schedule.is_due(clock.now())
 
 
-def test_a_demand_change_within_the_debounce_of_a_step_is_debounced() -> None:
-    """A stream of demand changes (every message of a burst) runs one step per debounce."""
+def test_a_leading_trigger_inside_the_min_gap_waits_for_the_gap_not_the_debounce() -> None:
+    """A stream of leading triggers (every pod of a burst) runs one step per min_gap."""
     with freeze_time(START) as frozen:
         clock = SystemClock()
-        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0)
+        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0, min_gap=1.0)
         schedule.ran(clock.now())
-        frozen.move_to(START + timedelta(seconds=1))  # one second inside the debounce
+        step = clock.now()
+        frozen.move_to(START + timedelta(seconds=0.5))  # half a gap after the step
         schedule.trigger(clock.now(), leading=True)
         assert not schedule.is_due(clock.now())
-        assert schedule.due_at() == clock.now() + 2.0
-        schedule.ran(clock.now() + 2.0)
+        assert schedule.due_at() == step + 1.0  # the gap, not now + debounce (2.5)
+        frozen.move_to(START + timedelta(seconds=0.9))
+        schedule.trigger(clock.now(), leading=True)  # a second one does not push it out
+        assert schedule.due_at() == step + 1.0
+        schedule.ran(step + 1.0)
         assert schedule.leading_trigger is None
+
+
+def test_an_ordinary_trigger_keeps_the_debounce_beside_a_leading_one() -> None:
+    """Node and NodeClaim changes stay debounced; a later leading trigger still runs early."""
+    with freeze_time(START) as frozen:
+        clock = SystemClock()
+        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0, min_gap=0.5)
+        schedule.ran(clock.now())
+        frozen.move_to(START + timedelta(seconds=3))
+        schedule.trigger(clock.now())
+        assert schedule.due_at() == clock.now() + 2.0
+        frozen.move_to(START + timedelta(seconds=3.2))
+        schedule.trigger(clock.now(), leading=True)
+        assert schedule.is_due(clock.now())
+
+
+@pytest.mark.parametrize(("gap", "debounce", "due"), [(0.5, 2.0, 0.5), (5.0, 2.0, 2.0)])
+def test_the_min_gap_never_exceeds_the_debounce(gap: float, debounce: float, due: float) -> None:
+    """A leading trigger is never later than an ordinary one would be."""
+    schedule = Schedule(interval=30, jitter=0.0, debounce=debounce, max_delay=5.0, min_gap=gap)
+    schedule.ran(100.0)
+    schedule.trigger(100.0, leading=True)
+    assert schedule.due_at() == 100.0 + due

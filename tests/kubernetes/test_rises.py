@@ -1,0 +1,82 @@
+"""Which pod events run the reconciler at once (providers/kubernetes/rises.py).
+
+A pod that starts to count in the capacity ledger may raise X-ScaleSetMaxCapacity while a job
+waits for it; every other event keeps the watch debounce. The rule must agree with the
+simulated world's cache view, which decides the same thing from its own per-pod facts.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from providers.kubernetes.rises import counts_in_ledger, raises_capacity
+from providers.simulated.store_view import _counts, _pod_facts
+
+from . import objects as o
+
+
+def _with(pod: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(pod)
+    for path, value in changes.items():
+        section, field = path.split("__")
+        out.setdefault(section, {})[field] = value
+    return out
+
+
+RUNNING_PH = o.placeholder("abcde-1", "workflow")
+TERMINATING_PH = _with(RUNNING_PH, metadata__deletionTimestamp="2026-01-01T00:00:00Z")
+DISRUPTED_PH = _with(
+    RUNNING_PH, status__conditions=[{"type": "DisruptionTarget", "status": "True"}]
+)
+
+# (name, pod, counts in the ledger)
+PODS = [
+    ("placeholder Running on a node", RUNNING_PH, True),
+    ("placeholder bound, Pending", o.placeholder("abcde-1", "runner", phase="Pending"), False),
+    ("placeholder unbound", o.placeholder("abcde-1", "runner", node=None, phase="Pending"), False),
+    ("placeholder terminating", TERMINATING_PH, False),
+    ("placeholder a DisruptionTarget", DISRUPTED_PH, False),
+    ("placeholder ended", _with(RUNNING_PH, status__phase="Failed"), False),
+    ("runner pod bound, Pending", o.runner_pod("runner-a", phase="Pending"), True),
+    ("runner pod unbound", o.runner_pod("runner-a", node=None, phase="Pending"), False),
+    ("runner pod Succeeded", o.runner_pod("runner-a", phase="Succeeded"), False),
+    ("workflow pod bound", o.workflow_pod("runner-a"), True),
+    ("workflow pod unbound", o.workflow_pod("runner-a", node=None, phase="Pending"), False),
+    ("a pod of nobody", o.pod("stranger", node="node-a", phase="Running"), False),
+]
+
+
+@pytest.mark.parametrize(("name", "pod", "counts"), PODS, ids=[p[0] for p in PODS])
+def test_counts_in_ledger(name: str, pod: dict[str, Any], counts: bool) -> None:
+    assert counts_in_ledger(pod) is counts
+
+
+@pytest.mark.parametrize(
+    ("name", "pod"),
+    [(n, p) for n, p, _ in PODS if n != "a pod of nobody"],
+    ids=[n for n, _, _ in PODS if n != "a pod of nobody"],
+)
+def test_the_simulated_cache_view_counts_the_same_pods(name: str, pod: dict[str, Any]) -> None:
+    """Parity: the simulator's triggers are the production listener's."""
+    assert _counts(_pod_facts(pod)) is counts_in_ledger(pod)
+
+
+@pytest.mark.parametrize(
+    ("event", "counted_before", "pod", "rises"),
+    [
+        ("MODIFIED", False, RUNNING_PH, True),  # a placeholder turned Running: maybe READY
+        ("MODIFIED", True, RUNNING_PH, False),  # already counted: a lease renewal, say
+        ("ADDED", False, o.runner_pod("runner-a", phase="Pending"), True),  # bound at once
+        ("ADDED", False, o.runner_pod("runner-a", node=None, phase="Pending"), False),
+        ("MODIFIED", False, o.workflow_pod("runner-a", phase="Pending"), True),  # just bound
+        ("MODIFIED", True, DISRUPTED_PH, False),  # a fall is the drop path's business
+        ("DELETED", False, RUNNING_PH, False),
+    ],
+)
+def test_raises_capacity(
+    event: str, counted_before: bool, pod: dict[str, Any], rises: bool
+) -> None:
+    assert raises_capacity(event, pod, counted_before=counted_before) is rises
