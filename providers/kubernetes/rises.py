@@ -1,19 +1,20 @@
-"""Which pod watch events can raise the capacity ledger, so the reconciler runs at once.
+"""Which pod watch events run the reconciler at once: a placeholder turning Running.
 
-Most watch events only matter to the next step and are debounced (``watchDebounce``). A pod
-that starts to count in the ledger (reconciler/capacity.py) can *raise*
-``X-ScaleSetMaxCapacity`` while a job waits for it:
+Most watch events only matter to the next step and are debounced (``watchDebounce``). A
+placeholder that starts to count in the capacity ledger (reconciler/capacity.py) may have made
+its pair READY: one more slot for ``X-ScaleSetMaxCapacity`` while a job may be waiting for it
+(a cold job's pair, a refill of the warm pool). Debouncing held every such rise back by up to
+``watchDebounce``; it now runs a step at once, at most one per ``min_gap``
+(reconciler/loop.py).
 
-- a placeholder turned Running: its pair may now be READY;
-- a real runner or workflow pod bound to a node: from the moment GitHub assigns a job until
-  its pods are bound, the job holds a slot the ledger cannot attribute; once they are bound
-  the slot is either the pair they took or the pair stays and backs the next job (the pods
-  landed on room a finished job freed, which is most jobs of a busy day).
+Real runner and workflow pods that bind on free room raise the ledger too (the job that held
+a slot since its assignment gives the pair back). Triggering on them as well let about 14%
+fewer ice-failover jobs wait for a slot, but over 10 seeds of shared-nodepool (two teams in
+one capped NodePool) 15% more jobs never started (939 vs 818) and its burst k-th ratio went
+from 2.92 to 4.58; measured, not explained, so they keep the debounce.
 
-Debouncing these held every such rise back by up to ``watchDebounce``. They now run a step at
-once, at most one per ``min_gap`` (reconciler/loop.py). The rule is shared by the production
-cache (providers/kubernetes/cache.py) and the simulated world's cache view, so both see the
-same triggers.
+The rule is shared by the production cache (providers/kubernetes/cache.py) and the simulated
+world's cache view, so both see the same triggers.
 """
 
 from __future__ import annotations
@@ -49,5 +50,11 @@ def counts_in_ledger(pod: Mapping[str, Any] | None) -> bool:
 
 
 def raises_capacity(event_type: str, pod: Mapping[str, Any], *, counted_before: bool) -> bool:
-    """The event made a pod count in the ledger that did not before."""
-    return event_type != "DELETED" and not counted_before and counts_in_ledger(pod)
+    """The event made a placeholder count in the ledger that did not before."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return (
+        event_type != "DELETED"
+        and L.LABEL_SCALE_SET in labels
+        and not counted_before
+        and counts_in_ledger(pod)
+    )

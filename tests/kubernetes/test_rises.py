@@ -1,8 +1,9 @@
 """Which pod events run the reconciler at once (providers/kubernetes/rises.py).
 
-A pod that starts to count in the capacity ledger may raise X-ScaleSetMaxCapacity while a job
-waits for it; every other event keeps the watch debounce. The rule must agree with the
-simulated world's cache view, which decides the same thing from its own per-pod facts.
+A placeholder that starts to count in the capacity ledger may make its pair READY while a job
+waits for it; every other event keeps the watch debounce (real pods that bind raise the
+ledger too, but are debounced: see the module doc). What counts must agree with the
+simulated world's cache view, which decides it from its own per-pod facts.
 """
 
 from __future__ import annotations
@@ -69,9 +70,10 @@ def test_the_simulated_cache_view_counts_the_same_pods(name: str, pod: dict[str,
     [
         ("MODIFIED", False, RUNNING_PH, True),  # a placeholder turned Running: maybe READY
         ("MODIFIED", True, RUNNING_PH, False),  # already counted: a lease renewal, say
-        ("ADDED", False, o.runner_pod("runner-a", phase="Pending"), True),  # bound at once
+        # Real pods binding raise the ledger too, but stay debounced (module doc: shared pools).
+        ("ADDED", False, o.runner_pod("runner-a", phase="Pending"), False),
         ("ADDED", False, o.runner_pod("runner-a", node=None, phase="Pending"), False),
-        ("MODIFIED", False, o.workflow_pod("runner-a", phase="Pending"), True),  # just bound
+        ("MODIFIED", False, o.workflow_pod("runner-a", phase="Pending"), False),
         ("MODIFIED", True, DISRUPTED_PH, False),  # a fall is the drop path's business
         ("DELETED", False, RUNNING_PH, False),
     ],
