@@ -474,7 +474,7 @@ class ListenerApp:
         if not await self._await_permissions(api_client, {target.runner_namespace, placeholder_ns}):
             return []  # stopped while waiting for permissions
 
-        def on_rise() -> None:  # a pair may be READY, a runner pod gave a slot back: at once
+        def on_rise() -> None:  # a placeholder turned Running: its pair may be READY, at once
             if reconcile_loop is not None:
                 reconcile_loop.trigger(leading=True)
 

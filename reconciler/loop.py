@@ -13,14 +13,11 @@ Rules:
   steady stream of events cannot starve the loop.
 - A *leading* trigger makes a step due at once, but never sooner than ``min_gap`` after the
   previous step. Two kinds of change are leading: demand (a statistics or demand-source
-  answer: a cold job's pair is requested at once) and pods (a placeholder turned Running, a
-  runner pod appeared). Pod changes are what raise the capacity a waiting job needs: a new
-  READY pair, or a runner pod that took free room and gives its pair back to the ledger
-  (while a job is assigned and its runner pod not yet seen, the job holds a slot). Debouncing
-  them kept every such rise back by up to ``debounce`` (ice-failover: 13% fewer jobs waited
-  for a slot, bench/warm_pool_auto.py). A stream of leading triggers (every pod of a burst)
-  runs at most one step per ``min_gap``; other kinds (Nodes, NodeClaims, the ERS) only matter
-  to the next step, so they keep the debounce.
+  answer: a cold job's pair is requested at once) and a placeholder turning Running (its pair
+  may be READY: a slot a waiting job needs; providers/kubernetes/rises.py says which events
+  and why real pods are not among them). A stream of leading triggers (every placeholder of a
+  burst) runs at most one step per ``min_gap``; every other change only matters to the next
+  step, so it keeps the debounce.
 - Before the first step, a step is due at once.
 """
 

@@ -353,7 +353,7 @@ class KubeCache:
                 len(targets) + 8,
             )
         self.on_change = on_change
-        #: Called after ``on_change`` for a pod event that can raise capacity (rises.py).
+        #: Called after ``on_change`` when a placeholder turned Running (rises.py).
         self.on_rise = on_rise
         self.watch_timeout = watch_timeout
         self.connect_timeout = connect_timeout

@@ -180,7 +180,7 @@ class CapacityAwareDriver:
         self._arm()
 
     def rise(self) -> None:
-        """A pod event that can raise capacity (providers/kubernetes/rises.py): a leading
+        """A placeholder turned Running (providers/kubernetes/rises.py): a leading
         trigger, as in the production listener (listener/app.py)."""
         self.schedule.trigger(self.ctx.loop.now(), leading=True)
         self._arm()
