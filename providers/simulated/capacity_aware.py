@@ -134,7 +134,7 @@ class CapacityAwareDriver:
             rng=random.Random(ctx.rng.random()),
         )
         self.hud_demand = Demand(queued_jobs=None, error="HUD not polled yet", source="hud")
-        self.statistics = StatisticsDemand(on_change=self.demand_changed)
+        self.statistics = StatisticsDemand(on_change=self.lead)
         #: Fault injection: rewrites each HUD answer (an outage, a slow or absurd feed).
         self.hud_filter: Callable[[Demand], Demand] | None = None
         self._timer: Timer | None = None
@@ -150,7 +150,7 @@ class CapacityAwareDriver:
     def start(self) -> None:
         ctx = self.ctx
         self.source = StoreCacheView(
-            ctx.store, ctx.router, self.target, self.trigger, on_lost=self._lost, on_rise=self.rise
+            ctx.store, ctx.router, self.target, self.trigger, on_lost=self._lost, on_rise=self.lead
         )
         if self.demand_source in ("statistics", "both"):
             ctx.listener.statistics_observers.append(
@@ -179,14 +179,9 @@ class CapacityAwareDriver:
         self.schedule.trigger(self.ctx.loop.now())
         self._arm()
 
-    def rise(self) -> None:
-        """A placeholder turned Running (providers/kubernetes/rises.py): a leading
-        trigger, as in the production listener (listener/app.py)."""
-        self.schedule.trigger(self.ctx.loop.now(), leading=True)
-        self._arm()
-
-    def demand_changed(self) -> None:
-        """A demand source's answer changed: a leading trigger (see reconciler/loop.py)."""
+    def lead(self) -> None:
+        """A leading trigger (reconciler/loop.py), as in the production listener: a demand
+        source's answer changed, or a placeholder turned Running (providers/kubernetes/rises.py)."""
         self.schedule.trigger(self.ctx.loop.now(), leading=True)
         self._arm()
 
@@ -256,7 +251,7 @@ class CapacityAwareDriver:
             demand = self.hud_filter(demand)
         if demand != self.hud_demand:
             self.hud_demand = demand
-            self.demand_changed()
+            self.lead()
         ctx.loop.call_later(self.settings.hud.poll_interval, self._poll_hud)
 
     # --- one step ------------------------------------------------------------------------
