@@ -45,7 +45,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from providers.kubernetes import labels as L
-from providers.kubernetes.rises import counts_in_ledger, raises_capacity
+from providers.kubernetes.rises import placeholder_counts, raises_capacity
 from providers.kubernetes.translate import ScaleSetTarget
 
 log = logging.getLogger(__name__)
@@ -739,7 +739,7 @@ class KubeCache:
         rises = False
         with self._synced_cond:
             if kind == "Pod" and self.on_rise is not None:
-                before = counts_in_ledger(partition.objects.get(key))
+                before = placeholder_counts(partition.objects.get(key))
                 rises = raises_capacity(etype, obj, counted_before=before)
             self._synced_cond.notify_all()
             if new_rv:

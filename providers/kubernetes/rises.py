@@ -23,38 +23,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.translate import NO_NODE_CHECK, placeholder_pod
 
 
-def counts_in_ledger(pod: Mapping[str, Any] | None) -> bool:
-    """The pod backs a side of the ledger: a placeholder bound, Running, not leaving and not
-    a DisruptionTarget; a real runner or workflow pod bound and not leaving."""
-    if pod is None:
+def placeholder_counts(pod: Mapping[str, Any] | None) -> bool:
+    """A placeholder the ledger counts, judged as the snapshot judges it
+    (:func:`~providers.kubernetes.translate.placeholder_pod`): bound, Running, not
+    terminating, not a DisruptionTarget, not ended. Its node is not checked here (the
+    cache does not join pods with nodes): a blocked node only makes a trigger run a step
+    that finds nothing new. False for any other pod."""
+    if pod is None or L.LABEL_SCALE_SET not in ((pod.get("metadata") or {}).get("labels") or {}):
         return False
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    status = pod.get("status") or {}
-    phase = status.get("phase")
-    alive = (
-        bool((pod.get("spec") or {}).get("nodeName"))
-        and not meta.get("deletionTimestamp")
-        and phase not in ("Succeeded", "Failed")
-    )
-    if L.LABEL_SCALE_SET in labels:
-        disrupted = any(
-            c.get("type") == "DisruptionTarget" and c.get("status") == "True"
-            for c in status.get("conditions") or ()
-        )
-        return alive and phase == "Running" and not disrupted
-    real = labels.get(L.LABEL_EPHEMERAL_RUNNER) == "True" or L.LABEL_WORKFLOW_RUNNER_POD in labels
-    return alive and real
+    parsed = placeholder_pod(pod, NO_NODE_CHECK)
+    return parsed is not None and parsed.counts
 
 
 def raises_capacity(event_type: str, pod: Mapping[str, Any], *, counted_before: bool) -> bool:
     """The event made a placeholder count in the ledger that did not before."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    return (
-        event_type != "DELETED"
-        and L.LABEL_SCALE_SET in labels
-        and not counted_before
-        and counts_in_ledger(pod)
-    )
+    return event_type != "DELETED" and not counted_before and placeholder_counts(pod)

@@ -408,7 +408,7 @@ class PodView:
         self._state: NodeState | None = None
         self._placed: PlaceholderPod | None = None
         if self.scale_set is not None:
-            self.placeholder = placeholder_pod(pod, _NO_NODE_CHECK)
+            self.placeholder = placeholder_pod(pod, NO_NODE_CHECK)
         #: Runner namespace side: a workflow pod (not a step pod), or a runner pod candidate.
         self.workflow_labelled = L.LABEL_WORKFLOW_RUNNER_POD in lab
         self.workflow: WorkflowPod | None = None
@@ -462,7 +462,8 @@ class _NoNodeCheck(Mapping[str, NodeState]):
         return 0
 
 
-_NO_NODE_CHECK = _NoNodeCheck()
+#: Every node accepts every pod: judge a pod alone (PodView, providers/kubernetes/rises.py).
+NO_NODE_CHECK = _NoNodeCheck()
 
 
 class SnapshotMemo:
