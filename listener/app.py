@@ -9,11 +9,12 @@
    (``/metrics``, ``/healthz``, ``/readyz``, ``/debug/pairs``).
 3. The Actions client, the message session and the scaler (merge-patches of the
    EphemeralRunnerSet, exactly like ARC's).
-4. With ``capacityAware.enabled``: the watch-fed cache (waits until every required kind is
-   listed), the start-up checks (errors stop the process with what to change), the
-   reconciler with its subscribers, its loop and the HUD demand poller; the reconciler's
-   capacity feeds the listener's ``X-ScaleSetMaxCapacity`` (latest wins; a drop cuts the long
-   poll short). Disabled: the header is the configured ``max_runners``, as in stock ARC.
+4. With ``capacityAware.enabled`` (listener/capacity_aware.py): the watch-fed cache (waits
+   until every required kind is listed), the start-up checks (errors stop the process with
+   what to change), the reconciler with its subscribers, its loop and the demand pollers;
+   the reconciler's capacity feeds the listener's ``X-ScaleSetMaxCapacity`` (latest wins; a
+   drop cuts the long poll short). Disabled: the header is the configured ``max_runners``,
+   as in stock ARC.
 5. SIGTERM/SIGINT: stop advertising first (the session is deleted), then stop the reconciler
    and delete our placeholders, then stop the cache and the HTTP server. Exit 0.
    A fatal error (session refused, scaler patch failed...) logs one line and exits 1.
@@ -31,7 +32,7 @@ import signal
 import string
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kubernetes import client as k8s
@@ -44,11 +45,12 @@ from listener.arc_config import (
     load_listener_config,
     resolve_vault_credentials,
 )
+from listener.capacity_aware import CapacityAwarePart
 from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
 from listener.loop import CapacityGate, Listener, run_open_session
-from listener.metrics import MetricsSubscriber, PrometheusMetrics, ScaleSetIdentity
+from listener.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
 from listener.statistics_refresh import StatisticsRefresher
 from listener.supervise import supervised
@@ -58,28 +60,19 @@ from providers.demand.build import build_remote_sources
 from providers.demand.combine import Combine, CombinedDemand
 from providers.demand.statistics import StatisticsDemand
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
-from providers.kubernetes.cache import KubeCache, default_targets
-from providers.kubernetes.checks import Severity, run_startup_checks
+from providers.kubernetes.cache import KubeCache
+from providers.kubernetes.checks import Finding, Severity
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
 from providers.kubernetes.lease import LeaseElector, LeaseTiming, lease_name
-from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.permissions import (
     CannotCheck,
     missing_permissions,
     required_permissions,
 )
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
-from providers.kubernetes.writer import KubernetesPlaceholderWriter
-from reconciler.capacity import fail_closed_capacity
 from reconciler.clock import SystemClock
-from reconciler.fast_drop import DropGuard
-from reconciler.loop import ReconcileLoop, Schedule
 from reconciler.ports import PodRef
-from reconciler.reconciler import Reconciler, StepResult
 from reconciler.settings import CapacityAwareSettings, SettingsError
-from reconciler.snapshot import ClusterSnapshot, Demand
-from reconciler.subscribers import LoggingSubscriber, PlaceholderSubscriber
+from reconciler.snapshot import Demand
 
 log = logging.getLogger("listener")
 
@@ -128,19 +121,22 @@ class Stopped(Exception):
     """SIGTERM arrived during a start-up phase: shut down cleanly (exit 0)."""
 
 
-class MonotonicClock:
-    """For scheduling only: never jumps with the wall clock (NTP steps, manual changes)."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-
 def owned_by(pod: Mapping[str, Any], *, scale_set: str, instance: str, adopted: set[str]) -> bool:
     """Is ``pod`` a placeholder of ``scale_set`` this instance created or adopted?"""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     if labels.get(LABEL_SCALE_SET) != scale_set:
         return False
     return labels.get(LABEL_INSTANCE) == instance or labels.get(LABEL_PAIR) in adopted
+
+
+def refuse_to_start(findings: Sequence[Finding]) -> None:
+    """Log the start-up checks' warnings; raise FatalError naming every error."""
+    for finding in findings:
+        if finding.severity is not Severity.ERROR:
+            log.warning("start-up check %s: %s", finding.check, finding.message)
+    problems = [f"{f.check}: {f.message}" for f in findings if f.severity is Severity.ERROR]
+    if problems:
+        raise FatalError("start-up checks failed: " + " | ".join(problems))
 
 
 def new_instance_id() -> str:
@@ -227,16 +223,15 @@ class ListenerApp:
             debounce=capacity.cut_poll_debounce,
         )
         self.credentials = config.credentials()
-        self.cache: KubeCache | None = None
+        #: The provider, reconciler and loop, once capacity-aware mode has started (phase D).
+        self.part: CapacityAwarePart | None = None
         self.permissions_pending = False
-        self.writer: KubernetesPlaceholderWriter | None = None
         self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
         self.elector: LeaseElector | None = None
         #: Renews the Lease from the moment it is won (through every later phase).
         self.holding: asyncio.Task[None] | None = None
         self.session_open = False
-        self.reconciler: Reconciler | None = None
         #: Reads statistics by session refresh while blind (listener/statistics_refresh.py).
         self.refresher: StatisticsRefresher | None = None
         # Demand sources (providers/demand): the statistics source is fed by the listener
@@ -412,10 +407,10 @@ class ListenerApp:
             return False
         if not self.capacity.enabled:
             return True
-        if self.elector is None or not self.elector.is_leader or self.cache is None:
+        if self.elector is None or not self.elector.is_leader or self.part is None:
             return False
-        stale_limit = self.capacity.recalculate_interval
-        return self.cache.has_synced and self.cache.stale_for() <= stale_limit
+        cache = self.part.provider.cache
+        return cache.has_synced and cache.stale_for() <= self.capacity.recalculate_interval
 
     async def _await_permissions(self, api_client: k8s.ApiClient, namespaces: set[str]) -> bool:
         """Stay up, not ready, until every permission is granted (SelfSubjectAccessReview);
@@ -453,141 +448,38 @@ class ListenerApp:
     async def _start_capacity_aware(
         self, api_client: k8s.ApiClient, session: MessageSession, listener: Listener
     ) -> list[asyncio.Task[Any]]:
-        config, capacity = self.config, self.capacity
-        placeholder_ns = capacity.placeholder_namespace or config.ephemeral_runner_set_namespace
-        target = ScaleSetTarget(
-            ers_name=config.ephemeral_runner_set_name,
-            runner_namespace=config.ephemeral_runner_set_namespace,
-            placeholder_namespace=placeholder_ns,
-            max_runners=config.max_runners,
-            min_runners=config.min_runners,
-            ars_name=config.runner_scale_set_name or None,
+        part = CapacityAwarePart(
+            api_client,
+            self.config,
+            self.capacity,
+            instance=self.instance,
+            clock=self.clock,
+            gate=self.gate,
+            metrics=self.metrics,
+            status=self.status,
+            demand=self._demand,
         )
-        reconcile_loop: ReconcileLoop | None = None
-
-        def on_change(kind: str) -> None:
-            if reconcile_loop is not None:
-                reconcile_loop.trigger()
-                if kind == "Pod":  # a lost placeholder lowers the header before the debounce
-                    reconcile_loop.poke_drop()
-
-        if not await self._await_permissions(api_client, {target.runner_namespace, placeholder_ns}):
+        if not await self._await_permissions(api_client, part.namespaces):
             return []  # stopped while waiting for permissions
-
-        def on_rise() -> None:  # a placeholder turned Running: its pair may be READY, at once
-            if reconcile_loop is not None:
-                reconcile_loop.trigger(leading=True)
-
-        cache = KubeCache(
-            api_client, default_targets(target), on_change=on_change, on_rise=on_rise
-        ).start()
-        self.cache = cache
+        self.part = part.start()
+        cache = part.provider.cache
         if not await self._wait_synced(cache):
             raise FatalError(
                 f"Kubernetes caches not synced after {CACHE_SYNC_TIMEOUT:.0f}s: "
                 f"{', '.join(cache.unsynced())}; every permission was granted, so the API "
                 "server is slow or unreachable from this pod"
             )
-        builder = self._check_and_build(cache, target, placeholder_ns)
-        writer = KubernetesPlaceholderWriter(api_client, builder, cache=cache)
-        self.writer = writer
-        # Launch ramp inputs: NodePool headroom + packing (refreshed), NodeClaim launch rate.
-        placement = PlacementBounds(cache, target, builder)
-        reconciler_config = capacity.reconciler_config(config.ephemeral_runner_set_name)
-        metrics_subscriber = MetricsSubscriber(self.metrics)
-        reconciler = Reconciler(
-            reconciler_config,
-            clock=self.clock,
-            subscribers=[
-                PlaceholderSubscriber(
-                    writer,
-                    namespace=placeholder_ns,
-                    clock=self.clock,
-                    config=reconciler_config,
-                ),
-                LoggingSubscriber(),
-                metrics_subscriber,
-            ],
-            sink=self.gate,
-            instance=self.instance,
+        refuse_to_start(part.startup_checks())
+        reconcile_loop = part.build(listener)
+        log.info(
+            "capacity-aware: instance %s, placeholders in %s",
+            self.instance,
+            part.target.placeholder_namespace,
         )
-        metrics_subscriber.counts = reconciler.store.counts
-        self.reconciler = reconciler
-
-        failing_closed = False
-
-        def snapshot() -> ClusterSnapshot | None:
-            nonlocal failing_closed
-            if not cache.has_synced:
-                return None
-            now = self.clock.now()
-            fit, launches = placement(now)
-            snap = build_snapshot(
-                cache, target, now=now, demand=self._demand(), fit=fit, launches=launches
-            )
-            # A live maxRunners (ARS) change moves the header and the scaler's clamp together.
-            listener.set_live_max_runners(snap.max_runners)
-            stale = cache.stale_for()
-            if stale > capacity.recalculate_interval:
-                # Fail closed: a placeholder lost while we were blind must not stay advertised.
-                # No decisions either: they would act on a view we cannot trust.
-                held = fail_closed_capacity(snap)
-                self.gate.set_max_runners(held)
-                if not failing_closed:
-                    log.warning(
-                        "Kubernetes watches down for %.0fs: advertising %d (assigned jobs "
-                        "keep running) until they recover",
-                        stale,
-                        held,
-                    )
-                failing_closed = True
-                return None
-            if failing_closed:
-                log.info("Kubernetes watches recovered; reconciling again")
-            failing_closed = False
-            return snap
-
-        writes_seen: dict[str, int] = {}
-
-        def on_step(result: StepResult, duration: float) -> None:
-            metrics_subscriber.observe_step(result, duration)
-            for verb, total in writer.calls.items():  # counters from the writer's own tally
-                self.metrics.record_api_write(verb, total - writes_seen.get(verb, 0))
-                writes_seen[verb] = total
-            self.metrics.record_advertised(self.gate.value)
-            self.status.publish(
-                records=reconciler.store.records(), ledger=result.ledger, at=self.clock.now()
-            )
-
-        def on_error(_exc: BaseException) -> None:
-            metrics_subscriber.observe_failure(0.0)
-
-        def drop_snapshot() -> ClusterSnapshot | None:
-            """What the drop check reads: no fit (cheap); nothing while failing closed."""
-            if not cache.has_synced or cache.stale_for() > capacity.recalculate_interval:
-                return None
-            return build_snapshot(cache, target, now=self.clock.now(), demand=self._demand())
-
-        reconcile_loop = ReconcileLoop(
-            reconciler,
-            snapshot,
-            Schedule(
-                interval=capacity.recalculate_interval,
-                jitter=capacity.recalculate_jitter,
-                debounce=capacity.watch_debounce,
-                max_delay=max(capacity.watch_debounce * 5, 1.0),
-            ),
-            # Scheduling runs on the monotonic clock: a wall-clock jump must not stall it.
-            MonotonicClock(),
-            on_step=on_step,
-            on_error=on_error,
-            drop_guard=DropGuard(reconciler, drop_snapshot),
-        )
-        log.info("capacity-aware: instance %s, placeholders in %s", self.instance, placeholder_ns)
         self._wake = functools.partial(reconcile_loop.trigger, leading=True)
         tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
         log.info("demand sources: %s (combine: %s)", self.demand.name, self.demand.policy)
-        if blind_at_zero(capacity):
+        if blind_at_zero(self.capacity):
             log.warning(
                 "proactiveCapacity is 0, demand comes from the scale set's statistics only and "
                 "demand.statisticsRefresh is 0: statistics arrive with job messages, and none "
@@ -598,7 +490,7 @@ class ListenerApp:
         refresher = self.refresher
         if "statistics" in self.demand.order and refresher is not None:
             tasks.append(self._supervise("statistics", lambda: refresher.run(self.stop)))
-        if capacity.hud.url and "hud" in self.demand.order:
+        if self.capacity.hud.url and "hud" in self.demand.order:
             tasks.append(self._supervise("hud", lambda: self._poll_hud(session)))
         if {"github", "http"} & set(self.demand.order):
             tasks.append(self._supervise("demand", lambda: self._poll_remote_demand(session)))
@@ -622,28 +514,6 @@ class ListenerApp:
                 return False
             await asyncio.to_thread(cache.wait_synced, min(STOP_CHECK, remaining))
         return True
-
-    def _check_and_build(
-        self, cache: KubeCache, target: ScaleSetTarget, placeholder_ns: str
-    ) -> PlaceholderPodBuilder:
-        findings = run_startup_checks(cache, target, self.capacity.priority_classes)
-        for finding in findings:
-            if finding.severity is not Severity.ERROR:
-                log.warning("start-up check %s: %s", finding.check, finding.message)
-        problems = [f"{f.check}: {f.message}" for f in findings if f.severity is Severity.ERROR]
-        if problems:
-            raise FatalError("start-up checks failed: " + " | ".join(problems))
-        ers = cache.get("EphemeralRunnerSet", target.runner_namespace, target.ers_name)
-        if ers is None:  # run_startup_checks reports this as an error; kept for the type checker
-            raise FatalError(f"EphemeralRunnerSet {target.ers_name} disappeared")
-        same_namespace = placeholder_ns == target.runner_namespace
-        return PlaceholderPodBuilder(
-            self.capacity,
-            ers,
-            instance=self.instance,
-            namespace=placeholder_ns,
-            owner=ers if same_namespace else None,
-        )
 
     async def _poll_hud(self, session: MessageSession) -> None:
         """Queued jobs for our labels every ``hud.pollInterval`` (``HudDemandSource`` logs an
@@ -706,42 +576,37 @@ class ListenerApp:
     def _delete_placeholders(self) -> None:
         """Only what this instance owns: pods it created (instance label) and pairs it
         adopted (in its pair store). Never another listener's pods."""
-        if self.cache is None or self.writer is None:
+        part = self.part
+        if part is None or part.reconciler is None:
             return
+        writer = part.writer
         if self.elector is not None and not self.elector.is_leader:
             # Lost the Lease: a new owner may have adopted our pairs already; deleting them
             # now would take its capacity away. It sweeps whatever it does not want.
             log.warning("shutting down without the Lease: leaving placeholders to the owner")
-            self.writer.close()
+            writer.close()
             return
-        namespace = (
-            self.capacity.placeholder_namespace or self.config.ephemeral_runner_set_namespace
-        )
+        namespace = part.target.placeholder_namespace
+        adopted = part.owned_pairs()
         ours = [
             PodRef(namespace, pod["metadata"]["name"], pod["metadata"].get("uid"))
-            for pod in self.cache.list("Pod", namespace)
+            for pod in part.provider.cache.list("Pod", namespace)
             if owned_by(
                 pod,
                 scale_set=self.config.ephemeral_runner_set_name,
                 instance=self.instance,
-                adopted=self.adopted_pairs(),
+                adopted=adopted,
             )
         ]
         # Bounded by the writer's per-request timeout; the pod's grace period is 60 s.
         log.info("shutting down: deleting %d placeholder pods", len(ours))
         started = time.monotonic()
-        self.writer.delete_pods(ours)
-        self.writer.close()
+        writer.delete_pods(ours)
+        writer.close()
         log.info("placeholders deleted in %.1fs", time.monotonic() - started)
 
-    def adopted_pairs(self) -> set[str]:
-        """Pair ids in this instance's store (its own and adopted ones)."""
-        if self.reconciler is None:
-            return set()
-        return {record.pair_id for record in self.reconciler.store.records()}
-
     def _close(self) -> None:
-        if self.cache is not None:
-            self.cache.stop(timeout=CACHE_STOP_TIMEOUT)
+        if self.part is not None:
+            self.part.stop(timeout=CACHE_STOP_TIMEOUT)
         if self.http is not None:
             self.http.stop()

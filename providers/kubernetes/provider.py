@@ -11,13 +11,20 @@
     ...
     provider.stop()
 
-The placeholder builder is rebuilt whenever the EphemeralRunnerSet's resourceVersion
-changes, so a new runner template (Helm upgrade) sizes the next placeholders without a
-restart. The fit estimate is computed only when Karpenter NodePools are present.
+The placeholder builder follows the EphemeralRunnerSet's runner template
+(``spec.ephemeralRunnerSpec``) and identity. ARC itself never edits that template in place:
+a Helm upgrade that changes it makes the AutoscalingRunnerSet controller create a new
+EphemeralRunnerSet and a new listener (upstream ``autoscalingrunnerset_controller``, the
+``actions.github.com/runner-spec-hash`` annotation). A hand edit does change it in place, and
+the next placeholders are then sized like the new runners. The builder is not rebuilt on every
+resourceVersion: the scaler patches ``spec.replicas`` and ARC updates the status all the time,
+and a rebuild also resets the fit estimate's memo and refresh throttle. The fit estimate is
+computed only when Karpenter NodePools are present.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -38,6 +45,13 @@ log = logging.getLogger(__name__)
 
 class ProviderNotReady(RuntimeError):
     """The cache has not synced, or the EphemeralRunnerSet is not (yet) visible."""
+
+
+def template_key(ers: Mapping[str, Any]) -> str:
+    """What the placeholder builder is built from: the ERS's identity and runner template."""
+    meta = ers.get("metadata") or {}
+    spec = (ers.get("spec") or {}).get("ephemeralRunnerSpec")
+    return json.dumps([meta.get("uid"), meta.get("name"), spec], sort_keys=True, default=str)
 
 
 class KubernetesProvider:
@@ -63,14 +77,15 @@ class KubernetesProvider:
         self._writer_concurrency = writer_concurrency
         self._writer: KubernetesPlaceholderWriter | None = None
         self._placement: PlacementBounds | None = None
-        self._ers_version: str | None = None
+        self._template: str | None = None
 
     def start(self) -> KubernetesProvider:
         self.cache.start()
         return self
 
-    def stop(self) -> None:
-        self.cache.stop()
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the cache's watches (waiting up to ``timeout`` for each) and the writer."""
+        self.cache.stop(timeout)
         if self._writer is not None:
             self._writer.close()
 
@@ -91,18 +106,32 @@ class KubernetesProvider:
     def _ensure_writer(self) -> KubernetesPlaceholderWriter:
         """The writer, with a builder matching the current EphemeralRunnerSet."""
         ers = self.ers()
-        version = (ers.get("metadata") or {}).get("resourceVersion")
+        version = template_key(ers)
         writer = self._writer
-        if writer is not None and version == self._ers_version:
+        if writer is not None and version == self._template:
             return writer
         same_ns = self.target.placeholder_namespace == self.target.runner_namespace
-        builder = PlaceholderPodBuilder(
-            self.settings,
-            ers,
-            instance=self.instance,
-            namespace=self.target.placeholder_namespace,
-            owner=ers if same_ns else None,
-        )
+        try:
+            builder = PlaceholderPodBuilder(
+                self.settings,
+                ers,
+                instance=self.instance,
+                namespace=self.target.placeholder_namespace,
+                owner=ers if same_ns else None,
+            )
+        except PlaceholderSpecError as exc:
+            if writer is None:
+                raise
+            # A template changed to one we cannot size: keep sizing placeholders like the
+            # last good one (the runners already running match it) and say so once.
+            log.warning(
+                "EphemeralRunnerSet %s: its new runner template cannot size placeholders: "
+                "%s; keeping the previous sizes",
+                self.target.ers_name,
+                exc,
+            )
+            self._template = version
+            return writer
         if writer is None:
             writer = KubernetesPlaceholderWriter(
                 self._api_client, builder, cache=self.cache, max_workers=self._writer_concurrency
@@ -110,7 +139,7 @@ class KubernetesProvider:
             self._writer = writer
         else:
             writer.builder = builder
-        self._ers_version = version
+        self._template = version
         return writer
 
     @property

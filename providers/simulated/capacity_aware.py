@@ -203,8 +203,8 @@ class CapacityAwareDriver:
             self.ctx.loop.call_later(0.0, self.drop_guard.check)
 
     def _failing_closed(self) -> bool:
-        """The production listener's fail-closed rule (listener/app.py): a cache whose watches
-        have been down for more than one interval may hide a lost placeholder."""
+        """The production listener's fail-closed rule (listener/capacity_aware.py): a cache
+        whose watches have been down for more than one interval may hide a lost placeholder."""
         stale_for = getattr(self._source(), "stale_for", None)
         return callable(stale_for) and stale_for() > self.settings.recalculate_interval
 

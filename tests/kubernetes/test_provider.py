@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from kubernetes import client
 
 from providers.kubernetes.provider import KubernetesProvider
@@ -35,7 +38,7 @@ def test_provider_checks_snapshots_and_writes(
         assert provider.cache.wait_until(lambda c: c.get("Pod", o.NS, workflow) is not None, 10)
         assert set(provider.snapshot(now=o.T0, demand=Demand()).placeholders) == {"abcde-1"}
 
-        # A new runner template (Helm upgrade) sizes the next placeholders, no restart.
+        # A runner template edited in place sizes the next placeholders, no restart.
         def bigger(ers: dict) -> None:
             ers["spec"]["ephemeralRunnerSpec"]["spec"]["containers"][0]["resources"] = {
                 "requests": {"cpu": "3", "memory": "6Gi"}
@@ -53,5 +56,64 @@ def test_provider_checks_snapshots_and_writes(
             "cpu": "3",
             "memory": "6Gi",
         }
+    finally:
+        provider.stop()
+
+
+def _provider_on(api: client.ApiClient) -> KubernetesProvider:
+    provider = KubernetesProvider(
+        api,
+        parse_capacity_aware({}, where="test"),
+        TARGET,
+        instance=o.INSTANCE,
+        backoff_base=0.01,
+        backoff_cap=0.05,
+    ).start()
+    assert provider.wait_synced(10)
+    return provider
+
+
+def _mutate_and_wait(provider: KubernetesProvider, store: ObjectStore, change) -> None:  # type: ignore[no-untyped-def]
+    rv = store.mutate("EphemeralRunnerSet", o.NS, o.ERS, change)["metadata"]["resourceVersion"]
+    assert provider.cache.wait_until(
+        lambda c: c.get("EphemeralRunnerSet", o.NS, o.ERS)["metadata"]["resourceVersion"] == rv,
+        10,
+    )
+
+
+def test_a_replicas_patch_keeps_the_builder_and_its_fit_memo(
+    api: client.ApiClient, store: ObjectStore
+) -> None:
+    """The scaler patches spec.replicas all the time: that is no new template, so the builder
+    (and the fit estimate built on it) must not be rebuilt for it."""
+    provider = _provider_on(api)
+    try:
+        builder = provider.writer.builder
+        _mutate_and_wait(provider, store, lambda ers: ers["spec"].update(replicas=7))
+        assert provider.writer.builder is builder
+    finally:
+        provider.stop()
+
+
+def test_a_template_placeholders_cannot_be_built_from_keeps_the_last_sizes(
+    api: client.ApiClient, store: ObjectStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A runner template edited to one without requests: the next placeholders keep the
+    previous sizes (the runners already running match them), with one warning."""
+    provider = _provider_on(api)
+    try:
+        before = provider.writer.builder.runner_requests
+
+        def no_requests(ers: dict) -> None:  # type: ignore[type-arg]
+            ers["spec"]["ephemeralRunnerSpec"]["spec"]["containers"][0]["resources"] = {}
+
+        caplog.set_level(logging.WARNING)
+        _mutate_and_wait(provider, store, no_requests)
+        assert provider.writer.builder.runner_requests == before
+        provider.snapshot(now=o.T0, demand=Demand())  # asks the writer again: no new warning
+        warnings = [r.getMessage() for r in caplog.records if "cannot size" in r.getMessage()]
+        assert len(warnings) == 1
+        assert f"EphemeralRunnerSet {o.ERS}" in warnings[0]
+        assert "keeping the previous sizes" in warnings[0]
     finally:
         provider.stop()

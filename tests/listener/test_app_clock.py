@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from listener import app
-from listener.app import MonotonicClock
+from listener import capacity_aware
+from listener.capacity_aware import MonotonicClock
 
 
 def test_a_backward_wall_clock_jump_stalls_the_periodic_reconcile(
@@ -27,6 +27,6 @@ def test_the_reconcile_loop_is_built_with_the_monotonic_clock() -> None:
     """The loop gets MonotonicClock (wall time stays for pair timestamps only)."""
     import inspect
 
-    source = inspect.getsource(app.ListenerApp._start_capacity_aware)
+    source = inspect.getsource(capacity_aware.CapacityAwarePart.build)
     loop_call = source[source.index("ReconcileLoop(") :]
     assert "MonotonicClock()" in loop_call[: loop_call.index("on_step=")]

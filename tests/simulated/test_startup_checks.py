@@ -73,17 +73,16 @@ def test_simulate_exits_2_with_the_refusal_on_stderr(
 
 def test_the_refusal_is_word_for_word_what_run_raises() -> None:
     """listener.app refuses the same world's objects with the same text (FatalError)."""
-    from types import SimpleNamespace
-
-    from listener.app import FatalError, ListenerApp
+    from listener.app import FatalError, refuse_to_start
+    from providers.kubernetes.checks import run_startup_checks
 
     world = World(parse_scenario(classic_mode(), where="t"), CAPACITY_AWARE)
     [driver] = world.capacity_drivers()
     store = world.cluster_of("gpu-east").store
-    # Only ``capacity`` of the app is read before the checks decide: a stand-in suffices.
-    app = SimpleNamespace(capacity=driver.settings)
+    # What the provider's startup_checks() runs, over the world's objects.
+    findings = run_startup_checks(store, driver.target, driver.settings.priority_classes)
     with pytest.raises(FatalError) as fatal:
-        ListenerApp._check_and_build(app, store, driver.target, driver.namespace)  # type: ignore[arg-type]
+        refuse_to_start(findings)
     with pytest.raises(StartupRefused) as refused:
         refuse_on_errors(world)
     assert str(refused.value).endswith(": " + str(fatal.value))
