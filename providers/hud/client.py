@@ -26,7 +26,6 @@ when it ends, not on every poll.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -47,9 +46,8 @@ from pydantic import (
 )
 
 from providers.actions.redact import REGISTRY, SecretRegistry
-from providers.demand import FailureMode
+from providers.demand.polling import DemandFetchError, PolledDemand
 from reconciler.settings import HudSettings
-from reconciler.snapshot import Demand
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +58,12 @@ MAX_PLAUSIBLE_QUEUED = 1_000_000
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
 
-class HudError(Exception):
-    """The HUD answer is unusable. ``kind``: timeout, connect, http, decode or internal."""
+class HudError(DemandFetchError):
+    """The HUD answer is unusable. ``kind``: timeout, connect, http or decode."""
 
     def __init__(self, kind: str, reason: str) -> None:
-        self.kind = kind
         self.reason = reason
-        super().__init__(f"HUD {kind} error: {reason}")
+        super().__init__(f"HUD {kind} error: {reason}", kind=kind)
 
 
 def _clickhouse_uint64(value: Any) -> Any:
@@ -241,12 +238,10 @@ class HudObserver(Protocol):
     def record_hud_request(self, duration: float, *, error_kind: str | None = None) -> None: ...
 
 
-class HudDemandSource:
-    """The latest HUD demand for one scale set, as the reconciler's :class:`Demand`."""
-
-    #: ``providers.demand.DemandSource``: HUD fails open to the configured floor.
-    name = "hud"
-    failure_mode = FailureMode.OPEN_TO_FLOOR
+class HudDemandSource(PolledDemand):
+    """The latest HUD demand for one scale set (:class:`PolledDemand` around
+    :meth:`HudClient.queued_jobs`): fails open to the configured floor, logs an outage once,
+    wakes the reconciler when the answer changes."""
 
     def __init__(
         self,
@@ -262,79 +257,23 @@ class HudDemandSource:
         self.client = client
         self.labels = tuple(labels)
         self.observer = observer
-        #: Called when the answer changes, so the reconciler runs at once (as the simulator's
-        #: driver does), not at its periodic fallback.
-        self._on_change = on_change
-        self._monotonic = monotonic
-        self._current = Demand(queued_jobs=None, error="HUD not polled yet")
-        self._failures = 0
-        self._unexpected = 0
+        super().__init__(
+            "hud",
+            self._queued_jobs,
+            on_change=on_change,
+            observe=self._observed if observer is not None else None,
+            monotonic=monotonic,
+            label="HUD",
+            detail=f" for {list(self.labels)}",
+            logger=log,
+        )
 
-    @property
-    def current(self) -> Demand:
-        return self._current
+    async def _queued_jobs(self) -> int:
+        return await self.client.queued_jobs(self.labels)
 
-    @property
-    def in_outage(self) -> bool:
-        return self._failures > 0
-
-    async def poll(self) -> Demand:
-        started = self._monotonic()
-        try:
-            queued = await self.client.queued_jobs(self.labels)
-        except HudError as exc:
-            self._record(started, exc.kind)
-            self._failed(exc)
-            return self._current
-        except Exception as exc:
-            # Supervision: a bug or an unexpected library error must not end the poller with
-            # demand frozen at its last value. Same fallback as an outage; the traceback is
-            # logged once (first unexpected failure), every one is counted as "internal".
-            self._record(started, "internal")
-            self._unexpected += 1
-            if self._unexpected == 1:
-                log.exception("HUD poll failed unexpectedly; using the fallback and polling on")
-            self._failed(HudError("internal", f"{type(exc).__name__}: {exc}"))
-            return self._current
-        self._record(started, None)
-        if self._failures:
-            log.info(
-                "HUD demand is back after %d failed poll(s): %d queued jobs for %s",
-                self._failures,
-                queued,
-                list(self.labels),
-            )
-        self._failures = 0
-        self._set(Demand(queued_jobs=queued))
-        return self._current
-
-    def _set(self, demand: Demand) -> None:
-        changed = demand != self._current
-        self._current = demand
-        if changed and self._on_change is not None:
-            self._on_change()
-
-    async def run(self, stop: asyncio.Event, interval: float) -> None:
-        """Poll every ``interval`` seconds until ``stop`` is set."""
-        while not stop.is_set():
-            await self.poll()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=interval)
-
-    def _failed(self, exc: HudError) -> None:
-        self._failures += 1
-        self._set(Demand(queued_jobs=None, error=str(exc)))
-        if self._failures == 1:
-            log.warning(
-                "HUD demand unavailable (%s); using the configured fallback until it recovers",
-                exc,
-            )
-        else:
-            log.debug("HUD still unavailable (%d polls): %s", self._failures, exc)
-
-    def _record(self, started: float, error_kind: str | None) -> None:
+    def _observed(self, duration: float, error_kind: str | None) -> None:
         if self.observer is not None:
-            self.observer.record_hud_request(self._monotonic() - started, error_kind=error_kind)
+            self.observer.record_hud_request(duration, error_kind=error_kind)
 
 
 def scale_set_labels(scale_set: Any) -> tuple[str, ...]:
