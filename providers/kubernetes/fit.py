@@ -49,9 +49,12 @@ def _pod_holds_resources(pod: Obj) -> bool:
     return pod_phase(pod) in (PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN)
 
 
-def _pod_usage(pod: Obj) -> tuple[str | None, Resources] | None:
-    """(node name or None, effective requests) of a pod that holds resources; None if it
-    holds none or its requests do not parse."""
+PodUsage = tuple[str | None, Resources, Mapping[str, str]]
+
+
+def _pod_usage(pod: Obj) -> PodUsage | None:
+    """(node name or None, effective requests, nodeSelector) of a pod that holds resources;
+    None if it holds none or its requests do not parse."""
     if not _pod_holds_resources(pod):
         return None
     spec = pod.get("spec") or {}
@@ -59,7 +62,31 @@ def _pod_usage(pod: Obj) -> tuple[str | None, Resources] | None:
         req = effective_requests(spec)
     except ValueError:
         return None
-    return spec.get("nodeName") or None, req
+    return spec.get("nodeName") or None, req, spec.get("nodeSelector") or {}
+
+
+def _place_pending(
+    pending: Sequence[tuple[Resources, Mapping[str, str]]],
+    free_nodes: Sequence[tuple[Mapping[str, str], Resources]],
+) -> Resources:
+    """First-fit the pods waiting for a node into the free room their nodeSelector allows, as
+    the scheduler will place them before any pod we create now; returns the requests of
+    those that fit nowhere (they wait for a launch, within NodePool headroom)."""
+    unplaced: Resources = {}
+    for req, selector in pending:
+        host = next(
+            (
+                free
+                for labels, free in free_nodes
+                if all(labels.get(k) == v for k, v in selector.items()) and _pair_fits(free, req)
+            ),
+            None,
+        )
+        if host is None:
+            add_into(unplaced, req)
+        else:
+            _take(host, req)
+    return unplaced
 
 
 def _node_capacity(node: Obj) -> tuple[str, NodeState, Resources | None]:
@@ -117,12 +144,15 @@ def fit_estimate(
     """Ray-style estimate of how many new (runner, workflow) pairs could schedule now.
 
     1. Free allocatable per usable node (schedulable, Ready, no untolerated blocking taint):
-       allocatable minus the requests of the pods bound to it; new pairs are first-fit packed
-       into it, each half independently (the two halves need not share a node).
+       allocatable minus the requests of the pods bound to it, minus the pods still waiting
+       for a node that fit there (first fit, within their nodeSelector: the scheduler places
+       them before any pod created now; counting that room as ours made every listener of a
+       full shared NodePool request pairs for the same freed slot); new pairs are first-fit
+       packed into the rest, each half independently (the two halves need not share a node).
     2. NodePool headroom: ``spec.limits - status.resources`` summed over NodePools, minus the
-       requests of pods still waiting for a node (Karpenter provisions for them first);
-       a resource no NodePool limits is unbounded. Pairs from headroom = the tightest
-       resource's quotient.
+       requests of the waiting pods that fit no free room (Karpenter provisions for them
+       first); a resource no NodePool limits is unbounded. Pairs from headroom = the
+       tightest resource's quotient.
     3. Result = pairs on existing nodes + pairs from headroom, capped at ``limit``; plus the
        launch group size (:func:`providers.kubernetes.packing.pairs_per_node`).
 
@@ -142,17 +172,17 @@ def fit_estimate(
     node_capacity = _node_capacity if memo is None else memo.nodes
     nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
     used: dict[str, Resources] = {}
-    pending: Resources = {}
+    waiting: list[tuple[Resources, Mapping[str, str]]] = []
     for pod in source.list("Pod"):
         usage = pod_usage(pod)
         if usage is None:
             continue
-        node_name, req = usage
+        node_name, req, selector = usage
         if node_name:
             add_into(used.setdefault(node_name, {}), req)
         else:
-            add_into(pending, req)
-    free_per_node: list[Resources] = []
+            waiting.append((req, selector))
+    free_nodes: list[tuple[Mapping[str, str], Resources]] = []
     for node in nodes.values():
         name, state, allocatable = node_capacity(node)
         if state.blocks(tolerations):
@@ -161,7 +191,10 @@ def fit_estimate(
         free = dict(allocatable) if allocatable is not None else _allocatable(node, name)
         for r, v in used.get(name, {}).items():
             free[r] = free.get(r, Decimal(0)) - v
-        free_per_node.append(free)
+        free_nodes.append((_meta(node).get("labels") or {}, free))
+    # Pods already waiting take free room first; what fits nowhere waits for headroom (2.).
+    pending = _place_pending(waiting, free_nodes)
+    free_per_node = [free for _, free in free_nodes]
     on_nodes = 0
     while on_nodes < limit:
         placed = []

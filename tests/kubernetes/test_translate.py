@@ -272,15 +272,49 @@ def test_fit_estimate_packs_free_allocatable_then_nodepool_headroom():
         o.node("node-a", allocatable={"cpu": "4", "memory": "16Gi"}),
         o.node("cordoned", unschedulable=True, allocatable={"cpu": "64", "memory": "256Gi"}),
         o.pod("busy", node="node-a", phase="Running", requests={"cpu": "1", "memory": "1Gi"}),
-        o.pod("waiting", requests={"cpu": "1500m", "memory": "1Gi"}),  # pending: eats headroom
+        o.pod("waiting", requests={"cpu": "1500m", "memory": "1Gi"}),  # pending
         o.pod("done", node="node-a", phase="Succeeded", requests={"cpu": "3"}),
     )
     fit = fit_estimate(src, TARGET, RUNNER, WORKFLOW)
-    # node-a: 3 cpu free -> 2 pairs (1.5 cpu each); pools: 6 cpu left - 1.5 pending = 4.5 -> 3.
+    # node-a: 3 cpu free, the waiting pod takes 1.5 -> 1 pair (1.5 cpu each); pools: 6 cpu
+    # left, nothing waiting for a launch -> 4.
     assert fit is not None
     assert fit.new_pairs == 5
-    assert fit.on_existing_nodes == 2
-    assert fit.detail.startswith("2 on existing nodes + 3 within NodePool limits")
+    assert fit.on_existing_nodes == 1
+    assert fit.detail.startswith("1 on existing nodes + 4 within NodePool limits")
+
+
+def test_a_waiting_pod_its_selector_keeps_off_the_free_room_eats_headroom_instead():
+    waiting = o.pod("waiting", requests={"cpu": "1500m", "memory": "1Gi"})
+    waiting["spec"]["nodeSelector"] = {"pool": "b"}
+    src = o.DictSource(
+        o.nodepool(limits={"cpu": "10", "memory": "64Gi"}, used={"cpu": "4", "memory": "16Gi"}),
+        o.node("node-a", allocatable={"cpu": "4", "memory": "16Gi"}, labels={"pool": "a"}),
+        o.pod("busy", node="node-a", phase="Running", requests={"cpu": "1", "memory": "1Gi"}),
+        waiting,
+    )
+    fit = fit_estimate(src, TARGET, RUNNER, WORKFLOW)
+    # node-a: 3 cpu free -> 2 pairs; pools: 6 cpu left - 1.5 waiting for a launch -> 3.
+    assert fit is not None
+    assert (fit.on_existing_nodes, fit.new_pairs) == (2, 5)
+
+
+def test_a_slot_freed_in_a_full_shared_pool_is_not_counted_for_new_pairs_while_pods_wait():
+    """Regression (shared-nodepool): three teams' listeners each saw a job's freed slot as
+    room for one more pair, while other pairs already waited for it; all but one stayed
+    PARTIAL (runner half Running, workflow half unschedulable) until placeholderReadyTimeout,
+    holding 55% of the run's idle CPU-hours in the capped pool. Waiting pods take freed room
+    first, so no new pair is counted for it."""
+    src = o.DictSource(
+        o.nodepool(limits={"cpu": "8", "memory": "64Gi"}, used={"cpu": "8", "memory": "32Gi"}),
+        o.node("full", allocatable={"cpu": "8", "memory": "32Gi"}),
+        o.pod("running", node="full", phase="Running", requests={"cpu": "6500m", "memory": "4Gi"}),
+        o.pod("team-b-ph-1-w", requests={"cpu": "1", "memory": "2Gi"}),  # waiting since before
+    )
+    fit = fit_estimate(src, TARGET, RUNNER, WORKFLOW)
+    # 1.5 cpu free fits one pair, but team-b's waiting workflow placeholder takes 1 of it.
+    assert fit is not None
+    assert (fit.on_existing_nodes, fit.new_pairs) == (0, 0)
 
 
 def test_fit_estimate_without_limits_is_bounded_only_by_the_cap():
