@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from providers.kubernetes import labels as L
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.packing import pairs_per_node, pool_hosts
 from providers.kubernetes.resources import (
@@ -49,12 +50,14 @@ def _pod_holds_resources(pod: Obj) -> bool:
     return pod_phase(pod) in (PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN)
 
 
-PodUsage = tuple[str | None, Resources, Mapping[str, str]]
+#: (node name or None, effective requests, nodeSelector, the scale set of a placeholder or
+#: None for any other pod).
+PodUsage = tuple[str | None, Resources, Mapping[str, str], str | None]
 
 
 def _pod_usage(pod: Obj) -> PodUsage | None:
-    """(node name or None, effective requests, nodeSelector) of a pod that holds resources;
-    None if it holds none or its requests do not parse."""
+    """A pod's :data:`PodUsage` when it holds resources; None if it holds none or its requests
+    do not parse."""
     if not _pod_holds_resources(pod):
         return None
     spec = pod.get("spec") or {}
@@ -62,16 +65,17 @@ def _pod_usage(pod: Obj) -> PodUsage | None:
         req = effective_requests(spec)
     except ValueError:
         return None
-    return spec.get("nodeName") or None, req, spec.get("nodeSelector") or {}
+    placeholder_of = (_meta(pod).get("labels") or {}).get(L.LABEL_SCALE_SET)
+    return spec.get("nodeName") or None, req, spec.get("nodeSelector") or {}, placeholder_of
 
 
 def _place_pending(
     pending: Sequence[tuple[Resources, Mapping[str, str]]],
     free_nodes: Sequence[tuple[Mapping[str, str], Resources]],
 ) -> Resources:
-    """First-fit the pods waiting for a node into the free room their nodeSelector allows, as
-    the scheduler will place them before any pod we create now; returns the requests of
-    those that fit nowhere (they wait for a launch, within NodePool headroom)."""
+    """First-fit waiting pods into the free room their nodeSelector allows (the scheduler
+    places them before any pod we create now); returns the requests of those that fit
+    nowhere (they wait for a launch, within NodePool headroom)."""
     unplaced: Resources = {}
     for req, selector in pending:
         host = next(
@@ -144,15 +148,18 @@ def fit_estimate(
     """Ray-style estimate of how many new (runner, workflow) pairs could schedule now.
 
     1. Free allocatable per usable node (schedulable, Ready, no untolerated blocking taint):
-       allocatable minus the requests of the pods bound to it, minus the pods still waiting
-       for a node that fit there (first fit, within their nodeSelector: the scheduler places
-       them before any pod created now; counting that room as ours made every listener of a
-       full shared NodePool request pairs for the same freed slot); new pairs are first-fit
-       packed into the rest, each half independently (the two halves need not share a node).
+       allocatable minus the requests of the pods bound to it, minus the waiting real pods
+       (higher priority) and our own waiting placeholders that fit there (first fit, within
+       their nodeSelector: the scheduler places them before any pod created now; counting
+       that room as new made a listener of a full shared NodePool request pair after pair
+       for one freed slot); new pairs are first-fit packed into the rest, each half
+       independently (the two halves need not share a node). Other scale sets' waiting
+       placeholders are not put ahead: at equal priority a new pair queues behind them,
+       and leaving it out would starve this scale set.
     2. NodePool headroom: ``spec.limits - status.resources`` summed over NodePools, minus the
-       requests of the waiting pods that fit no free room (Karpenter provisions for them
-       first); a resource no NodePool limits is unbounded. Pairs from headroom = the
-       tightest resource's quotient.
+       requests of the waiting pods not placed in 1. (Karpenter provisions for them first);
+       a resource no NodePool limits is unbounded. Pairs from headroom = the tightest
+       resource's quotient.
     3. Result = pairs on existing nodes + pairs from headroom, capped at ``limit``; plus the
        launch group size (:func:`providers.kubernetes.packing.pairs_per_node`).
 
@@ -161,7 +168,6 @@ def fit_estimate(
     every NodePool is assumed able to host the pair (over-estimates: safe, the scheduler stays
     the judge; this only bounds attempts).
     """
-    del target
     all_pools = list(_safe_list(source, "NodePool"))
     if not all_pools:
         return None
@@ -172,16 +178,21 @@ def fit_estimate(
     node_capacity = _node_capacity if memo is None else memo.nodes
     nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
     used: dict[str, Resources] = {}
-    waiting: list[tuple[Resources, Mapping[str, str]]] = []
+    ahead: list[tuple[Resources, Mapping[str, str]]] = []
+    pending: Resources = {}
     for pod in source.list("Pod"):
         usage = pod_usage(pod)
         if usage is None:
             continue
-        node_name, req, selector = usage
+        node_name, req, selector, placeholder_of = usage
         if node_name:
             add_into(used.setdefault(node_name, {}), req)
+        elif placeholder_of is None or placeholder_of == target.ers_name:
+            ahead.append((req, selector))
         else:
-            waiting.append((req, selector))
+            # Another scale set's placeholder: same priority as ours, so a pair we create
+            # now queues behind it rather than never queueing (that would starve us).
+            add_into(pending, req)
     free_nodes: list[tuple[Mapping[str, str], Resources]] = []
     for node in nodes.values():
         name, state, allocatable = node_capacity(node)
@@ -192,8 +203,9 @@ def fit_estimate(
         for r, v in used.get(name, {}).items():
             free[r] = free.get(r, Decimal(0)) - v
         free_nodes.append((_meta(node).get("labels") or {}, free))
-    # Pods already waiting take free room first; what fits nowhere waits for headroom (2.).
-    pending = _place_pending(waiting, free_nodes)
+    # Real pods and our own placeholders already waiting take free room first; what fits
+    # nowhere waits for headroom (2.).
+    add_into(pending, _place_pending(ahead, free_nodes))
     free_per_node = [free for _, free in free_nodes]
     on_nodes = 0
     while on_nodes < limit:

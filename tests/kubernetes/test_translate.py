@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from providers.kubernetes.fit import fit_estimate
+from providers.kubernetes.labels import LABEL_SCALE_SET
 from providers.kubernetes.translate import (
     ScaleSetTarget,
     build_snapshot,
@@ -299,22 +300,49 @@ def test_a_waiting_pod_its_selector_keeps_off_the_free_room_eats_headroom_instea
     assert (fit.on_existing_nodes, fit.new_pairs) == (2, 5)
 
 
-def test_a_slot_freed_in_a_full_shared_pool_is_not_counted_for_new_pairs_while_pods_wait():
-    """Regression (shared-nodepool): three teams' listeners each saw a job's freed slot as
-    room for one more pair, while other pairs already waited for it; all but one stayed
-    PARTIAL (runner half Running, workflow half unschedulable) until placeholderReadyTimeout,
-    holding 55% of the run's idle CPU-hours in the capped pool. Waiting pods take freed room
-    first, so no new pair is counted for it."""
-    src = o.DictSource(
+def _full_pool_with_a_freed_slot(*waiting: dict) -> o.DictSource:  # type: ignore[type-arg]
+    """A NodePool at its limit whose one node has room for exactly one pair (1.5 cpu)."""
+    return o.DictSource(
         o.nodepool(limits={"cpu": "8", "memory": "64Gi"}, used={"cpu": "8", "memory": "32Gi"}),
         o.node("full", allocatable={"cpu": "8", "memory": "32Gi"}),
         o.pod("running", node="full", phase="Running", requests={"cpu": "6500m", "memory": "4Gi"}),
-        o.pod("team-b-ph-1-w", requests={"cpu": "1", "memory": "2Gi"}),  # waiting since before
+        *waiting,
     )
-    fit = fit_estimate(src, TARGET, RUNNER, WORKFLOW)
-    # 1.5 cpu free fits one pair, but team-b's waiting workflow placeholder takes 1 of it.
+
+
+def _waiting_placeholder(name: str, scale_set: str) -> dict:  # type: ignore[type-arg]
+    return o.pod(name, labels={LABEL_SCALE_SET: scale_set}, requests={"cpu": "1", "memory": "2Gi"})
+
+
+def test_a_slot_freed_in_a_full_shared_pool_is_not_counted_again_while_our_pair_waits():
+    """Regression (shared-nodepool): a listener counted a job's freed slot as room for one
+    more pair while its own pair already waited for it, step after step; the extra pairs
+    stayed PARTIAL (runner half Running, workflow half unschedulable) until
+    placeholderReadyTimeout, holding 55% of seed 3's idle CPU-hours in the capped pool."""
+    fit = fit_estimate(
+        _full_pool_with_a_freed_slot(_waiting_placeholder("ours-w", o.ERS)),
+        TARGET,
+        RUNNER,
+        WORKFLOW,
+    )
     assert fit is not None
     assert (fit.on_existing_nodes, fit.new_pairs) == (0, 0)
+
+
+def test_a_waiting_real_pod_takes_the_freed_slot_before_any_new_pair():
+    waiting_job = o.pod("team-b-job-workflow", requests={"cpu": "1", "memory": "2Gi"})
+    fit = fit_estimate(_full_pool_with_a_freed_slot(waiting_job), TARGET, RUNNER, WORKFLOW)
+    assert fit is not None
+    assert (fit.on_existing_nodes, fit.new_pairs) == (0, 0)
+
+
+def test_another_scale_sets_waiting_placeholder_does_not_keep_us_from_queueing():
+    """At equal priority our new pair queues behind team-b's; not counting the slot at all
+    would starve this scale set whenever another one keeps a pair waiting."""
+    other = _waiting_placeholder("team-b-ph-1-w", "team-b")
+    fit = fit_estimate(_full_pool_with_a_freed_slot(other), TARGET, RUNNER, WORKFLOW)
+    assert fit is not None
+    assert (fit.on_existing_nodes, fit.new_pairs) == (1, 1)
 
 
 def test_fit_estimate_without_limits_is_bounded_only_by_the_cap():
