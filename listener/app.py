@@ -577,7 +577,7 @@ class ListenerApp:
         """Only what this instance owns: pods it created (instance label) and pairs it
         adopted (in its pair store). Never another listener's pods."""
         part = self.part
-        if part is None or part.reconciler is None:
+        if part is None or part.writer is None:
             return
         writer = part.writer
         if self.elector is not None and not self.elector.is_leader:

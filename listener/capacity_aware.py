@@ -97,6 +97,11 @@ class CapacityAwarePart:
         )
         self.reconciler: Reconciler | None = None
         self.loop: ReconcileLoop | None = None
+        #: The writer the reconciler's subscriber uses, once built. Kept here, not asked of
+        #: the provider again: that re-reads the EphemeralRunnerSet, which may be gone by
+        #: shutdown (an uninstall), when our placeholders must still be deleted. The
+        #: provider swaps a changed template's builder into this same object.
+        self.writer: KubernetesPlaceholderWriter | None = None
         self._failing_closed = False
         self._writes_seen: dict[str, int] = {}
 
@@ -104,10 +109,6 @@ class CapacityAwarePart:
     def namespaces(self) -> set[str]:
         """The namespaces whose permissions the listener needs."""
         return {self.target.runner_namespace, self.target.placeholder_namespace}
-
-    @property
-    def writer(self) -> KubernetesPlaceholderWriter:
-        return self.provider.writer
 
     def start(self) -> CapacityAwarePart:
         self.provider.start()
@@ -132,12 +133,13 @@ class CapacityAwarePart:
         capacity = self.capacity
         reconciler_config = capacity.reconciler_config(self.target.ers_name)
         metrics_subscriber = MetricsSubscriber(self.metrics)
+        self.writer = writer = self.provider.writer
         self.reconciler = reconciler = Reconciler(
             reconciler_config,
             clock=self.clock,
             subscribers=[
                 PlaceholderSubscriber(
-                    self.writer,
+                    writer,
                     namespace=self.target.placeholder_namespace,
                     clock=self.clock,
                     config=reconciler_config,
@@ -152,7 +154,7 @@ class CapacityAwarePart:
 
         def on_step(result: StepResult, duration: float) -> None:
             metrics_subscriber.observe_step(result, duration)
-            self._count_writes()
+            self._count_writes(writer)
             self.metrics.record_advertised(self.gate.value)
             self.status.publish(
                 records=reconciler.store.records(), ledger=result.ledger, at=self.clock.now()
@@ -178,9 +180,9 @@ class CapacityAwarePart:
         )
         return self.loop
 
-    def _count_writes(self) -> None:
+    def _count_writes(self, writer: KubernetesPlaceholderWriter) -> None:
         """API write counters from the writer's own tally."""
-        for verb, total in self.writer.calls.items():
+        for verb, total in writer.calls.items():
             self.metrics.record_api_write(verb, total - self._writes_seen.get(verb, 0))
             self._writes_seen[verb] = total
 

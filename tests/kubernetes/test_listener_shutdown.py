@@ -1,0 +1,76 @@
+"""The listener's shutdown deletes its placeholders, through the real client on the face."""
+
+from __future__ import annotations
+
+import types
+
+from kubernetes import client
+
+from listener.app import ListenerApp
+from listener.arc_config import parse_listener_config
+from listener.capacity_aware import CapacityAwarePart
+from providers.simulated.store import NotFound, ObjectStore
+from reconciler.ports import PairSpec
+from reconciler.settings import parse_capacity_aware
+from state_machine.record import pod_names
+from tests.kubernetes import objects as o
+
+PLACEHOLDERS = "arc-placeholders"  # not the ERS's namespace: no owner reference, no GC
+WAIT = 10.0
+
+
+def test_placeholders_are_deleted_at_shutdown_after_the_ephemeral_runner_set_is_gone(
+    api: client.ApiClient, store: ObjectStore
+) -> None:
+    """Regression: shutdown asked the provider for its writer, which re-reads the
+    EphemeralRunnerSet; on an uninstall that is deleted first, so the call raised and our
+    placeholders were left behind. The writer built at start is used instead."""
+    config = parse_listener_config(
+        {
+            "configure_url": "https://github.com/acme",
+            "github_token": "ghp_" + "t" * 36,
+            "ephemeral_runner_set_namespace": o.NS,
+            "ephemeral_runner_set_name": o.ERS,
+            "runner_scale_set_id": 1,
+            "max_runners": 10,
+        }
+    )
+    capacity = parse_capacity_aware(
+        {"enabled": True, "placeholderNamespace": PLACEHOLDERS}, where="test"
+    )
+    app = ListenerApp(config, capacity, {})
+    part = CapacityAwarePart(
+        api,
+        config,
+        capacity,
+        instance=app.instance,
+        clock=app.clock,
+        gate=app.gate,
+        metrics=app.metrics,
+        status=app.status,
+        demand=app._demand,
+    ).start()
+    app.part = part
+    try:
+        cache = part.provider.cache
+        assert cache.wait_synced(WAIT)
+        part.build(types.SimpleNamespace())  # type: ignore[arg-type]
+        assert part.writer is not None
+        names = pod_names(o.ERS, f"{app.instance}-1")
+        part.writer.create_pair(PairSpec(f"{app.instance}-1", o.ERS, *names, o.T0 + 600))
+        assert cache.wait_until(
+            lambda c: all(c.get("Pod", PLACEHOLDERS, n) is not None for n in names), WAIT
+        )
+
+        store.delete("EphemeralRunnerSet", o.NS, o.ERS)
+        assert cache.wait_until(lambda c: c.get("EphemeralRunnerSet", o.NS, o.ERS) is None, WAIT)
+        app._delete_placeholders()
+
+        for name in names:
+            try:
+                store.get("Pod", PLACEHOLDERS, name)
+            except NotFound:
+                continue
+            raise AssertionError(f"placeholder {name} was left behind")
+    finally:
+        part.stop(timeout=1.0)
