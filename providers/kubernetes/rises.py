@@ -9,9 +9,11 @@ its pair READY: one more slot for ``X-ScaleSetMaxCapacity`` while a job may be w
 
 Real runner and workflow pods that bind on free room raise the ledger too (the job that held
 a slot since its assignment gives the pair back). Triggering on them as well let about 14%
-fewer ice-failover jobs wait for a slot, but over 10 seeds of shared-nodepool (two teams in
+fewer ice-failover jobs wait for a slot, but over 10 seeds of shared-nodepool (three teams in
 one capped NodePool) 15% more jobs never started (939 vs 818) and its burst k-th ratio went
-from 2.92 to 4.58; measured, not explained, so they keep the debounce.
+from 2.92 to 4.58. With the fit estimate's waiting pods (fit.py) real workflow pods alone still
+cost it 11% (835 vs 751 never started); measured, not explained, so real pods keep the
+debounce.
 
 The rule is shared by the production cache (providers/kubernetes/cache.py) and the simulated
 world's cache view, so both see the same triggers.
