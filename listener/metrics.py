@@ -248,6 +248,13 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          "maxRunners as read live from the AutoscalingRunnerSet (0 = drained).",
          "per reconcile step"),
     _cap("ready_pairs", "gauge", "READY placeholder pairs (warm slots).", "per reconcile step"),
+    _cap("warm_pool_pairs", "gauge",
+         "Warm pairs kept beyond running jobs and queued demand: the fixed proactiveCapacity, "
+         "the `auto` estimate or a schedule entry.", "per reconcile step"),
+    _cap("warm_pool_load", "gauge",
+         "`auto`: slots expected out of the warm pool (starting runners + pairs taken per "
+         "second x time to READY), which the pool size covers with a Poisson margin.",
+         "per reconcile step that estimated it (not with a fixed size or a schedule entry)"),
     _cap("starved_runners", "gauge",
          "Bound runner pods whose workflow pod exists but is not bound: claimed jobs waiting "
          "for a node.", "per reconcile step"),
@@ -630,6 +637,11 @@ class PrometheusMetrics:
             ledger.workflow_placeholders
         )
 
+    def observe_warm_pool(self, pairs: int, load: float | None) -> None:
+        self._cap_metric("warm_pool_pairs").set(pairs)
+        if load is not None:
+            self._cap_metric("warm_pool_load").set(load)
+
     def observe_pair_counts(self, counts: Mapping[PairState, int]) -> None:
         for state in PairState:
             self._cap_metric("pairs", state=state.value).set(counts.get(state, 0))
@@ -816,6 +828,9 @@ class MetricsSubscriber:
     ) -> None:
         """After ``Reconciler.step`` returned ``result`` (a StepResult) in ``duration`` s."""
         self.metrics.observe_ledger(result.ledger)
+        self.metrics.observe_warm_pool(
+            int(getattr(result, "warm_pairs", 0)), getattr(result, "warm_load", None)
+        )
         current = counts if counts is not None else (self.counts() if self.counts else None)
         if current is not None:
             self.metrics.observe_pair_counts(current)

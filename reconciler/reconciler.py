@@ -57,6 +57,9 @@ class StepResult:
     ledger: CapacityLedger
     subscriber_errors: int = 0
     launch_limited_by: str | None = None
+    #: Warm pairs kept this step (fixed, auto estimate or schedule) and auto's L, if any.
+    warm_pairs: int = 0
+    warm_load: float | None = None
 
 
 def reconcile(
@@ -111,6 +114,7 @@ class Reconciler:
         self.warm_window = WarmPoolWindow(window, started_at=clock.now())
         self.warm_size = config.proactive_capacity
         self.warm_reason = "static"
+        self.warm_load: float | None = None
 
     def _ids(self) -> Iterator[str]:
         while True:
@@ -124,12 +128,16 @@ class Reconciler:
         size = warm_pairs(policy, self.warm_window.observation(now), now)
         if size.pairs != self.warm_size:
             log.info("warm pool %s: %d pairs (%s)", self.config.scale_set, size.pairs, size.reason)
-        self.warm_size, self.warm_reason = size.pairs, size.reason
+        self.warm_size, self.warm_reason, self.warm_load = size.pairs, size.reason, size.load
         return replace(self.config, proactive_capacity=size.pairs)
 
     def step(self, snapshot: ClusterSnapshot) -> StepResult:
         now = self.clock.now()
-        self.warm_window.observe_runners((p.name for p in snapshot.runner_pods if p.alive), now)
+        self.warm_window.observe_runners(
+            (p.name for p in snapshot.runner_pods if p.alive),
+            now,
+            starting=snapshot.starting_runners,
+        )
         try:
             plan = reconcile(
                 self.store.view(),
@@ -154,7 +162,15 @@ class Reconciler:
             released_pods={c.pod.name for c in plan.commands if isinstance(c, DeleteOrphan)},
         )
         self._publish_capacity(ledger)
-        return StepResult(events, plan.commands, ledger, errors, plan.launch_limited_by)
+        return StepResult(
+            events,
+            plan.commands,
+            ledger,
+            errors,
+            plan.launch_limited_by,
+            warm_pairs=self.warm_size,
+            warm_load=self.warm_load,
+        )
 
     def _notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> int:
         if not events and not commands:

@@ -156,7 +156,7 @@ class WarmPoolSettings(_Model):
 
     min_pairs: int = Field(default=0, ge=0, le=10_000)
     max_pairs: int = Field(default=20, ge=0, le=10_000)
-    #: Jobs started are counted over this window to estimate the arrival rate.
+    #: Starting runners are averaged, and pairs taken counted, over this window.
     window: Seconds = Field(default=900.0, ge=60, le=86_400)
     #: Target probability that a job finds no warm pair (reconciler/warm_pool.py).
     miss_probability: float = Field(default=0.05, gt=0, lt=1)

@@ -225,6 +225,15 @@ class ClusterSnapshot:
     #: Reads the signals on demand instead (providers pass it: only a timeout needs them).
     signals: Callable[[], tuple[str, ...]] | None = None
 
+    @property
+    def starting_runners(self) -> int:
+        """Alive runner pods whose workflow pod does not hold a slot yet (Pending, not created
+        yet, or never: an idle runner). Each holds one slot of advertised capacity that no
+        warm pair can give to another job: the ledger counts ``min(runner side, workflow
+        side)``, so a runner without its bound workflow pod keeps a workflow half spoken for."""
+        bound = {w.runner_pod for w in self.workflow_pods if w.holds_slot}
+        return sum(1 for p in self.runner_pods if p.alive and p.name not in bound)
+
     def karpenter_signals(self) -> tuple[str, ...]:
         """Recent Karpenter capacity failures, read only when asked."""
         return self.signals() if self.signals is not None else self.capacity_signals

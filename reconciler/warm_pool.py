@@ -1,38 +1,50 @@
 """Adaptive warm pool: how many warm pairs to keep when ``proactiveCapacity: auto``.
 
-Every job this scale set starts takes one slot of advertised capacity, i.e. one READY pair
-(its runner pod preempts the placeholder, or lands on room the pair proved free), and the
-pool is refilled by a new pair that needs some time to become READY (a node may have to be
-launched). Jobs that arrive while the refills are on their way find no warm pair and wait. By
-Little's law the number of refills in flight is, on average,
+A job takes one free slot of advertised capacity when GitHub assigns it. The pool gets that
+slot back in one of two ways, and the warm pairs are what covers the jobs that arrive in
+between:
 
-    L = lambda * W
+1. *The job's pods land on room a finished job freed* (most jobs on a busy day). The slot is
+   still out of the pool until the job's workflow pod is bound: the ledger counts
+   ``min(runner side, workflow side)``, so a runner pod without its bound workflow pod keeps
+   one workflow half spoken for (the runner pod starts, registers, claims the job, and the
+   container hook creates the workflow pod: about ten seconds on a warm node, minutes when the
+   workflow pod waits for a node). Measured directly: the time-average number of *starting
+   runners* (alive runner pods whose workflow pod does not hold a slot yet).
+2. *The job's pods preempt a pair's placeholders.* The slot comes back only when a refill
+   pair is READY, ``W`` after it is created (a node may have to be launched). By Little's law
+   the refills in flight average ``taken rate x W``, with ``taken rate`` the pairs leaving for
+   PREEMPTED per second and ``W`` the mean time from creation (QUEUED) to READY of the recent
+   pairs.
 
-with ``lambda`` the rate at which this scale set starts jobs (new runner pods observed) and
-``W`` the mean time a pair takes from creation (QUEUED) to READY over the recent pairs. With
-Poisson arrivals the number of refills in flight is Poisson with mean ``lambda * E[W]``
-whatever the distribution of ``W`` (an M/G/inf queue), so the mean is the right statistic: a
-median ignores the slow refills (a node to launch) behind the fast ones (room freed by a
-finished job), and those slow ones are when jobs miss. (Counting READY -> PREEMPTED
-transitions instead undercounts badly: in the simulated day most runner pods land on nodes freed by
-finished jobs, and only about one job in ten preempts a placeholder.)
+So the slots out of the pool average
 
-Arrivals are bursty (roughly Poisson), so keeping ``L`` pairs would leave a job without a warm
-pair about half the time. The pool is the smallest ``S`` such that the number of refills in
-flight exceeds it with probability at most ``miss_probability``:
-``P(Poisson(L) >= S) <= miss_probability`` (an (S-1, S) base-stock rule). The result is
-clamped to ``[minimum, maximum]``. A time-of-day schedule entry (UTC), when one matches,
-replaces the estimate (also when ``proactiveCapacity`` is a fixed number).
+    L = E[starting runners] + taken rate x W
+
+With Poisson arrivals each term is the count of an M/G/inf queue, Poisson whatever the spread
+of its durations, so the mean is the right statistic (a median of ``W`` would ignore the slow
+refills that need a node behind the fast ones on freed room, and those are when jobs miss);
+the sum of the two is Poisson too (a preempting job is counted in both terms for its first
+seconds: a little conservative). The pool is the smallest ``S`` such that more than ``S - 1``
+slots are out with probability at most ``miss_probability``: ``P(Poisson(L) >= S) <=
+miss_probability`` (an (S-1, S) base-stock rule), clamped to ``[minimum, maximum]``. A
+time-of-day schedule entry (UTC), when one matches, replaces the estimate (also when
+``proactiveCapacity`` is a fixed number).
+
+(Why not ``job start rate x W``, the first version: it charged every job a refill although
+only about one job in ten preempts a pair on the simulated ice-failover day, and it ignored
+term 1, which holds a slot for every job; it missed more jobs at the same idle cost.)
 
 :func:`warm_pairs` is pure over explicit inputs; :class:`WarmPoolWindow` is the small rolling
-window the reconciler updates from each snapshot's runner pods and from committed transition
-events (it never reads a clock: every call passes ``now``). The safety rules of
+window the reconciler updates from each snapshot's runner and workflow pods and from committed
+transition events (it never reads a clock: every call passes ``now``). The safety rules of
 ``desired_pairs`` apply unchanged to the result (``maxRunners`` headroom, ``maxRunners: 0``
 is a hard cap).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Iterable
@@ -87,18 +99,25 @@ class WarmPoolPolicy:
 
 @dataclass(frozen=True, slots=True)
 class WarmPoolObservation:
-    """What the estimator reads: jobs started in the last ``span`` seconds, READY times."""
+    """What the estimator reads, over the last ``span`` seconds (see module doc)."""
 
+    #: Jobs started (new runner pods): only reported, as the job start rate.
     started: int
     span: float
     ready_seconds: tuple[float, ...] = ()
+    #: Time-average number of starting runners (term 1).
+    starting: float = 0.0
+    #: Pairs that moved to PREEMPTED (term 2's rate, times ``span``).
+    taken: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class WarmPoolSize:
     pairs: int
-    #: Why: "schedule 07:00-19:00", "auto: lambda=0.0450/s W=42.0s L=1.89", "static".
+    #: Why: "schedule 07:00-19:00", "auto: jobs=0.0450/s starting=0.41 ... L=0.62", "static".
     reason: str
+    #: The auto estimate's L (slots expected out of the pool); None when not estimated.
+    load: float | None = None
 
 
 def quantile(values: Iterable[float], q: float) -> float | None:
@@ -151,17 +170,24 @@ def warm_pairs(
         return WarmPoolSize(entry.pairs, f"schedule {_hhmm(entry.start)}-{_hhmm(entry.end)}")
     if not policy.auto:
         return WarmPoolSize(policy.static_pairs, "static")
-    rate = observation.started / max(observation.span, MIN_RATE_SPAN)
+    per_second = 1.0 / max(observation.span, MIN_RATE_SPAN)
     measured = (
         mean(observation.ready_seconds)
         if policy.ready_quantile is None
         else quantile(observation.ready_seconds, policy.ready_quantile)
     )
     ready = policy.default_ready_seconds if measured is None else measured
-    load = rate * ready
+    taken_rate = observation.taken * per_second
+    load = observation.starting + taken_rate * ready
     raw = poisson_quantile(load, policy.miss_probability)
     pairs = min(policy.maximum, max(policy.minimum, raw))
-    return WarmPoolSize(pairs, f"auto: lambda={rate:.4f}/s W={ready:.1f}s L={load:.2f}")
+    return WarmPoolSize(
+        pairs,
+        load=load,
+        reason=f"auto: jobs={observation.started * per_second:.4f}/s "
+        f"starting={observation.starting:.2f} taken={taken_rate:.4f}/s W={ready:.1f}s "
+        f"L={load:.2f}",
+    )
 
 
 def _hhmm(second_of_day: float) -> str:
@@ -170,13 +196,15 @@ def _hhmm(second_of_day: float) -> str:
 
 
 class WarmPoolWindow:
-    """Rolling record of job starts and READY durations.
+    """Rolling record of job starts, starting runners, pairs taken and READY durations.
 
-    Fed with the runner pods of each snapshot (a name not seen in the previous snapshot is a
-    job start) and with committed transition events (REQUESTED -> READY durations). Bounded:
-    start times older than the window are dropped on every call, the seen names are those of
-    the latest snapshot, at most :data:`READY_SAMPLES` durations are kept, and a pair's
-    creation time is forgotten once it becomes READY or leaves (DELETED, TIMED_OUT).
+    Fed with each snapshot's runner pods (a name not seen in the previous snapshot is a job
+    start) and starting-runner count (held until the next snapshot, for the time-average), and
+    with committed transition events (QUEUED -> READY durations, pairs PREEMPTED). Bounded:
+    samples older than the window are dropped on every call (one starting-runner sample before
+    the window is kept: it holds at the window's start), the seen names are those of the latest
+    snapshot, at most :data:`READY_SAMPLES` durations are kept, and a pair's creation time is
+    forgotten once it becomes READY or leaves (DELETED, TIMED_OUT).
     """
 
     def __init__(self, window: float, *, started_at: float) -> None:
@@ -184,15 +212,19 @@ class WarmPoolWindow:
         self.started_at = started_at
         self._starts: deque[float] = deque()
         self._runners: frozenset[str] | None = None
+        self._starting: deque[tuple[float, int]] = deque()
+        self._taken: deque[float] = deque()
         self._ready: deque[float] = deque(maxlen=READY_SAMPLES)
         self._created_at: dict[str, float] = {}
 
-    def observe_runners(self, names: Iterable[str], now: float) -> None:
-        """Runner pods alive in a snapshot; the first snapshot only sets the baseline."""
+    def observe_runners(self, names: Iterable[str], now: float, *, starting: int = 0) -> None:
+        """Runner pods alive in a snapshot and how many of them are starting (see module
+        doc); the first snapshot only sets the baseline of job starts."""
         current = frozenset(names)
         if self._runners is not None:
             self._starts.extend(now for _ in range(len(current - self._runners)))
         self._runners = current
+        self._starting.append((now, starting))
 
     def observe(self, events: Iterable[TransitionEvent]) -> None:
         for event in events:
@@ -202,12 +234,39 @@ class WarmPoolWindow:
                 created = self._created_at.pop(event.pair_id, None)
                 if created is not None:
                     self._ready.append(event.at - created)
+            elif event.target is S.PREEMPTED:
+                self._taken.append(event.at)
             elif event.target in (S.DELETED, S.TIMED_OUT):
                 self._created_at.pop(event.pair_id, None)
 
     def observation(self, now: float) -> WarmPoolObservation:
         horizon = now - self.window
-        while self._starts and self._starts[0] < horizon:
-            self._starts.popleft()
+        for times in (self._starts, self._taken):
+            while times and times[0] < horizon:
+                times.popleft()
         span = min(self.window, max(0.0, now - self.started_at))
-        return WarmPoolObservation(len(self._starts), span, tuple(self._ready))
+        return WarmPoolObservation(
+            len(self._starts),
+            span,
+            tuple(self._ready),
+            starting=self._mean_starting(horizon, now),
+            taken=len(self._taken),
+        )
+
+    def _mean_starting(self, horizon: float, now: float) -> float:
+        """Time-average of the starting-runner count over ``[horizon, now]``: each sample
+        holds until the next one (the latest until ``now``); before the first, nothing is
+        known, so the average covers only the time since it."""
+        samples = self._starting
+        while len(samples) > 1 and samples[1][0] <= horizon:
+            samples.popleft()
+        if not samples:
+            return 0.0
+        total = covered = 0.0
+        ends = [*(t for t, _ in itertools.islice(samples, 1, None)), now]
+        for (at, count), until in zip(samples, ends, strict=True):
+            begin = max(at, horizon)
+            if until > begin:
+                total += count * (until - begin)
+                covered += until - begin
+        return total / covered if covered > 0 else float(samples[-1][1])

@@ -1,5 +1,6 @@
-"""Adaptive warm pool (``proactiveCapacity: auto``): Little's law over what the reconciler
-observes, a Poisson margin, [min, max] bounds, a time-of-day schedule, same safety rules."""
+"""Adaptive warm pool (``proactiveCapacity: auto``): the slots out of the pool (starting
+runners + pairs taken x time to READY, Little's law) over what the reconciler observes, a
+Poisson margin, [min, max] bounds, a time-of-day schedule, same safety rules."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from reconciler.warm_pool import (
 from state_machine.events import Kind, TransitionEvent
 from state_machine.states import PairState
 
-from .builders import SCALE_SET, runner, snapshot
+from .builders import SCALE_SET, runner, snapshot, workflow
 
 S = PairState
 MONDAY = 1_767_571_200.0  # 2026-01-05T00:00:00Z
@@ -54,46 +55,59 @@ def test_poisson_quantile_is_the_smallest_pool_that_is_rarely_exhausted() -> Non
 @pytest.mark.parametrize(
     ("ready_quantile", "pairs", "reason"),
     [
-        # 90 jobs started in 15 min = 0.1/s. By default W is the mean time to READY (Little's
+        # 9 pairs taken in 15 min = 0.01/s. By default W is the mean time to READY (Little's
         # law and the Poisson count of refills in flight take the mean): (10+20+60)/3 = 30 s,
-        # L = 3; P(N >= 3) = 0.58, P(N >= 4) = 0.35, so 4 pairs miss less than half the time.
-        (None, 4, "lambda=0.1000/s W=30.0s L=3.00"),
-        # A quantile instead (the median: 20 s): L = 2, P(N >= 3) = 0.32 -> 3 pairs.
-        (0.5, 3, "lambda=0.1000/s W=20.0s L=2.00"),
+        # so 0.3 refills in flight, plus 1.7 starting runners on average: L = 2.0;
+        # P(N >= 2) = 0.59, P(N >= 3) = 0.32, so 3 pairs miss less than half the time.
+        (None, 3, "starting=1.70 taken=0.0100/s W=30.0s L=2.00"),
+        # A quantile instead (the maximum: 60 s): L = 1.7 + 0.6 = 2.3; P(N >= 3) = 0.40 -> 3.
+        (1.0, 3, "taken=0.0100/s W=60.0s L=2.30"),
     ],
 )
-def test_little_law_rate_times_ready_time_sizes_the_pool(
+def test_starting_runners_plus_refills_in_flight_size_the_pool(
     ready_quantile: float | None, pairs: int, reason: str
 ) -> None:
-    obs = WarmPoolObservation(started=90, span=900.0, ready_seconds=(10.0, 20.0, 60.0))
+    obs = WarmPoolObservation(
+        started=90, span=900.0, ready_seconds=(10.0, 20.0, 60.0), starting=1.7, taken=9
+    )
     p = policy(miss_probability=0.5, ready_quantile=ready_quantile)
     size = warm_pairs(p, obs, MONDAY + 10 * HOUR)
     assert size.pairs == pairs
     assert reason in size.reason
+    assert "jobs=0.1000/s" in size.reason  # reported, not used
 
 
-def test_no_job_started_keeps_the_minimum() -> None:
+def test_jobs_that_never_take_a_pair_still_hold_a_slot_while_starting() -> None:
+    """Regression: the first estimator charged every job start a refill and nothing else, so
+    a day where jobs land on freed room kept a pool sized by the wrong term."""
+    landing_on_free_room = WarmPoolObservation(started=900, span=900.0, starting=4.0, taken=0)
+    size = warm_pairs(policy(miss_probability=0.05), landing_on_free_room, MONDAY)
+    assert size.pairs == poisson_quantile(4.0, 0.05) == 9
+    assert "W=60.0s" in size.reason  # no refill needed: W does not matter
+
+
+def test_nothing_starting_and_nothing_taken_keeps_the_minimum() -> None:
     obs = WarmPoolObservation(started=0, span=900.0)
     assert warm_pairs(policy(minimum=1), obs, MONDAY).pairs == 1
     assert warm_pairs(policy(minimum=0), obs, MONDAY).pairs == 0
 
 
 def test_the_estimate_is_clamped_to_the_maximum() -> None:
-    obs = WarmPoolObservation(started=900, span=900.0, ready_seconds=(120.0,))
+    obs = WarmPoolObservation(started=900, span=900.0, ready_seconds=(120.0,), taken=900)
     assert warm_pairs(policy(maximum=6), obs, MONDAY).pairs == 6
 
 
 def test_before_any_pair_was_measured_the_default_ready_time_is_used() -> None:
-    obs = WarmPoolObservation(started=60, span=600.0)  # 0.1/s
+    obs = WarmPoolObservation(started=60, span=600.0, taken=60)  # 0.1/s taken
     size = warm_pairs(policy(default_ready_seconds=30.0, miss_probability=0.5), obs, MONDAY)
     assert "W=30.0s" in size.reason and size.pairs == poisson_quantile(3.0, 0.5) == 4
 
 
-def test_a_few_starts_just_after_a_restart_do_not_look_like_a_flood() -> None:
-    # 3 jobs in the first 10 s: the rate is taken over at least MIN_RATE_SPAN seconds
-    obs = WarmPoolObservation(started=3, span=10.0, ready_seconds=(30.0,))
+def test_a_few_pairs_taken_just_after_a_restart_do_not_look_like_a_flood() -> None:
+    # 3 pairs taken in the first 10 s: the rate is taken over at least MIN_RATE_SPAN seconds
+    obs = WarmPoolObservation(started=3, span=10.0, ready_seconds=(30.0,), taken=3)
     size = warm_pairs(policy(miss_probability=0.5), obs, MONDAY)
-    assert f"lambda={3 / MIN_RATE_SPAN:.4f}/s" in size.reason
+    assert f"taken={3 / MIN_RATE_SPAN:.4f}/s" in size.reason
 
 
 def test_a_matching_schedule_entry_replaces_the_estimate_and_the_bounds() -> None:
@@ -163,6 +177,45 @@ def test_window_measures_created_to_ready_and_drops_pairs_that_leave() -> None:
     assert window.observation(130.0).ready_seconds == (25.0,)
 
 
+def test_window_counts_pairs_taken_and_forgets_old_ones() -> None:
+    window = WarmPoolWindow(600.0, started_at=0.0)
+    window.observe(
+        [event("a", S.READY, S.PREEMPTED, 10.0), event("b", S.PARTIAL, S.PREEMPTED, 20.0)]
+    )
+    window.observe([event("c", S.READY, S.DELETED, 30.0)])  # our own scale-down: not taken
+    assert window.observation(609.0).taken == 2
+    assert window.observation(611.0).taken == 1  # one second either side of 10 + 600
+
+
+def test_starting_runners_are_averaged_over_time_not_over_snapshots() -> None:
+    """Snapshots come faster while things change (watch triggers): a plain mean of samples
+    would weight the busy seconds more than the quiet ones."""
+    window = WarmPoolWindow(600.0, started_at=0.0)
+    window.observe_runners([], 0.0, starting=0)
+    for t in (100.0, 100.5, 101.0, 101.5):  # a burst of snapshots, 2 starting
+        window.observe_runners(["r1", "r2"], t, starting=2)
+    window.observe_runners(["r1", "r2"], 102.0, starting=0)
+    # 2 for 2 s of 200 s observed
+    assert window.observation(200.0).starting == pytest.approx(2 * 2.0 / 200.0)
+
+
+def test_the_starting_average_slides_with_the_window() -> None:
+    window = WarmPoolWindow(100.0, started_at=0.0)
+    window.observe_runners([], 0.0, starting=4)
+    window.observe_runners([], 50.0, starting=0)
+    assert window.observation(100.0).starting == pytest.approx(2.0)  # 4 for 50 of 100 s
+    # the sample at 0 held until 50: 1 s either side of it leaving the window
+    assert window.observation(149.0).starting == pytest.approx(4 * 1.0 / 100.0)
+    assert window.observation(151.0).starting == 0.0
+
+
+def test_a_single_snapshot_is_its_own_average() -> None:
+    window = WarmPoolWindow(600.0, started_at=0.0)
+    assert window.observation(0.0).starting == 0.0
+    window.observe_runners(["r1"], 5.0, starting=1)
+    assert window.observation(5.0).starting == 1.0
+
+
 def test_the_span_grows_from_the_start_up_to_the_window() -> None:
     window = WarmPoolWindow(600.0, started_at=1000.0)
     assert window.observation(1100.0).span == 100.0
@@ -180,17 +233,28 @@ def auto_config(**kw: object) -> ReconcilerConfig:
     )
 
 
-def test_reconciler_grows_the_pool_with_the_observed_start_rate() -> None:
+def test_reconciler_grows_the_pool_with_the_runners_it_sees_starting() -> None:
     clock = ManualClock(MONDAY)
-    rec = Reconciler(auto_config(minimum=1, default_ready_seconds=60.0), clock=clock)
+    rec = Reconciler(auto_config(minimum=1), clock=clock)
     rec.step(snapshot())
     assert rec.warm_size == 1
-    # 12 jobs start within two minutes: 0.1/s x 60 s = L 6 -> a pool of about 10
-    running = tuple(runner(f"r{i}") for i in range(12))
-    clock.advance(120)
-    rec.step(snapshot(runners=running))
-    assert rec.warm_size == poisson_quantile(12 / 120 * 60, 0.05)
-    assert rec.warm_reason.startswith("auto:")
+    # 6 runner pods appear, 2 of which already have their workflow pod bound: 4 starting
+    running = tuple(runner(f"r{i}") for i in range(6))
+    clock.advance(60)
+    rec.step(snapshot(runners=running, workflows=(workflow("r0"), workflow("r1"))))
+    clock.advance(60)
+    rec.step(snapshot(runners=running, workflows=(workflow("r0"), workflow("r1"))))
+    # 0 starting for the first 60 s, 4 for the next 60 s: L = 2.0
+    assert rec.warm_size == poisson_quantile(2.0, 0.05)
+    assert "starting=2.00" in rec.warm_reason
+    result = rec.step(snapshot(runners=running, workflows=(workflow("r0"), workflow("r1"))))
+    assert (result.warm_pairs, result.warm_load) == (rec.warm_size, pytest.approx(2.0))
+
+
+def test_a_pending_workflow_pod_does_not_give_the_slot_back() -> None:
+    pending = workflow("r0", node=None)
+    snap = snapshot(runners=(runner("r0"), runner("r1")), workflows=(pending, workflow("r1")))
+    assert snap.starting_runners == 1
 
 
 def test_reconciler_creates_the_auto_pool_size_of_pairs() -> None:

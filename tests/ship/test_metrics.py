@@ -360,6 +360,8 @@ class Step:
     events: tuple[TransitionEvent, ...] = ()
     commands: tuple[Any, ...] = ()
     subscriber_errors: int = 0
+    warm_pairs: int = 0
+    warm_load: float | None = None
 
 
 LEDGER = CapacityLedger(
@@ -411,6 +413,18 @@ def test_observe_step_sets_gauges_from_the_ledger_and_the_store() -> None:
     )
     assert value(metrics, "arc_capacity_subscriber_errors_total") == 1
     assert value(metrics, "arc_capacity_reconcile_errors_total") == 0
+
+
+def test_the_warm_pool_size_and_auto_load_follow_each_step() -> None:
+    metrics = make()
+    subscriber = MetricsSubscriber(metrics)
+    subscriber.observe_step(Step(LEDGER, warm_pairs=3, warm_load=1.25), 0.001)
+    assert value(metrics, "arc_capacity_warm_pool_pairs", **SCALE_SET) == 3
+    assert value(metrics, "arc_capacity_warm_pool_load", **SCALE_SET) == 1.25
+    # a schedule entry took over: the size follows, the last estimate is kept
+    subscriber.observe_step(Step(LEDGER, warm_pairs=8), 0.001)
+    assert value(metrics, "arc_capacity_warm_pool_pairs") == 8
+    assert value(metrics, "arc_capacity_warm_pool_load") == 1.25
 
 
 def test_a_failed_step_counts_an_error_and_keeps_the_last_success_time() -> None:
