@@ -39,9 +39,18 @@ from providers.simulated.k8s_face import K8sFace
 from providers.simulated.live import LiveSpec, LiveWorld
 
 REPO = Path(__file__).resolve().parent.parent
-_SCRUBBED = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "CAPACITY_AWARE_CONFIG",
-             "CAPACITY_AWARE_JSON", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
-             "https_proxy", "all_proxy")
+_SCRUBBED = (
+    "KUBERNETES_SERVICE_HOST",
+    "KUBERNETES_SERVICE_PORT",
+    "CAPACITY_AWARE_CONFIG",
+    "CAPACITY_AWARE_JSON",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+)
 
 
 @dataclass
@@ -89,16 +98,19 @@ class Process:
         kubeconfig = world.kubeconfig()
         kubeconfig["clusters"][0]["cluster"]["server"] = self.face.url
         (workdir / "kubeconfig.yaml").write_text(json.dumps(kubeconfig))
-        (workdir / "config.json").write_text(
-            json.dumps(world.listener_config(f"127.0.0.1:{port}")))
+        (workdir / "config.json").write_text(json.dumps(world.listener_config(f"127.0.0.1:{port}")))
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
         env.update(world.listener_env(workdir / "kubeconfig.yaml", workdir / "config.json"))
         env["CAPACITY_AWARE_JSON"] = json.dumps(world.capacity_aware())
         env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
         self.log = (workdir / "listener.log").open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "listener", "run"], cwd=REPO, env=env,
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+            [sys.executable, "-m", "listener", "run"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
         )
 
     def stop(self) -> int | None:
@@ -117,9 +129,13 @@ class Process:
 def world_spec(minutes: float) -> LiveSpec:
     seconds = minutes * 60
     return LiveSpec(
-        ice_start=seconds + 100, ice_end=seconds + 101, lose_nodes_at_ice_start=False,
-        burst_at=10.0, burst_count=max(1, int((seconds - 40) / 2.5)),
-        burst_over=max(1.0, seconds - 40), job_duration=6.0,
+        ice_start=seconds + 100,
+        ice_end=seconds + 101,
+        lose_nodes_at_ice_start=False,
+        burst_at=10.0,
+        burst_count=max(1, int((seconds - 40) / 2.5)),
+        burst_over=max(1.0, seconds - 40),
+        job_duration=6.0,
     )
 
 
@@ -151,8 +167,9 @@ def run(minutes: float, listeners: int, second_after: float, workdir: Path) -> F
         jobs = world.jobs()
         figures.jobs_total = len(jobs)
         figures.jobs_finished = sum(1 for j in jobs if j.finished_at is not None)
-        figures.waits = [max(0.0, j.assigned_at - j.queued_at) for j in jobs
-                         if j.assigned_at is not None]
+        figures.waits = [
+            max(0.0, j.assigned_at - j.queued_at) for j in jobs if j.assigned_at is not None
+        ]
         for process in processes:  # SIGTERM only after the figures: shutdown deletes are fine
             process.stop()
     return figures
@@ -165,8 +182,10 @@ def owns_lease(process: Process) -> bool:
             text = r.read().decode()
     except OSError:
         return False
-    return any(line.startswith("arc_capacity_owner{") and line.rstrip().endswith(" 1.0")
-               for line in text.splitlines())
+    return any(
+        line.startswith("arc_capacity_owner{") and line.rstrip().endswith(" 1.0")
+        for line in text.splitlines()
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,21 +198,33 @@ def main(argv: list[str] | None = None) -> int:
         double = run(args.minutes, 2, args.second_after, Path(tmp))
     ratio_created = double.created / single.created if single.created else float("nan")
     ratio_p90 = double.p90 / single.p90 if single.p90 else float("nan")
-    print(f"rollout bench: {args.minutes:g} min of jobs, second listener after "
-          f"{args.second_after:g} s")
-    print("| listeners | jobs finished | placeholder creations | deleted by non-owner | "
-          "created by non-owner | assignment wait p50 s | p90 s |")
+    print(
+        f"rollout bench: {args.minutes:g} min of jobs, second listener after "
+        f"{args.second_after:g} s"
+    )
+    print(
+        "| listeners | jobs finished | placeholder creations | deleted by non-owner | "
+        "created by non-owner | assignment wait p50 s | p90 s |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for n, f in ((1, single), (2, double)):
-        print(f"| {n} | {f.jobs_finished}/{f.jobs_total} | {f.created} | "
-              f"{f.deleted_by_non_owner} | {f.created_by_non_owner} | {f.p50:.1f} | "
-              f"{f.p90:.1f} |")
+        print(
+            f"| {n} | {f.jobs_finished}/{f.jobs_total} | {f.created} | "
+            f"{f.deleted_by_non_owner} | {f.created_by_non_owner} | {f.p50:.1f} | "
+            f"{f.p90:.1f} |"
+        )
     print(f"Lease owner at the end: run 1 {single.owners}, run 2 {double.owners}")
-    print(f"creations 2 vs 1: {ratio_created:.2f}x (target <= 1.2); "
-          f"p90 wait 2 vs 1: {ratio_p90:.2f}x (target <= 1.2); "
-          f"deletions by the non-owner: {double.deleted_by_non_owner} (target 0)")
-    ok = (ratio_created <= 1.2 and ratio_p90 <= 1.2 and double.deleted_by_non_owner == 0
-          and len(double.owners) == 1)
+    print(
+        f"creations 2 vs 1: {ratio_created:.2f}x (target <= 1.2); "
+        f"p90 wait 2 vs 1: {ratio_p90:.2f}x (target <= 1.2); "
+        f"deletions by the non-owner: {double.deleted_by_non_owner} (target 0)"
+    )
+    ok = (
+        ratio_created <= 1.2
+        and ratio_p90 <= 1.2
+        and double.deleted_by_non_owner == 0
+        and len(double.owners) == 1
+    )
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

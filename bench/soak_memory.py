@@ -38,8 +38,14 @@ from providers.simulated.scenario import load_scenario  # noqa: E402
 from providers.simulated.world import World  # noqa: E402
 
 DAY = 86_400.0
-_SKIP = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-         types.MethodType, types.CodeType)
+_SKIP = (
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.CodeType,
+)
 
 
 def deep_size(roots: list[object], stop: list[object]) -> int:
@@ -70,19 +76,28 @@ def main(argv: list[str] | None = None) -> int:
     base = load_scenario("chaos")
     jobs = [s.model_copy(update={"schedule": [], "per_hour": args.per_hour}) for s in base.jobs]
     scale_sets = [s.model_copy(update={"changes": []}) for s in base.scale_sets]
-    clusters = [c.model_copy(update={"spec": c.spec.model_copy(update={"ice_windows": ()})})
-                for c in base.clusters]
-    scenario = base.model_copy(update={
-        "duration": args.days * DAY, "jobs": jobs, "scale_sets": scale_sets,
-        "clusters": clusters, "hud": base.hud.model_copy(update={"outages": []}),
-    })
+    clusters = [
+        c.model_copy(update={"spec": c.spec.model_copy(update={"ice_windows": ()})})
+        for c in base.clusters
+    ]
+    scenario = base.model_copy(
+        update={
+            "duration": args.days * DAY,
+            "jobs": jobs,
+            "scale_sets": scale_sets,
+            "clusters": clusters,
+            "hud": base.hud.model_copy(update={"outages": []}),
+        }
+    )
     started = time.perf_counter()
     world = World(scenario, "capacity-aware", seed=args.seed)
     WorldChaos(world, FaultPlan(), seed=args.seed).install()
     observers = observe_world(world, tick=60.0)
     loop = world.loop
-    print(f"{'day':>4} {'listener KiB':>13} {'pair records':>13} {'cached pods':>12} "
-          f"{'jobs':>6} {'wall s':>7}")
+    print(
+        f"{'day':>4} {'listener KiB':>13} {'pair records':>13} {'cached pods':>12} "
+        f"{'jobs':>6} {'wall s':>7}"
+    )
     for day in range(1, args.days + 1):
         loop.run_until(loop.start + day * DAY)
         driver = world.strategy.drivers[0]
@@ -90,15 +105,24 @@ def main(argv: list[str] | None = None) -> int:
         roots = [driver.reconciler, driver.writer, driver.builder, driver.schedule, source]
         # Stop at the world: its store, loop, log, the Actions service (its job list grows by
         # design) and the simulated ARC listener the capacity sink feeds.
-        stop = [driver.ctx.store, loop, world, driver.ctx, world.log, world.service,
-                driver.ctx.listener]
+        stop = [
+            driver.ctx.store,
+            loop,
+            world,
+            driver.ctx,
+            world.log,
+            world.service,
+            driver.ctx.listener,
+        ]
         if source is not None:
             # The view's pods are the store's own dicts here; a real cache holds copies.
             stop.append(source.store)
         kib = deep_size(roots, stop) / 1024
         pods = len(source.list("Pod")) if source is not None else 0
-        print(f"{day:>4} {kib:>13.0f} {len(driver.reconciler.store):>13} {pods:>12} "
-              f"{len(world.service.jobs):>6} {time.perf_counter() - started:>7.1f}")
+        print(
+            f"{day:>4} {kib:>13.0f} {len(driver.reconciler.store):>13} {pods:>12} "
+            f"{len(world.service.jobs):>6} {time.perf_counter() - started:>7.1f}"
+        )
     (report,) = [o.finish(loop.now()) for o in observers.values()]
     print(f"invariants: {report.summary()}")
     return 0 if report.ok else 1

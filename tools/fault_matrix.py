@@ -81,48 +81,69 @@ FINDINGS = (
 _P = "tests/reliability/test_production_failures.py::"
 #: Issue 10's numbered failures: what went wrong, what fixed it, which test keeps it fixed.
 ISSUE_10 = (
-    ("1", "two listeners for one scale set: the newcomer adopted and deleted the owner's "
-     "placeholders; every shutdown deleted all of them",
-     "session before the capacity side; `coordination.k8s.io/v1` Lease election "
-     "(providers/kubernetes/lease.py); shutdown deletes only this instance's pods",
-     f"`{_P}test_two_listeners_for_one_scale_set_the_second_waits_and_never_touches_the_"
-     f"owners_pods`, `...the_second_takes_over_when_the_owner_is_killed_without_releasing`, "
-     f"`tests/kubernetes/test_lease.py`, `bench/rollout.py`"),
-    ("2", "poison messages wedged the scale set (nulls, zone-less zero time, unknown outer "
-     "type, missing statistics, deep nesting)",
-     "Go-like decoding (null = zero value, zone-less time = UTC); a message still not "
-     "understood is logged with its id, counted, acked and skipped",
-     f"`{_P}test_poison_messages_wedge_the_scale_set`, `actions_poison` above, "
-     "`tests/actions/test_hardening.py`"),
-    ("3", "background tasks died silently (HUD poller; informer on a malformed watch line "
-     "while the cache still looked fresh)",
-     "every background task supervised (logged once, counted, restarted with backoff); "
-     "informer crashes and dead threads make the cache stale (fail closed, not ready)",
-     "`tests/actions/test_hud_client.py::test_any_exception_other_than_hud_error_kills_the_"
-     "hud_poller`, `tests/kubernetes/test_cache.py::test_one_malformed_watch_line_kills_the_"
-     "informer`, `...::test_a_dead_informer_thread_makes_the_cache_stale`, "
-     "`tests/listener/test_supervise.py`"),
-    ("4", "bad credentials still created placeholders",
-     "the session is opened (credentials proven) before the capacity side starts",
-     f"`{_P}test_bad_credentials_still_create_placeholders`"),
-    ("5", "SIGTERM ignored while waiting for the first cache sync; a backward wall-clock "
-     "jump stalled the periodic reconcile",
-     "every start-up phase races the stop signal; the reconcile schedule runs on the "
-     "monotonic clock",
-     f"`{_P}test_sigterm_is_ignored_while_waiting_for_the_first_cache_sync`, "
-     f"`{_P}test_sigterm_is_honoured_while_waiting_for_the_lease`"),
-    ("6", "unbounded network reads (no total deadline on the long poll, no size cap)",
-     "a total deadline per attempt (Go's `http.Client.Timeout`) and an 8 MiB cap on every "
-     "Actions response body",
-     "`tests/actions/test_hardening.py::test_a_slow_drip_answer_is_cut_at_the_total_"
-     "deadline`, `...::test_an_answer_one_byte_over_the_cap_is_refused_without_retry`"),
-    ("7", "config input: YAML alias bomb, deep nesting, a token echoed under a wrong key, "
-     "`enabled: \"yes\"`, `proactiveCapacity: true`, `image: \"\"`, credentials in "
-     "`configure_url`",
-     "aliases refused, depth and size capped (one line), unknown keys never echo values, "
-     "strict booleans and integers, non-empty image, userinfo in URLs refused",
-     "`tests/listener/test_config_hardening.py`, `tests/actions/test_config_url.py::test_"
-     "credentials_in_the_configure_url_are_refused_without_echoing_them`"),
+    (
+        "1",
+        "two listeners for one scale set: the newcomer adopted and deleted the owner's "
+        "placeholders; every shutdown deleted all of them",
+        "session before the capacity side; `coordination.k8s.io/v1` Lease election "
+        "(providers/kubernetes/lease.py); shutdown deletes only this instance's pods",
+        f"`{_P}test_two_listeners_for_one_scale_set_the_second_waits_and_never_touches_the_"
+        f"owners_pods`, `...the_second_takes_over_when_the_owner_is_killed_without_releasing`, "
+        f"`tests/kubernetes/test_lease.py`, `bench/rollout.py`",
+    ),
+    (
+        "2",
+        "poison messages wedged the scale set (nulls, zone-less zero time, unknown outer "
+        "type, missing statistics, deep nesting)",
+        "Go-like decoding (null = zero value, zone-less time = UTC); a message still not "
+        "understood is logged with its id, counted, acked and skipped",
+        f"`{_P}test_poison_messages_wedge_the_scale_set`, `actions_poison` above, "
+        "`tests/actions/test_hardening.py`",
+    ),
+    (
+        "3",
+        "background tasks died silently (HUD poller; informer on a malformed watch line "
+        "while the cache still looked fresh)",
+        "every background task supervised (logged once, counted, restarted with backoff); "
+        "informer crashes and dead threads make the cache stale (fail closed, not ready)",
+        "`tests/actions/test_hud_client.py::test_any_exception_other_than_hud_error_kills_the_"
+        "hud_poller`, `tests/kubernetes/test_cache.py::test_one_malformed_watch_line_kills_the_"
+        "informer`, `...::test_a_dead_informer_thread_makes_the_cache_stale`, "
+        "`tests/listener/test_supervise.py`",
+    ),
+    (
+        "4",
+        "bad credentials still created placeholders",
+        "the session is opened (credentials proven) before the capacity side starts",
+        f"`{_P}test_bad_credentials_still_create_placeholders`",
+    ),
+    (
+        "5",
+        "SIGTERM ignored while waiting for the first cache sync; a backward wall-clock "
+        "jump stalled the periodic reconcile",
+        "every start-up phase races the stop signal; the reconcile schedule runs on the "
+        "monotonic clock",
+        f"`{_P}test_sigterm_is_ignored_while_waiting_for_the_first_cache_sync`, "
+        f"`{_P}test_sigterm_is_honoured_while_waiting_for_the_lease`",
+    ),
+    (
+        "6",
+        "unbounded network reads (no total deadline on the long poll, no size cap)",
+        "a total deadline per attempt (Go's `http.Client.Timeout`) and an 8 MiB cap on every "
+        "Actions response body",
+        "`tests/actions/test_hardening.py::test_a_slow_drip_answer_is_cut_at_the_total_"
+        "deadline`, `...::test_an_answer_one_byte_over_the_cap_is_refused_without_retry`",
+    ),
+    (
+        "7",
+        "config input: YAML alias bomb, deep nesting, a token echoed under a wrong key, "
+        '`enabled: "yes"`, `proactiveCapacity: true`, `image: ""`, credentials in '
+        "`configure_url`",
+        "aliases refused, depth and size capped (one line), unknown keys never echo values, "
+        "strict booleans and integers, non-empty image, userinfo in URLs refused",
+        "`tests/listener/test_config_hardening.py`, `tests/actions/test_config_url.py::test_"
+        "credentials_in_the_configure_url_are_refused_without_echoing_them`",
+    ),
 )
 
 
@@ -186,7 +207,7 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
     lines += [f"| `{name}` | {text} |" for name, text in describe()]
     lines += [
         "",
-        "\"One interval\" is the reconcile interval (`recalculateInterval`). A `maxRunners` "
+        '"One interval" is the reconcile interval (`recalculateInterval`). A `maxRunners` '
         "change gets the listener pod's restart delay + 1 s (ARC recreates the pod; its first "
         "poll is clamped to the new value).",
         "",
@@ -204,8 +225,7 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         )
     lines += [
         "",
-        "Fault kinds (`providers/simulated/faults/`, usable in a scenario's "
-        "`<name>.faults.yaml`):",
+        "Fault kinds (`providers/simulated/faults/`, usable in a scenario's `<name>.faults.yaml`):",
         "",
         "| Kind | Meaning | Shape | Params |",
         "|---|---|---|---|",

@@ -208,9 +208,7 @@ class ActionsClient:
             response = await self._send("get message", "GET", url, headers)
         except ResponseTooLargeError as exc:
             # A poison message the size of a DoS: ack it if its id can be read at all.
-            raise MessageDecodeError(
-                str(exc), message_id=find_message_id(exc.prefix)
-            ) from None
+            raise MessageDecodeError(str(exc), message_id=find_message_id(exc.prefix)) from None
         if response.status_code == 202:
             return None
         if response.status_code == 401:

@@ -148,9 +148,12 @@ def listener_factory(world: LiveWorld, tmp_path: Path) -> Iterator[Any]:
         # Shown by pytest only when the test failed: what the listener and the world said.
         print(process.logs())
     print("world:", world.status_line())
-    print("advertised per GET (t, capacity):", [
-        (round(world.elapsed_at(r.received_at), 1), r.capacity)
-        for r in world.actions.requests_to("get_message")
-    ])
+    print(
+        "advertised per GET (t, capacity):",
+        [
+            (round(world.elapsed_at(r.received_at), 1), r.capacity)
+            for r in world.actions.requests_to("get_message")
+        ],
+    )
     for job in world.jobs():
         print(job)

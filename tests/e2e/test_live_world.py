@@ -32,14 +32,20 @@ def test_the_kubernetes_face_serves_the_arc_objects(world: LiveWorld) -> None:
     with k8s.ApiClient(k8s.Configuration(host=world.k8s.url)) as api:
         custom = k8s.CustomObjectsApi(api)
         ers = custom.get_namespaced_custom_object(
-            "actions.github.com", "v1alpha1", "arc-runners", "ephemeralrunnersets",
+            "actions.github.com",
+            "v1alpha1",
+            "arc-runners",
+            "ephemeralrunnersets",
             world.spec.scale_set,
         )
         classes = k8s.SchedulingV1Api(api).list_priority_class().items
     template = ers["spec"]["ephemeralRunnerSpec"]["spec"]
     assert template["priorityClassName"] == "arc-runner"
     assert {pc.metadata.name for pc in classes} >= {
-        "arc-placeholder-runner", "arc-runner", "arc-placeholder-workflow", "arc-workflow",
+        "arc-placeholder-runner",
+        "arc-runner",
+        "arc-placeholder-workflow",
+        "arc-workflow",
     }
 
 

@@ -120,15 +120,37 @@ _scalars = (
 #: Any JSON-shaped value (NaN and Infinity included: Python's json writes and reads them).
 json_values = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                                 max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
 #: Values that look almost right to a parser: wrong types of plausible shape.
 confusing = st.sampled_from(
-    [None, "", "0", "-1", "1e309", "true", 0, -1, 2**63, 1.5, float("nan"), True, [], {},
-     ["x"], {"x": 1}, "30s", "5m", "\x00", "\ufeff", "0001-01-01T00:00:00Z"]
+    [
+        None,
+        "",
+        "0",
+        "-1",
+        "1e309",
+        "true",
+        0,
+        -1,
+        2**63,
+        1.5,
+        float("nan"),
+        True,
+        [],
+        {},
+        ["x"],
+        {"x": 1},
+        "30s",
+        "5m",
+        "\x00",
+        "\ufeff",
+        "0001-01-01T00:00:00Z",
+    ]
 )
 
 
@@ -200,6 +222,9 @@ def fuzz_settings(examples: int = 200) -> Any:
     return settings(
         max_examples=max(1, int(examples * scale)),
         deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                               HealthCheck.filter_too_much],
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+        ],
     )

@@ -80,8 +80,10 @@ def message_bodies(draw: st.DrawFn) -> bytes:
     if level == "bytes":
         return draw(st.binary(max_size=200))
     if level == "jobs":
-        jobs = [draw(mutated(draw(st.sampled_from([JOB, STARTED, COMPLETED]))))
-                for _ in range(draw(st.integers(0, 3)))]
+        jobs = [
+            draw(mutated(draw(st.sampled_from([JOB, STARTED, COMPLETED]))))
+            for _ in range(draw(st.integers(0, 3)))
+        ]
         return json_bytes(outer(jobs), bom=draw(st.booleans()))
     if level == "inner":
         body = draw(st.one_of(st.text(max_size=40), json_values.map(json.dumps)))

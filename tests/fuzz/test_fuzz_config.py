@@ -110,11 +110,15 @@ def capacity_env(draw: st.DrawFn) -> tuple[dict[str, str], bytes | None]:
     doc = draw(mutated(CAPACITY_AWARE))
     wrapped = {"capacityAware": doc} if draw(st.booleans()) else doc
     text = json.dumps(wrapped, allow_nan=True)
-    content = draw(st.one_of(st.just(text.encode()), st.binary(max_size=80),
-                             st.text(max_size=80).map(str.encode)))
+    content = draw(
+        st.one_of(
+            st.just(text.encode()), st.binary(max_size=80), st.text(max_size=80).map(str.encode)
+        )
+    )
     env: dict[str, str] = {}
-    use_file, use_inline = draw(st.sampled_from([(True, False), (False, True), (True, True),
-                                                 (False, False)]))
+    use_file, use_inline = draw(
+        st.sampled_from([(True, False), (False, True), (True, True), (False, False)])
+    )
     if use_inline:
         env[ENV_JSON] = draw(st.one_of(st.just(text), st.text(max_size=60)))
     return env, content if use_file else None

@@ -31,8 +31,12 @@ def test_fault_plan_documents(doc: Any) -> None:
 
 
 @fuzz_settings(100)
-@given(st.one_of(st.binary(max_size=120),
-                 mutated(PLAN, max_changes=2).map(lambda d: yaml.safe_dump(d).encode())))
+@given(
+    st.one_of(
+        st.binary(max_size=120),
+        mutated(PLAN, max_changes=2).map(lambda d: yaml.safe_dump(d).encode()),
+    )
+)
 @example(b"\xff\xfe")
 @example(b"faults: *nope")
 def test_fault_plan_files(raw: bytes) -> None:

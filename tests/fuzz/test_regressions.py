@@ -49,8 +49,7 @@ TARGETS: dict[str, tuple[Callable[[Any], Any], type[Exception]]] = {
     "scenario_file": (_with_file("scenario.yaml", load_scenario), ScenarioError),
     "get_message_body": (decode_message, ActionsError),
     "hud_answer": (parse_rows, HudError),
-    "fault_plan_document": (lambda doc: parse_fault_plan(doc, where="faults.yaml"),
-                            FaultPlanError),
+    "fault_plan_document": (lambda doc: parse_fault_plan(doc, where="faults.yaml"), FaultPlanError),
     "fault_plan_file": (_with_file("plan.faults.yaml", load_fault_plan), FaultPlanError),
 }
 
@@ -68,8 +67,9 @@ def _params() -> list[Any]:
         marks = []
         crash = open_by_file.get(case["file"])
         if crash is not None:
-            marks.append(pytest.mark.xfail(strict=True, raises=UntypedError,
-                                           reason=f"open: {crash.fix_at}"))
+            marks.append(
+                pytest.mark.xfail(strict=True, raises=UntypedError, reason=f"open: {crash.fix_at}")
+            )
         params.append(pytest.param(case, id=case["file"].removesuffix(".json"), marks=marks))
     return params
 

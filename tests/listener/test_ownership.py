@@ -10,8 +10,15 @@ def test_every_shutdown_deletes_all_placeholders_of_the_scale_set() -> None:
     from providers.kubernetes import labels as L
 
     def pod(scale_set: str, instance: str, pair: str) -> dict[str, object]:
-        return {"metadata": {"labels": {L.LABEL_SCALE_SET: scale_set,
-                                        L.LABEL_INSTANCE: instance, L.LABEL_PAIR: pair}}}
+        return {
+            "metadata": {
+                "labels": {
+                    L.LABEL_SCALE_SET: scale_set,
+                    L.LABEL_INSTANCE: instance,
+                    L.LABEL_PAIR: pair,
+                }
+            }
+        }
 
     mine = {"scale_set": "arc", "instance": "abcde", "adopted": {"old12-3"}}
     assert owned_by(pod("arc", "abcde", "abcde-1"), **mine)  # type: ignore[arg-type]

@@ -78,15 +78,22 @@ def fault(kind: FaultKind, **params: Any) -> Fault:
 
 # --- Kubernetes API -----------------------------------------------------------------------------
 
-TARGET = ScaleSetTarget(ers_name=o.ERS, runner_namespace=o.NS, placeholder_namespace=o.NS,
-                        max_runners=10)
+TARGET = ScaleSetTarget(
+    ers_name=o.ERS, runner_namespace=o.NS, placeholder_namespace=o.NS, max_runners=10
+)
 
 
 def _seeded_store() -> ObjectStore:
     store = ObjectStore(time.time, history=5000)
-    for obj in (o.ers(), o.node("node-a"), o.node("node-b"), *o.ladder(),
-                o.ephemeral_runner("arc-runners-runner-a", job_id="1"),
-                o.runner_pod("arc-runners-runner-a"), o.workflow_pod("arc-runners-runner-a")):
+    for obj in (
+        o.ers(),
+        o.node("node-a"),
+        o.node("node-b"),
+        *o.ladder(),
+        o.ephemeral_runner("arc-runners-runner-a", job_id="1"),
+        o.runner_pod("arc-runners-runner-a"),
+        o.workflow_pod("arc-runners-runner-a"),
+    ):
         store.create(obj)
     return store
 
@@ -99,8 +106,9 @@ class KubeRig:
     api: k8s.ApiClient
 
     def cache(self, **kwargs: Any) -> KubeCache:
-        options: dict[str, Any] = dict(watch_timeout=30, backoff_base=0.01, backoff_cap=0.05,
-                                       absent_retry=30)
+        options: dict[str, Any] = dict(
+            watch_timeout=30, backoff_base=0.01, backoff_cap=0.05, absent_retry=30
+        )
         options.update(kwargs)
         return KubeCache(self.api, default_targets(TARGET), **options)
 
@@ -108,8 +116,10 @@ class KubeRig:
 @contextmanager
 def kube_rig() -> Iterator[KubeRig]:
     store = _seeded_store()
-    with K8sFace(store, absent_groups={"karpenter.sh"}, bookmark_interval=0.05) as face, \
-            K8sFaultProxy(face.url, seed=1) as proxy:
+    with (
+        K8sFace(store, absent_groups={"karpenter.sh"}, bookmark_interval=0.05) as face,
+        K8sFaultProxy(face.url, seed=1) as proxy,
+    ):
         config = k8s.Configuration(host=proxy.url)
         config.connection_pool_maxsize = 32
         with k8s.ApiClient(config) as api:
@@ -177,16 +187,21 @@ def k8s_slow() -> Outcome:
             rig.store.create(o.placeholder("abcde-8", "workflow"))
             seen = cache.wait_until(lambda c: "arc-runners-ph-abcde-8-w" in _names(c), WAIT)
             slowed = rig.proxy.injected["k8s_slow"] > 0
-    observed = (f"{'synced' if synced else 'NOT synced'} through the delay "
-                f"(requests slowed: {'yes' if slowed else 'no'}); "
-                f"later change {'applied' if seen else 'MISSING'}")
-    return Outcome("k8s_slow", "k8s proxy -> KubeCache", expected, observed,
-                   synced and seen and slowed)
+    observed = (
+        f"{'synced' if synced else 'NOT synced'} through the delay "
+        f"(requests slowed: {'yes' if slowed else 'no'}); "
+        f"later change {'applied' if seen else 'MISSING'}"
+    )
+    return Outcome(
+        "k8s_slow", "k8s proxy -> KubeCache", expected, observed, synced and seen and slowed
+    )
 
 
 def k8s_watch_drop() -> Outcome:
-    expected = ("watches resume from their last resourceVersion: every change made while "
-                "they were down arrives, no relist")
+    expected = (
+        "watches resume from their last resourceVersion: every change made while "
+        "they were down arrives, no relist"
+    )
     with kube_rig() as rig, rig.cache() as cache:
         cache.wait_synced(WAIT)
         rig.face.wait_watches(8, WAIT)
@@ -194,21 +209,29 @@ def k8s_watch_drop() -> Outcome:
         with rig.store.lock:  # nothing reconnects until the changes are in
             rig.proxy.inject(fault(FaultKind.K8S_WATCH_DROP, every=0.2))
             rig.store.create(o.placeholder("abcde-2", "runner"))
-            rig.store.delete("Pod", o.NS, "arc-runners-runner-a-workflow",
-                             grace_period_seconds=0)
+            rig.store.delete("Pod", o.NS, "arc-runners-runner-a-workflow", grace_period_seconds=0)
         reconnected = cache.wait_until(lambda c: c.stats["reconnect"] >= 1, WAIT)
         rig.proxy.clear()
         caught_up = cache.wait_until(
-            lambda c: "arc-runners-ph-abcde-2-r" in _names(c)
-            and "arc-runners-runner-a-workflow" not in _names(c),
+            lambda c: (
+                "arc-runners-ph-abcde-2-r" in _names(c)
+                and "arc-runners-runner-a-workflow" not in _names(c)
+            ),
             WAIT,
         )
         relisted = cache.stats["list"] != lists
-    observed = (f"streams cut and {'reconnected' if reconnected else 'NOT reconnected'}; "
-                f"both changes {'applied' if caught_up else 'MISSING'}; "
-                f"{'relisted' if relisted else 'no relist'}")
-    return Outcome("k8s_watch_drop", "k8s proxy -> KubeCache", expected, observed,
-                   reconnected and caught_up and not relisted)
+    observed = (
+        f"streams cut and {'reconnected' if reconnected else 'NOT reconnected'}; "
+        f"both changes {'applied' if caught_up else 'MISSING'}; "
+        f"{'relisted' if relisted else 'no relist'}"
+    )
+    return Outcome(
+        "k8s_watch_drop",
+        "k8s proxy -> KubeCache",
+        expected,
+        observed,
+        reconnected and caught_up and not relisted,
+    )
 
 
 def k8s_gone() -> Outcome:
@@ -224,23 +247,33 @@ def k8s_gone() -> Outcome:
         relisted = cache.wait_until(lambda c: c.stats["relist_410"] >= 1, WAIT)
         rig.proxy.clear()
         caught_up = cache.wait_until(
-            lambda c: "arc-runners-ph-abcde-3-w" in _names(c)
-            and c.get("Node", None, "node-c") is not None,
+            lambda c: (
+                "arc-runners-ph-abcde-3-w" in _names(c)
+                and c.get("Node", None, "node-c") is not None
+            ),
             WAIT,
         )
-    observed = (f"{'relisted after 410' if relisted else 'NO relist'}; "
-                f"changes {'recovered' if caught_up else 'MISSING'}")
-    return Outcome("k8s_410", "k8s proxy -> KubeCache", expected, observed,
-                   relisted and caught_up)
+    observed = (
+        f"{'relisted after 410' if relisted else 'NO relist'}; "
+        f"changes {'recovered' if caught_up else 'MISSING'}"
+    )
+    return Outcome("k8s_410", "k8s proxy -> KubeCache", expected, observed, relisted and caught_up)
 
 
 def k8s_write_5xx() -> Outcome:
-    expected = ("placeholder writes fail soft: counted and logged, never raised; the next "
-                "step re-observes and retries")
+    expected = (
+        "placeholder writes fail soft: counted and logged, never raised; the next "
+        "step re-observes and retries"
+    )
     with kube_rig() as rig:
         settings = CapacityAwareSettings(enabled=True)
-        builder = PlaceholderPodBuilder(settings, rig.store.get("EphemeralRunnerSet", o.NS, o.ERS),
-                                        instance="abcde", namespace=o.NS, owner=None)
+        builder = PlaceholderPodBuilder(
+            settings,
+            rig.store.get("EphemeralRunnerSet", o.NS, o.ERS),
+            instance="abcde",
+            namespace=o.NS,
+            owner=None,
+        )
         writer = KubernetesPlaceholderWriter(rig.api, builder, cache=None, request_timeout=2)
         spec = PairSpec("abcde-1", o.ERS, *_pod_names("abcde-1"), expires_at=time.time() + 600)
         rig.proxy.inject(fault(FaultKind.K8S_5XX, status=500))
@@ -255,11 +288,18 @@ def k8s_write_5xx() -> Outcome:
         writer.create_pair(spec)
         created = writer.outcomes["created"]
         writer.close()
-    observed = (f"{'raised' if raised else 'no exception'}; {failed} failed creates counted; "
-                f"{'pod created anyway' if created_during else 'nothing created'} during the "
-                f"fault; retry created {created} pods")
-    return Outcome("k8s_5xx (writes)", "k8s proxy -> KubernetesPlaceholderWriter", expected,
-                   observed, not raised and failed == 2 and not created_during and created == 2)
+    observed = (
+        f"{'raised' if raised else 'no exception'}; {failed} failed creates counted; "
+        f"{'pod created anyway' if created_during else 'nothing created'} during the "
+        f"fault; retry created {created} pods"
+    )
+    return Outcome(
+        "k8s_5xx (writes)",
+        "k8s proxy -> KubernetesPlaceholderWriter",
+        expected,
+        observed,
+        not raised and failed == 2 and not created_during and created == 2,
+    )
 
 
 def _pod_names(pair_id: str) -> tuple[str, str]:
@@ -356,14 +396,26 @@ class ActionsRun:
 
 
 def _client(face: ActionsFace, sleeps: Sleeps) -> ActionsClient:
-    return ActionsClient(parse_config_url(face.configure_url()), PatAuth(SecretStr(PAT)),
-                         scale_set_id=SCALE_SET_ID, sleep=sleeps, retry=RetryPolicy(),
-                         registry=SecretRegistry())
+    return ActionsClient(
+        parse_config_url(face.configure_url()),
+        PatAuth(SecretStr(PAT)),
+        scale_set_id=SCALE_SET_ID,
+        sleep=sleeps,
+        retry=RetryPolicy(),
+        registry=SecretRegistry(),
+    )
 
 
-async def _run_listener(face: ActionsFace, feed: ScriptedJobFeed, arm: Callable[[], None],
-                        *, jobs: int, max_runs: int = 3, conflict_attempts: int = 3,
-                        arm_when_open: bool = False) -> ActionsRun:
+async def _run_listener(
+    face: ActionsFace,
+    feed: ScriptedJobFeed,
+    arm: Callable[[], None],
+    *,
+    jobs: int,
+    max_runs: int = 3,
+    conflict_attempts: int = 3,
+    arm_when_open: bool = False,
+) -> ActionsRun:
     """Run the listener until every job is acquired; a run that ends with an error is
     restarted (a new pod: new client, new session) at most ``max_runs`` times.
 
@@ -372,6 +424,7 @@ async def _run_listener(face: ActionsFace, feed: ScriptedJobFeed, arm: Callable[
     ledger, errors, sleeps = Ledger(), [], Sleeps()
     armer: asyncio.Future[None] | None = None
     if arm_when_open:
+
         async def arm_later() -> None:
             for _ in range(int(WAIT / 0.01)):  # bounded
                 if face.session_of(SCALE_SET_ID) is not None:
@@ -389,8 +442,12 @@ async def _run_listener(face: ActionsFace, feed: ScriptedJobFeed, arm: Callable[
     endings: list[str] = []
     while len(endings) < max_runs and not _quiet(face, ledger, jobs):
         client = _client(face, sleeps)
-        session = MessageSession(client, owner_name="listener-0", sleep=sleeps,
-                                 conflict=ConflictPolicy(attempts=conflict_attempts))
+        session = MessageSession(
+            client,
+            owner_name="listener-0",
+            sleep=sleeps,
+            conflict=ConflictPolicy(attempts=conflict_attempts),
+        )
         source = RecordingSource(session, ledger)
         listener = Listener(source, NoScaler(), CapacityGate(jobs))
         task = asyncio.ensure_future(serve(source, listener))  # type: ignore[arg-type]
@@ -416,8 +473,15 @@ async def _run_listener(face: ActionsFace, feed: ScriptedJobFeed, arm: Callable[
         await client.aclose()
     if armer is not None:
         armer.cancel()
-    return ActionsRun(ledger, errors, endings, sleeps.delays, face.acked(),
-                      face.unacked(SCALE_SET_ID), len(feed.jobs_in("acquired")))
+    return ActionsRun(
+        ledger,
+        errors,
+        endings,
+        sleeps.delays,
+        face.acked(),
+        face.unacked(SCALE_SET_ID),
+        len(feed.jobs_in("acquired")),
+    )
 
 
 def _quiet(face: ActionsFace, ledger: Ledger, jobs: int) -> bool:
@@ -430,11 +494,18 @@ def _quiet(face: ActionsFace, ledger: Ledger, jobs: int) -> bool:
     )
 
 
-def _actions_case(kind: FaultKind, expected: str, check: Callable[[ActionsRun], bool],
-                  describe: Callable[[ActionsRun], str], *, jobs: int = 2,
-                  arm_when_open: bool = False, label: str | None = None,
-                  also: Callable[[ActionsFace], None] | None = None,
-                  **params: Any) -> Outcome:
+def _actions_case(
+    kind: FaultKind,
+    expected: str,
+    check: Callable[[ActionsRun], bool],
+    describe: Callable[[ActionsRun], str],
+    *,
+    jobs: int = 2,
+    arm_when_open: bool = False,
+    label: str | None = None,
+    also: Callable[[ActionsFace], None] | None = None,
+    **params: Any,
+) -> Outcome:
     feed = ScriptedJobFeed()
     with ActionsFace(feed, pat=PAT, poll_window=0.3) as face:
         the_fault = fault(kind, **params)
@@ -444,12 +515,19 @@ def _actions_case(kind: FaultKind, expected: str, check: Callable[[ActionsRun], 
             if also is not None:
                 also(face)
 
-        result = asyncio.run(asyncio.wait_for(
-            _run_listener(face, feed, arm, jobs=jobs, arm_when_open=arm_when_open), 3 * WAIT))
+        result = asyncio.run(
+            asyncio.wait_for(
+                _run_listener(face, feed, arm, jobs=jobs, arm_when_open=arm_when_open), 3 * WAIT
+            )
+        )
         clear_actions_fault(face, the_fault)
-    return Outcome(label or kind.value,
-                   "Actions face -> Listener + MessageSession + ActionsClient",
-                   expected, describe(result), check(result))
+    return Outcome(
+        label or kind.value,
+        "Actions face -> Listener + MessageSession + ActionsClient",
+        expected,
+        describe(result),
+        check(result),
+    )
 
 
 def _once(run: ActionsRun) -> bool:
@@ -474,8 +552,7 @@ def _summary(run: ActionsRun) -> str:
     # Not the number of runs: the harness stops a run as soon as the queue looks quiet, and a
     # follow-up message (JobAssigned) may still be in flight then; it is handled by the next
     # run, which is not a failure. Runs that ended with an error are what matters.
-    return (f"{run.jobs_assigned} jobs acquired; messages lost: {lost}, handled twice: "
-            f"{duplicates}")
+    return f"{run.jobs_assigned} jobs acquired; messages lost: {lost}, handled twice: {duplicates}"
 
 
 def actions_5xx() -> Outcome:
@@ -484,7 +561,8 @@ def actions_5xx() -> Outcome:
         "retried with backoff (1 s, 2 s), then the message is delivered once",
         lambda r: _once(r) and r.sleeps[:2] == [1.0, 2.0] and not r.errors,
         lambda r: f"waited {r.sleeps[:2]} s; {_summary(r)}",
-        status=503, times=2,
+        status=503,
+        times=2,
     )
 
 
@@ -504,7 +582,9 @@ def actions_401() -> Outcome:
         "queue token expired: the session is refreshed and the call retried once",
         lambda r: _once(r) and not r.errors,
         lambda r: f"run errors: {r.errors or 'none'}; {_summary(r)}",
-        which="queue", arm_when_open=True, label="actions_401 (queue token)",
+        which="queue",
+        arm_when_open=True,
+        label="actions_401 (queue token)",
     )
 
 
@@ -516,7 +596,9 @@ def actions_401_admin() -> Outcome:
         "every message delivered once",
         lambda r: _once(r) and not r.errors,
         lambda r: f"run errors: {r.errors or 'none'}; {_summary(r)}",
-        which="admin", arm_when_open=True, label="actions_401 (admin + queue)",
+        which="admin",
+        arm_when_open=True,
+        label="actions_401 (admin + queue)",
         also=lambda face: face.expire_queue_tokens(),
     )
 
@@ -524,14 +606,17 @@ def actions_401_admin() -> Outcome:
 def actions_409() -> Outcome:
     """A second listener for the same scale set: its session is refused."""
     feed = ScriptedJobFeed()
-    expected = ("the second listener's create-session gets 409, retries a bounded number of "
-                "times, then exits with SessionConflictError; it never polls")
+    expected = (
+        "the second listener's create-session gets 409, retries a bounded number of "
+        "times, then exits with SessionConflictError; it never polls"
+    )
     with ActionsFace(feed, pat=PAT, poll_window=0.3) as face:
         apply_actions_fault(face, fault(FaultKind.ACTIONS_409))
         sleeps = Sleeps()
         client = _client(face, sleeps)
-        session = MessageSession(client, owner_name="listener-1", sleep=sleeps,
-                                 conflict=ConflictPolicy(attempts=4))
+        session = MessageSession(
+            client, owner_name="listener-1", sleep=sleeps, conflict=ConflictPolicy(attempts=4)
+        )
 
         async def second() -> str:
             try:
@@ -546,8 +631,13 @@ def actions_409() -> Outcome:
         attempts = len(face.requests_to("create_session"))
         polls = len(face.requests_to("get_message"))
     observed = f"{result} after {attempts} attempts (waited {sleeps.delays} s); polls: {polls}"
-    return Outcome("actions_409", "Actions face -> MessageSession (second listener)", expected,
-                   observed, result == "SessionConflictError" and attempts == 4 and polls == 0)
+    return Outcome(
+        "actions_409",
+        "Actions face -> MessageSession (second listener)",
+        expected,
+        observed,
+        result == "SessionConflictError" and attempts == 4 and polls == 0,
+    )
 
 
 def actions_empty_200() -> Outcome:
@@ -597,16 +687,23 @@ def _hud_case(kind: FaultKind, expected: str, **params: Any) -> Outcome:
             return before, during, after
 
         before, during, after = asyncio.run(asyncio.wait_for(story(), WAIT))
-    held = (before.queued_jobs == 3 and during.queued_jobs is None and bool(during.error)
-            and after.queued_jobs == 3)
+    held = (
+        before.queued_jobs == 3
+        and during.queued_jobs is None
+        and bool(during.error)
+        and after.queued_jobs == 3
+    )
     kind_of_error = (during.error or "").split(":")[0]
-    observed = (f"demand 3 -> {during.queued_jobs} ({kind_of_error or 'no error'}) -> "
-                f"{after.queued_jobs}; the reconciler then uses its fallback floor")
+    observed = (
+        f"demand 3 -> {during.queued_jobs} ({kind_of_error or 'no error'}) -> "
+        f"{after.queued_jobs}; the reconciler then uses its fallback floor"
+    )
     suffix = ""
     if params:
         suffix = " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
-    return Outcome(kind.value + suffix, "HUD face -> HudClient + HudDemandSource", expected,
-                   observed, held)
+    return Outcome(
+        kind.value + suffix, "HUD face -> HudClient + HudDemandSource", expected, observed, held
+    )
 
 
 HUD_EXPECTED = "Demand(None, error): falls back to proactiveCapacity + floor, never 0 or unlimited"
@@ -617,8 +714,9 @@ def hud_down() -> Outcome:
 
 
 def hud_slow() -> Outcome:
-    return _hud_case(FaultKind.HUD_SLOW, "answer later than the timeout: " + HUD_EXPECTED,
-                     delay=1.0)
+    return _hud_case(
+        FaultKind.HUD_SLOW, "answer later than the timeout: " + HUD_EXPECTED, delay=1.0
+    )
 
 
 def hud_malformed_not_json() -> Outcome:
@@ -642,9 +740,12 @@ def hud_absurd_huge() -> Outcome:
 
 
 def _poison(message_id: int, **fields: Any) -> bytes:
-    message: dict[str, Any] = {"messageId": message_id,
-                               "messageType": "RunnerScaleSetJobMessages", "body": "[]",
-                               "statistics": {"totalAssignedJobs": 0}}
+    message: dict[str, Any] = {
+        "messageId": message_id,
+        "messageType": "RunnerScaleSetJobMessages",
+        "body": "[]",
+        "statistics": {"totalAssignedJobs": 0},
+    }
     message.update(fields)
     return json.dumps({k: v for k, v in message.items() if v is not ...}).encode()
 

@@ -46,15 +46,23 @@ class WorldRun:
 
 def _scenario(duration: float = 7200.0) -> Any:
     scenario = load_scenario("chaos")
-    jobs = [stream.model_copy(update={"schedule": [], "per_hour": 40.0})
-            for stream in scenario.jobs]
+    jobs = [
+        stream.model_copy(update={"schedule": [], "per_hour": 40.0}) for stream in scenario.jobs
+    ]
     scale_sets = [s.model_copy(update={"changes": []}) for s in scenario.scale_sets]
-    clusters = [c.model_copy(update={"spec": c.spec.model_copy(update={"ice_windows": ()})})
-                for c in scenario.clusters]
-    return scenario.model_copy(update={
-        "duration": duration, "jobs": jobs, "scale_sets": scale_sets, "clusters": clusters,
-        "hud": scenario.hud.model_copy(update={"outages": []}),
-    })
+    clusters = [
+        c.model_copy(update={"spec": c.spec.model_copy(update={"ice_windows": ()})})
+        for c in scenario.clusters
+    ]
+    return scenario.model_copy(
+        update={
+            "duration": duration,
+            "jobs": jobs,
+            "scale_sets": scale_sets,
+            "clusters": clusters,
+            "hud": scenario.hud.model_copy(update={"outages": []}),
+        }
+    )
 
 
 def run_world(*faults: dict[str, Any], seed: int = SEED, duration: float = 7200.0) -> WorldRun:
@@ -84,19 +92,27 @@ def run_world(*faults: dict[str, Any], seed: int = SEED, duration: float = 7200.
         subscribe(driver)
     chaos.on_restart.append(subscribe)
     world.service.capacity_observers.append(
-        lambda ss, value: advertised.append((loop.now() - loop.start, value)))
+        lambda ss, value: advertised.append((loop.now() - loop.start, value))
+    )
     results = world.run()
     report = next(iter(observers.values())).finish(loop.now())
     before = [v for t, v in advertised if t <= FAULT_AT]
-    return WorldRun(report, transitions, chaos.record.events, results, chaos,
-                    before[-1] if before else 0,
-                    [(t, v) for t, v in advertised if t > FAULT_AT])
+    return WorldRun(
+        report,
+        transitions,
+        chaos.record.events,
+        results,
+        chaos,
+        before[-1] if before else 0,
+        [(t, v) for t, v in advertised if t > FAULT_AT],
+    )
 
 
 def _moves(run: WorldRun, *pairs: tuple[PairState, PairState], within: float = 7200.0) -> int:
     wanted = {(a.value, b.value) for a, b in pairs}
-    return sum(1 for t, a, b in run.transitions
-               if (a, b) in wanted and FAULT_AT <= t <= FAULT_AT + within)
+    return sum(
+        1 for t, a, b in run.transitions if (a, b) in wanted and FAULT_AT <= t <= FAULT_AT + within
+    )
 
 
 @lru_cache(maxsize=1)
@@ -116,8 +132,7 @@ P = PairState
 def _in_flight_baseline() -> WorldRun:
     """Pairs replaced just before the fault time, and no fault: the reference for cases that
     need pairs in flight."""
-    return run_world({"kind": "placeholder_deleted", "start": FAULT_AT - 3,
-                      "params": {"count": 4}})
+    return run_world({"kind": "placeholder_deleted", "start": FAULT_AT - 3, "params": {"count": 4}})
 
 
 def _cluster_case(kind: str, expected: str, params: dict[str, Any]) -> Outcome:
@@ -126,8 +141,10 @@ def _cluster_case(kind: str, expected: str, params: dict[str, Any]) -> Outcome:
     preempted = _moves(run, *lost, within=60)
     anyway = _moves(baseline(), *lost, within=60)
     detail = run.events[0][2] if run.events else "nothing to act on"
-    observed = (f"{detail}; {preempted} pair(s) PREEMPTED within 60 s ({anyway} without the "
-                f"fault), replaced by the next steps; {_verdict(run)}")
+    observed = (
+        f"{detail}; {preempted} pair(s) PREEMPTED within 60 s ({anyway} without the "
+        f"fault), replaced by the next steps; {_verdict(run)}"
+    )
     return Outcome(kind, WHERE, expected, observed, run.report.ok and preempted > anyway)
 
 
@@ -157,30 +174,48 @@ def consolidation() -> Outcome:
 
 
 def listener_crash_world() -> Outcome:
-    run = run_world({"kind": "listener_crash", "start": FAULT_AT,
-                     "params": {"after_writes": 0, "restart_after": 20}},
-                    {"kind": "placeholder_deleted", "start": FAULT_AT + 1, "params": {"count": 2}})
+    run = run_world(
+        {
+            "kind": "listener_crash",
+            "start": FAULT_AT,
+            "params": {"after_writes": 0, "restart_after": 20},
+        },
+        {"kind": "placeholder_deleted", "start": FAULT_AT + 1, "params": {"count": 2}},
+    )
     died = next(t for t, label, detail in run.events if detail.startswith("died"))
     back = next(t for t, label, _ in run.events if label == "restart")
-    expected = ("the process dies in a step before its first write; 20 s later a new instance "
-                "adopts READY pairs and sweeps the rest; nothing advertised in between")
+    expected = (
+        "the process dies in a step before its first write; 20 s later a new instance "
+        "adopts READY pairs and sweeps the rest; nothing advertised in between"
+    )
     history = [(FAULT_AT, run.advertised_at_fault), *run.advertised_after]
     in_force = [v for t, v in history if t < back][-1]
-    adopted = sum(1 for t, a, b in run.transitions
-                  if (a, b) == ("REQUESTED", "READY") and back <= t <= back + 5)
-    observed = (f"died {died - FAULT_AT:.0f}s after the fault, back {back - died:.0f}s later; "
-                f"advertised {in_force} just before the restart; {adopted} pair(s) adopted at "
-                f"restart; {_verdict(run)}")
-    return Outcome("listener_crash", WHERE, expected, observed,
-                   run.report.ok and in_force == 0 and adopted > 0)
+    adopted = sum(
+        1
+        for t, a, b in run.transitions
+        if (a, b) == ("REQUESTED", "READY") and back <= t <= back + 5
+    )
+    observed = (
+        f"died {died - FAULT_AT:.0f}s after the fault, back {back - died:.0f}s later; "
+        f"advertised {in_force} just before the restart; {adopted} pair(s) adopted at "
+        f"restart; {_verdict(run)}"
+    )
+    return Outcome(
+        "listener_crash", WHERE, expected, observed, run.report.ok and in_force == 0 and adopted > 0
+    )
 
 
 def listener_crash_restarts() -> Outcome:
     """50 kills at random writes (the restart harness), summarised."""
     sim = SimCluster.build(seed=11)
     rng = random.Random(11)
-    observer = InvariantObserver(scale_set=ERS, interval=sim.interval, start=sim.loop.start,
-                                 reservable=lambda: sim.truth().capacity, max_runners=30)
+    observer = InvariantObserver(
+        scale_set=ERS,
+        interval=sim.interval,
+        start=sim.loop.start,
+        reservable=lambda: sim.truth().capacity,
+        max_runners=30,
+    )
     observer.watch_store(sim.store, sim.loop.now)
     process = sim.start_listener()
     process.sink.on_publish.append(observer.advertised)
@@ -193,8 +228,9 @@ def listener_crash_restarts() -> Outcome:
         if rng.random() < 0.3:
             sim.demand = Demand(queued_jobs=rng.randint(0, 6))
         before = process.store.writes
-        result = sim.step(process, kill_after_writes=rng.randint(0, 4)
-                          if rng.random() < 0.35 else None)
+        result = sim.step(
+            process, kill_after_writes=rng.randint(0, 4) if rng.random() < 0.35 else None
+        )
         if result is None:
             kills += 1
             sim.run(rng.uniform(0, 2 * sim.interval))
@@ -203,8 +239,10 @@ def listener_crash_restarts() -> Outcome:
             observer.advertised(sim.loop.now(), 0)
             continue
         first.setdefault(process.instance, sim.loop.now())
-        if sim.loop.now() - first[process.instance] >= sim.interval and \
-                process.instance not in checked:
+        if (
+            sim.loop.now() - first[process.instance] >= sim.interval
+            and process.instance not in checked
+        ):
             checked.add(process.instance)
             leaks += len(sim.unowned(process))
         wrote = process.store.writes > before
@@ -212,41 +250,58 @@ def listener_crash_restarts() -> Outcome:
         observer.check(sim.loop.now())
     report = observer.finish(sim.loop.now())
     expected = "no placeholder leaked, no unreserved capacity advertised after any restart"
-    observed = (f"{kills} kills at random writes: {leaks} leaked placeholder(s); "
-                f"{report.summary()}")
-    return Outcome("listener_crash x50 (restart test)",
-                   "simulated cluster -> reconciler killed mid-step", expected, observed,
-                   kills == 50 and leaks == 0 and report.ok)
+    observed = f"{kills} kills at random writes: {leaks} leaked placeholder(s); {report.summary()}"
+    return Outcome(
+        "listener_crash x50 (restart test)",
+        "simulated cluster -> reconciler killed mid-step",
+        expected,
+        observed,
+        kills == 50 and leaks == 0 and report.ok,
+    )
 
 
 def second_listener() -> Outcome:
     # Pairs in flight when the second one starts: its first step sweeps what it cannot adopt.
-    run = run_world({"kind": "placeholder_deleted", "start": FAULT_AT - 3, "params": {"count": 4}},
-                    {"kind": "second_listener", "start": FAULT_AT, "end": FAULT_AT + 600})
+    run = run_world(
+        {"kind": "placeholder_deleted", "start": FAULT_AT - 3, "params": {"count": 4}},
+        {"kind": "second_listener", "start": FAULT_AT, "end": FAULT_AT + 600},
+    )
     lost = ((P.READY, P.PREEMPTED), (P.REQUESTED, P.PREEMPTED), (P.PARTIAL, P.PREEMPTED))
     churn = _moves(run, *lost, within=600)
     anyway = _moves(_in_flight_baseline(), *lost, within=600)
-    exited = next(detail for _, label, detail in run.events
-                  if label.startswith("second_listener") and "exited" in detail)
-    expected = ("the second listener's session is refused, but its reconciler runs (ARC "
-                "starts capacity-aware work before the session): the two must not make "
-                "capacity look bigger than it is")
-    observed = (f"{exited}; {churn} pair(s) PREEMPTED in the 10 min ({anyway} without it); "
-                f"{_verdict(run)}")
+    exited = next(
+        detail
+        for _, label, detail in run.events
+        if label.startswith("second_listener") and "exited" in detail
+    )
+    expected = (
+        "the second listener's session is refused, but its reconciler runs (ARC "
+        "starts capacity-aware work before the session): the two must not make "
+        "capacity look bigger than it is"
+    )
+    observed = (
+        f"{exited}; {churn} pair(s) PREEMPTED in the 10 min ({anyway} without it); {_verdict(run)}"
+    )
     return Outcome("second_listener", WHERE, expected, observed, run.report.ok)
 
 
 def clock_jump(seconds: float) -> Outcome:
     # Pairs in flight at the jump (their placeholders were just replaced).
-    run = run_world({"kind": "placeholder_deleted", "start": FAULT_AT - 3, "params": {"count": 4}},
-                    {"kind": "clock_jump", "start": FAULT_AT, "params": {"seconds": seconds}})
+    run = run_world(
+        {"kind": "placeholder_deleted", "start": FAULT_AT - 3, "params": {"count": 4}},
+        {"kind": "clock_jump", "start": FAULT_AT, "params": {"seconds": seconds}},
+    )
     moves = ((P.REQUESTED, P.TIMED_OUT), (P.PARTIAL, P.TIMED_OUT), (P.PREEMPTED, P.DELETED))
     after = _moves(run, *moves, within=600)
     anyway = _moves(_in_flight_baseline(), *moves, within=600)
-    expected = ("timeouts and leases are measured on the listener's clock: a jump may time "
-                "out in-flight pairs or retire survivors early once, never strand capacity")
-    observed = (f"{after} pair(s) timed out or retired in 10 min ({anyway} without the jump); "
-                f"{_verdict(run)}")
+    expected = (
+        "timeouts and leases are measured on the listener's clock: a jump may time "
+        "out in-flight pairs or retire survivors early once, never strand capacity"
+    )
+    observed = (
+        f"{after} pair(s) timed out or retired in 10 min ({anyway} without the jump); "
+        f"{_verdict(run)}"
+    )
     return Outcome(f"clock_jump ({seconds:+g} s)", WHERE, expected, observed, run.report.ok)
 
 
@@ -256,15 +311,21 @@ def api_refusing_writes() -> Outcome:
         {"kind": "placeholder_deleted", "start": FAULT_AT + 60, "params": {"count": 2}},
     )
     failed = run.chaos.gate.failed
-    replaced = sum(1 for t, a, b in run.transitions
-                   if (a, b) == ("QUEUED", "REQUESTED") and t > FAULT_AT + 600)
-    expected = ("writes refused for 10 min (< placeholderTtl/2) while pairs must be replaced: "
-                "creates and deletes fail soft and are retried by later steps; nothing "
-                "over-advertised")
-    observed = (f"{failed} writes refused; {replaced} pair(s) requested once the API answered; "
-                f"{_verdict(run)}")
-    return Outcome("k8s_429 (writes, 10 min)", WHERE, expected, observed,
-                   run.report.ok and failed > 0)
+    replaced = sum(
+        1 for t, a, b in run.transitions if (a, b) == ("QUEUED", "REQUESTED") and t > FAULT_AT + 600
+    )
+    expected = (
+        "writes refused for 10 min (< placeholderTtl/2) while pairs must be replaced: "
+        "creates and deletes fail soft and are retried by later steps; nothing "
+        "over-advertised"
+    )
+    observed = (
+        f"{failed} writes refused; {replaced} pair(s) requested once the API answered; "
+        f"{_verdict(run)}"
+    )
+    return Outcome(
+        "k8s_429 (writes, 10 min)", WHERE, expected, observed, run.report.ok and failed > 0
+    )
 
 
 def api_refusing_writes_past_lease() -> Outcome:
@@ -272,34 +333,51 @@ def api_refusing_writes_past_lease() -> Outcome:
     run = run_world({"kind": "k8s_5xx", "start": FAULT_AT, "end": FAULT_AT + ttl})
     ttl_violations = run.report.counts[Invariant.PLACEHOLDER_TTL]
     others = sum(n for inv, n in run.report.counts.items() if inv is not Invariant.PLACEHOLDER_TTL)
-    expected = ("writes refused for a whole placeholderTtl: leases cannot be renewed, so pods "
-                "outlive them (nobody can delete them either); renewed at the first step after")
-    observed = (f"{ttl_violations} placeholder(s) past their lease during the outage; other "
-                f"invariants: {'held' if not others else f'{others} violation(s)'}")
-    return Outcome("k8s_5xx (writes, > TTL)", WHERE, expected, observed,
-                   ttl_violations > 0 and others == 0)
+    expected = (
+        "writes refused for a whole placeholderTtl: leases cannot be renewed, so pods "
+        "outlive them (nobody can delete them either); renewed at the first step after"
+    )
+    observed = (
+        f"{ttl_violations} placeholder(s) past their lease during the outage; other "
+        f"invariants: {'held' if not others else f'{others} violation(s)'}"
+    )
+    return Outcome(
+        "k8s_5xx (writes, > TTL)", WHERE, expected, observed, ttl_violations > 0 and others == 0
+    )
 
 
 def stale_cache_outage() -> Outcome:
     run = run_world(
-        {"kind": "k8s_watch_drop", "start": FAULT_AT, "end": FAULT_AT + 1,
-         "params": {"hold": 180}},
+        {"kind": "k8s_watch_drop", "start": FAULT_AT, "end": FAULT_AT + 1, "params": {"hold": 180}},
         {"kind": "node_loss", "start": FAULT_AT + 30, "params": {"count": 1}},
     )
     report = run.report
-    expected = ("watches down for 3 min while a node with placeholders is lost: stop "
-                "advertising what cannot be confirmed within one interval (fail closed)")
-    observed = (f"advertised up to {report.max_excess} slot(s) more than reservable for "
-                f"{report.longest_excess:.0f}s (stale cache); "
-                f"{report.counts[Invariant.CAPACITY_RESERVABLE]} violation(s)")
-    return Outcome("k8s watches down 3 min + node_loss", WHERE, expected, observed,
-                   report.counts[Invariant.CAPACITY_RESERVABLE] == 0)
+    expected = (
+        "watches down for 3 min while a node with placeholders is lost: stop "
+        "advertising what cannot be confirmed within one interval (fail closed)"
+    )
+    observed = (
+        f"advertised up to {report.max_excess} slot(s) more than reservable for "
+        f"{report.longest_excess:.0f}s (stale cache); "
+        f"{report.counts[Invariant.CAPACITY_RESERVABLE]} violation(s)"
+    )
+    return Outcome(
+        "k8s watches down 3 min + node_loss",
+        WHERE,
+        expected,
+        observed,
+        report.counts[Invariant.CAPACITY_RESERVABLE] == 0,
+    )
 
 
 def hud_faults_world() -> Outcome:
     run = run_world(
-        {"kind": "hud_absurd", "start": FAULT_AT, "end": FAULT_AT + 900,
-         "params": {"value": 1_000_000_000}},
+        {
+            "kind": "hud_absurd",
+            "start": FAULT_AT,
+            "end": FAULT_AT + 900,
+            "params": {"value": 1_000_000_000},
+        },
     )
     expected = "absurd demand is rejected: the reconciler keeps its floor, no pair storm"
     requested = _moves(run, (P.QUEUED, P.REQUESTED))
@@ -361,8 +439,7 @@ def is_hardened(pod: dict[str, Any]) -> bool:
         and all(
             (c.get("securityContext") or {}).get("allowPrivilegeEscalation") is False
             and (c.get("securityContext") or {}).get("readOnlyRootFilesystem") is True
-            and ((c.get("securityContext") or {}).get("capabilities") or {}).get("drop")
-            == ["ALL"]
+            and ((c.get("securityContext") or {}).get("capabilities") or {}).get("drop") == ["ALL"]
             for c in containers
         )
     )
@@ -416,8 +493,11 @@ def _runners_preempted_by_workflows(world: World) -> int:
     count = 0
     for line in world.log.lines():
         event = json.loads(line)
-        if (event["type"] == "pod_disrupted" and event.get("reason") == "preempted"
-                and "-ph-" not in event.get("pod", "")
-                and str(event.get("by", "")).endswith("-workflow")):
+        if (
+            event["type"] == "pod_disrupted"
+            and event.get("reason") == "preempted"
+            and "-ph-" not in event.get("pod", "")
+            and str(event.get("by", "")).endswith("-workflow")
+        ):
             count += 1
     return count

@@ -28,9 +28,20 @@ def test_no_installed_dependency_has_a_known_vulnerability() -> None:
     if pip_audit is None:
         pytest.skip("pip-audit is not installed (pip install pip-audit)")
     result = subprocess.run(
-        [pip_audit, "--vulnerability-service", "pypi", "--format", "json",
-         "--progress-spinner", "off", "--skip-editable"],
-        capture_output=True, text=True, timeout=600, check=False,
+        [
+            pip_audit,
+            "--vulnerability-service",
+            "pypi",
+            "--format",
+            "json",
+            "--progress-spinner",
+            "off",
+            "--skip-editable",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     if result.returncode not in (0, 1) or not result.stdout.strip():
         pytest.skip(f"pip-audit could not run: {result.stderr.strip()[-300:]}")

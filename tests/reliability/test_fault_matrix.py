@@ -29,8 +29,11 @@ def test_fault_case_keeps_its_promise(fault_outcomes: dict[str, Outcome], name: 
 
 def test_every_fault_kind_has_a_case(fault_outcomes: dict[str, Outcome]) -> None:
     labels = [o.fault for o in fault_outcomes.values()]
-    missing = [k.value for k in FaultKind
-               if not any(label.startswith(k.value) or k.value in label for label in labels)]
+    missing = [
+        k.value
+        for k in FaultKind
+        if not any(label.startswith(k.value) or k.value in label for label in labels)
+    ]
     assert missing == []
 
 

@@ -71,24 +71,38 @@ class TestLoading:
     @pytest.mark.parametrize(
         ("document", "message"),
         [
-            ({"faults": [{"kind": "k8s_500", "start": 0}]},
-             r"f.yaml: faults\[0\]\.kind: unknown fault kind; one of: k8s_5xx, .* "
-             r"\(got 'k8s_500'\)"),
-            ({"faults": [{"kind": "node_loss", "start": 0, "params": {"status": 503}}]},
-             r"f.yaml: faults\[0\]: params status not allowed for kind node_loss; "
-             r"allowed: count"),
-            ({"faults": [{"kind": "k8s_5xx", "start": 60, "end": 30}]},
-             r"f.yaml: faults\[0\]: end \(30.0\) must be after start \(60.0\)"),
-            ({"faults": [{"kind": "node_loss", "start": 0, "end": 30}]},
-             r"node_loss happens at an instant: give start only"),
-            ({"faults": [{"kind": "k8s_5xx", "start": 0, "params": {"status": 200}}]},
-             r"faults\[0\]\.params\.status: Input should be greater than or equal to 400 "
-             r"\(got 200\)"),
-            ({"faults": [{"kind": "hud_down", "start": "soon"}]},
-             r"faults\[0\]\.start: a duration is a number of seconds"),
+            (
+                {"faults": [{"kind": "k8s_500", "start": 0}]},
+                r"f.yaml: faults\[0\]\.kind: unknown fault kind; one of: k8s_5xx, .* "
+                r"\(got 'k8s_500'\)",
+            ),
+            (
+                {"faults": [{"kind": "node_loss", "start": 0, "params": {"status": 503}}]},
+                r"f.yaml: faults\[0\]: params status not allowed for kind node_loss; "
+                r"allowed: count",
+            ),
+            (
+                {"faults": [{"kind": "k8s_5xx", "start": 60, "end": 30}]},
+                r"f.yaml: faults\[0\]: end \(30.0\) must be after start \(60.0\)",
+            ),
+            (
+                {"faults": [{"kind": "node_loss", "start": 0, "end": 30}]},
+                r"node_loss happens at an instant: give start only",
+            ),
+            (
+                {"faults": [{"kind": "k8s_5xx", "start": 0, "params": {"status": 200}}]},
+                r"faults\[0\]\.params\.status: Input should be greater than or equal to 400 "
+                r"\(got 200\)",
+            ),
+            (
+                {"faults": [{"kind": "hud_down", "start": "soon"}]},
+                r"faults\[0\]\.start: a duration is a number of seconds",
+            ),
             ({"faults": [{"kind": "hud_down"}]}, r"faults\[0\]\.start: required field"),
-            ({"faults": [{"kind": "hud_down", "start": 0, "when": 1}]},
-             r"faults\[0\]\.when: unknown field"),
+            (
+                {"faults": [{"kind": "hud_down", "start": 0, "when": 1}]},
+                r"faults\[0\]\.when: unknown field",
+            ),
             ({"faults": {"kind": "hud_down"}}, r"faults must be a list .* \(got dict\)"),
             ({"fault": []}, r"no 'faults' key"),
         ],
@@ -128,12 +142,16 @@ class TestVirtualTimeHooks:
     def test_the_scheduler_starts_and_ends_faults_on_the_loop_and_reports_the_rest(self) -> None:
         loop = EventLoop()
         seen: list[tuple[float, str]] = []
-        plan = FaultPlan(faults=[fault("hud_down", 10, 20), fault("node_loss", 15),
-                                 fault("actions_5xx", 5)])
-        hook = Hook(lambda f: seen.append((loop.elapsed, "start")),
-                    lambda f: seen.append((loop.elapsed, "end")))
-        scheduler = FaultScheduler(loop, plan, {FaultKind.HUD_DOWN: hook,
-                                                FaultKind.NODE_LOSS: hook})
+        plan = FaultPlan(
+            faults=[fault("hud_down", 10, 20), fault("node_loss", 15), fault("actions_5xx", 5)]
+        )
+        hook = Hook(
+            lambda f: seen.append((loop.elapsed, "start")),
+            lambda f: seen.append((loop.elapsed, "end")),
+        )
+        scheduler = FaultScheduler(
+            loop, plan, {FaultKind.HUD_DOWN: hook, FaultKind.NODE_LOSS: hook}
+        )
         scheduler.schedule()
         loop.run_for(30)
         assert seen == [(10, "start"), (15, "start"), (20, "end")]

@@ -14,15 +14,21 @@ def observer(
     loop: EventLoop, reservable: list[int] | None = None, **kw: object
 ) -> InvariantObserver:
     truth = reservable if reservable is not None else [0]
-    return InvariantObserver(scale_set=SET, interval=30, start=loop.start,
-                             reservable=lambda: truth[0], **kw)  # type: ignore[arg-type]
+    return InvariantObserver(
+        scale_set=SET, interval=30, start=loop.start, reservable=lambda: truth[0], **kw
+    )  # type: ignore[arg-type]
 
 
 def placeholder(name: str, expires_at: float, scale_set: str = SET) -> dict:
-    return {"kind": "Pod", "metadata": {
-        "name": name, "namespace": "ns",
-        "labels": {L.LABEL_SCALE_SET: scale_set},
-        "annotations": {L.ANNOTATION_EXPIRES_AT: f"{expires_at:.3f}"}}}
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "labels": {L.LABEL_SCALE_SET: scale_set},
+            "annotations": {L.ANNOTATION_EXPIRES_AT: f"{expires_at:.3f}"},
+        },
+    }
 
 
 def test_advertising_above_live_max_runners_is_reported_after_the_grace() -> None:
@@ -71,8 +77,14 @@ def test_placeholders_past_their_lease_and_leftovers_are_reported_from_the_store
     obs.check(loop.now() + 89)
     assert obs.counts[Invariant.PLACEHOLDER_TTL] == 0
     # Renewed in time: the lease moves, no violation.
-    store.mutate("Pod", "ns", "p-r", lambda p: p["metadata"]["annotations"].update(
-        {L.ANNOTATION_EXPIRES_AT: f"{loop.now() + 600:.3f}"}))
+    store.mutate(
+        "Pod",
+        "ns",
+        "p-r",
+        lambda p: p["metadata"]["annotations"].update(
+            {L.ANNOTATION_EXPIRES_AT: f"{loop.now() + 600:.3f}"}
+        ),
+    )
     obs.check(loop.now() + 200)
     assert obs.counts[Invariant.PLACEHOLDER_TTL] == 0
     obs.check(loop.now() + 631)

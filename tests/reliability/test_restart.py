@@ -39,8 +39,11 @@ def test_fifty_kills_mid_reconcile_never_leak_a_placeholder_nor_over_advertise()
     rng = random.Random(2026)
     interval = sim.interval
     observer = InvariantObserver(
-        scale_set=ERS, interval=interval, start=sim.loop.start,
-        reservable=lambda: sim.truth().capacity, max_runners=30,
+        scale_set=ERS,
+        interval=interval,
+        start=sim.loop.start,
+        reservable=lambda: sim.truth().capacity,
+        max_runners=30,
     )
     observer.watch_store(sim.store, sim.loop.now)
     # Leftovers of the dead process plus what the live one may want: a loose, finite bound.

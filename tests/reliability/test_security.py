@@ -34,8 +34,11 @@ def test_the_hud_client_refuses_an_untrusted_certificate_by_default(tmp_path: Pa
     _ca, context = tls_server_context(tmp_path)
     # Any HTTPS server on loopback with a certificate from an unknown CA will do.
     with ActionsFace(ScriptedJobFeed(), tls=context) as server:
-        client = HudClient(f"{server.url}/api/clickhouse/queued_jobs_aggregate",
-                           token=SecretStr("hud-token"), timeout=5)
+        client = HudClient(
+            f"{server.url}/api/clickhouse/queued_jobs_aggregate",
+            token=SecretStr("hud-token"),
+            timeout=5,
+        )
 
         async def ask() -> None:
             try:
@@ -46,9 +49,10 @@ def test_the_hud_client_refuses_an_untrusted_certificate_by_default(tmp_path: Pa
         with pytest.raises(HudError) as caught:
             asyncio.run(asyncio.wait_for(ask(), 10))
     assert caught.value.kind == "connect"
-    assert "CERTIFICATE_VERIFY_FAILED" in caught.value.reason or "certificate" in str(
-        caught.value
-    ).lower()
+    assert (
+        "CERTIFICATE_VERIFY_FAILED" in caught.value.reason
+        or "certificate" in str(caught.value).lower()
+    )
 
 
 def _pods() -> tuple[dict, dict]:
@@ -69,11 +73,14 @@ def test_built_placeholders_pass_the_hardening_check() -> None:
         lambda p: p["spec"]["securityContext"].update(seccompProfile={"type": "Unconfined"}),
         lambda p: p["spec"].update(automountServiceAccountToken=True),
         lambda p: p["spec"]["containers"][0]["securityContext"].update(
-            allowPrivilegeEscalation=True),
+            allowPrivilegeEscalation=True
+        ),
         lambda p: p["spec"]["containers"][0]["securityContext"].update(
-            readOnlyRootFilesystem=False),
+            readOnlyRootFilesystem=False
+        ),
         lambda p: p["spec"]["containers"][0]["securityContext"]["capabilities"].update(
-            drop=["NET_RAW"]),
+            drop=["NET_RAW"]
+        ),
     ],
     ids=["root", "seccomp", "token", "escalation", "writable-root", "capabilities"],
 )
