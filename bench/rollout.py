@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -39,18 +38,6 @@ from providers.simulated.k8s_face import K8sFace
 from providers.simulated.live import LiveSpec, LiveWorld
 
 REPO = Path(__file__).resolve().parent.parent
-_SCRUBBED = (
-    "KUBERNETES_SERVICE_HOST",
-    "KUBERNETES_SERVICE_PORT",
-    "CAPACITY_AWARE_CONFIG",
-    "CAPACITY_AWARE_JSON",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-)
 
 
 @dataclass
@@ -99,10 +86,9 @@ class Process:
         kubeconfig["clusters"][0]["cluster"]["server"] = self.face.url
         (workdir / "kubeconfig.yaml").write_text(json.dumps(kubeconfig))
         (workdir / "config.json").write_text(json.dumps(world.listener_config(f"127.0.0.1:{port}")))
-        env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
-        env.update(world.listener_env(workdir / "kubeconfig.yaml", workdir / "config.json"))
-        env["CAPACITY_AWARE_JSON"] = json.dumps(world.capacity_aware())
-        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+        env = world.listener_process_env(
+            workdir / "kubeconfig.yaml", workdir / "config.json", world.capacity_aware()
+        )
         self.log = (workdir / "listener.log").open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "listener", "run"],

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -73,6 +74,21 @@ FAKE_PAT = "ghp_liveWorldFakeToken0000000000000000"
 FAKE_HUD_TOKEN = "live-world-hud-token"
 HUD_TOKEN_ENV = "HUD_INTERNAL_BOT_TOKEN"
 WATCH_HISTORY = 50_000
+#: Variables of the caller's environment that must not leak into a listener process run
+#: against a live world: an in-cluster API address, another listener config, proxies (loopback
+#: traffic must not go through them).
+SCRUBBED_ENV = (
+    "KUBERNETES_SERVICE_HOST",
+    "KUBERNETES_SERVICE_PORT",
+    "CAPACITY_AWARE_CONFIG",
+    "CAPACITY_AWARE_JSON",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+)
 
 
 class LiveSpecError(ValueError):
@@ -476,6 +492,18 @@ class LiveWorld:
             "LISTENER_CONFIG_PATH": str(listener_config),
             HUD_TOKEN_ENV: self.spec.hud_token,
         }
+
+    def listener_process_env(
+        self, kubeconfig: Path, listener_config: Path, capacity_aware: dict[str, Any]
+    ) -> dict[str, str]:
+        """The whole environment of a listener process run against this world: the caller's,
+        minus what must not leak into it (:data:`SCRUBBED_ENV`), plus :meth:`listener_env`,
+        the ``capacityAware`` block, and loopback kept outside any proxy."""
+        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+        env.update(self.listener_env(kubeconfig, listener_config))
+        env["CAPACITY_AWARE_JSON"] = json.dumps(capacity_aware)
+        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+        return env
 
     def capacity_aware(self, **overrides: Any) -> dict[str, Any]:
         """A ``capacityAware`` block sized for this world (short timers; HUD = the HUD face)."""

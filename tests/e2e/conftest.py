@@ -9,7 +9,6 @@ controller would start the listener pod, and reads its ``/metrics`` from the out
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -26,19 +25,6 @@ from kubernetes import client as k8s
 from providers.simulated.live import LiveSpec, LiveWorld
 
 REPO = Path(__file__).resolve().parents[2]
-#: Variables of the test's own environment that must not leak into the listener's.
-_SCRUBBED = (
-    "KUBERNETES_SERVICE_HOST",
-    "KUBERNETES_SERVICE_PORT",
-    "CAPACITY_AWARE_CONFIG",
-    "CAPACITY_AWARE_JSON",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-)
 
 
 def free_port() -> int:
@@ -60,10 +46,7 @@ class ListenerProcess:
         kubeconfig.write_text(json.dumps(world.kubeconfig()))
         config = workdir / "listener-config.json"
         config.write_text(json.dumps(world.listener_config(f"127.0.0.1:{self.port}")))
-        self.env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
-        self.env.update(world.listener_env(kubeconfig, config))
-        self.env["CAPACITY_AWARE_JSON"] = json.dumps(capacity_aware)
-        self.env["NO_PROXY"] = self.env["no_proxy"] = "127.0.0.1,localhost"
+        self.env = world.listener_process_env(kubeconfig, config, capacity_aware)
         self.stdout_path = workdir / "listener.stdout"
         self.stderr_path = workdir / "listener.stderr"
         self.proc: subprocess.Popen[bytes] | None = None

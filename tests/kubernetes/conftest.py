@@ -22,13 +22,7 @@ TARGET = ScaleSetTarget(
 def seed(store: ObjectStore) -> None:
     """A small cluster: the ERS, two nodes, the priority ladder, one runner with its job."""
     for obj in (
-        o.ers(),
-        o.node("node-a"),
-        o.node("node-b"),
-        *o.ladder(),
-        o.ephemeral_runner("arc-runners-runner-a", job_id="1"),
-        o.runner_pod("arc-runners-runner-a"),
-        o.workflow_pod("arc-runners-runner-a"),
+        *o.small_cluster(),
         o.pod("unrelated", labels={"app": "web"}, node="node-a", phase="Running"),
     ):
         store.create(obj)

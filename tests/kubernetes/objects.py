@@ -309,6 +309,20 @@ def ladder() -> list[Obj]:
     ]
 
 
+def small_cluster() -> list[Obj]:
+    """The ERS, two nodes, the priority ladder and one runner with its job (runner and
+    workflow pod): the cluster the face-backed tests start from."""
+    return [
+        ers(),
+        node("node-a"),
+        node("node-b"),
+        *ladder(),
+        ephemeral_runner("arc-runners-runner-a", job_id="1"),
+        runner_pod("arc-runners-runner-a"),
+        workflow_pod("arc-runners-runner-a"),
+    ]
+
+
 class DictSource:
     """The smallest ObjectSource: lists of dicts per kind."""
 

@@ -85,15 +85,7 @@ TARGET = ScaleSetTarget(
 
 def _seeded_store() -> ObjectStore:
     store = ObjectStore(time.time, history=5000)
-    for obj in (
-        o.ers(),
-        o.node("node-a"),
-        o.node("node-b"),
-        *o.ladder(),
-        o.ephemeral_runner("arc-runners-runner-a", job_id="1"),
-        o.runner_pod("arc-runners-runner-a"),
-        o.workflow_pod("arc-runners-runner-a"),
-    ):
+    for obj in o.small_cluster():
         store.create(obj)
     return store
 
