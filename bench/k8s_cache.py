@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kubernetes import client
 
 from providers.kubernetes import labels as L
-from providers.kubernetes.cache import KubeCache, default_targets
+from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
+from providers.kubernetes.watch_targets import default_targets
 from providers.simulated.k8s_face import K8sFace
 from providers.simulated.store import ObjectStore
 from reconciler.snapshot import Demand

@@ -1,7 +1,7 @@
 """A watch-fed cache of the objects the reconciler reads (client-go informer style).
 
-One thread per :class:`WatchTarget` (kind + namespace + selectors) runs list-then-watch with
-the real ``kubernetes`` client:
+One thread per :class:`~providers.kubernetes.watch_targets.WatchTarget` (kind + namespace +
+selectors) runs list-then-watch with the real ``kubernetes`` client:
 
 1. LIST (paged, ``limit=500``) -> replace that target's partition, remember the list's
    ``resourceVersion``, mark the target synced.
@@ -20,7 +20,7 @@ the first list of every required kind" guard; ``on_change(kind)`` is called (out
 lock, from the informer thread) after every applied change: the reconcile loop's trigger.
 
 Stored objects are API JSON dicts, replaced wholesale on change (never mutated), so a list
-handed out stays consistent. Pods are slimmed on the way in (see :func:`slim_pod`), and
+handed out stays consistent. Pods are slimmed on the way in (:mod:`providers.kubernetes.slim`), and
 ``managedFields`` are dropped from everything, as a client-go transform would.
 
 Bounded: one thread per target, paged lists (at most ``MAX_PAGES``), watch and request
@@ -32,21 +32,19 @@ from __future__ import annotations
 import json
 import logging
 import random
-import sys
 import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from providers.kubernetes import labels as L
 from providers.kubernetes.rises import placeholder_counts, raises_capacity
-from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.slim import transform
+from providers.kubernetes.watch_targets import RESOURCES, CacheError, WatchTarget, list_call
 
 log = logging.getLogger(__name__)
 
@@ -60,234 +58,8 @@ PAGE_SIZE = 500
 TOMBSTONES = 4096
 
 
-@dataclass(frozen=True)
-class Resource:
-    kind: str
-    group: str
-    version: str
-    plural: str
-    namespaced: bool
-
-
-RESOURCES: dict[str, Resource] = {
-    r.kind: r
-    for r in (
-        Resource("Pod", "", "v1", "pods", True),
-        Resource("Node", "", "v1", "nodes", False),
-        Resource("Event", "", "v1", "events", True),
-        Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
-        Resource("AutoscalingRunnerSet", L.ARC_GROUP, L.ARC_VERSION, "autoscalingrunnersets", True),
-        Resource("EphemeralRunnerSet", L.ARC_GROUP, L.ARC_VERSION, "ephemeralrunnersets", True),
-        Resource("EphemeralRunner", L.ARC_GROUP, L.ARC_VERSION, "ephemeralrunners", True),
-        Resource("NodePool", L.KARPENTER_GROUP, L.KARPENTER_VERSION, "nodepools", False),
-        Resource("NodeClaim", L.KARPENTER_GROUP, L.KARPENTER_VERSION, "nodeclaims", False),
-    )
-}
-
-
-class CacheError(RuntimeError):
-    """The cache was asked for something it cannot do (unknown kind, bad target)."""
-
-
 class MalformedEventError(Exception):
     """A watch event whose object is not an API object (the informer relists)."""
-
-
-@dataclass(frozen=True)
-class WatchTarget:
-    """One list+watch stream: a kind, optionally in one namespace, optionally selected."""
-
-    kind: str
-    namespace: str | None = None
-    label_selector: str | None = None
-    field_selector: str | None = None
-    #: Tolerated when the API answers 404/403 on the first list (CRD absent, no RBAC).
-    optional: bool = False
-
-    @property
-    def key(self) -> str:
-        parts = [self.kind, self.namespace or "*"]
-        if self.label_selector:
-            parts.append(f"l:{self.label_selector}")
-        if self.field_selector:
-            parts.append(f"f:{self.field_selector}")
-        return "/".join(parts)
-
-
-def default_targets(target: ScaleSetTarget) -> list[WatchTarget]:
-    """What the reconciler of one scale set needs to see (DESIGN §2), label-selected.
-
-    Runner pods and workflow pods are selected by ARC's labels (``actions-ephemeral-runner``,
-    ``runner-pod``) so unrelated pods of the namespace are never held in memory.
-    AutoscalingRunnerSet (live maxRunners) and Karpenter kinds are optional.
-    """
-    ns, ph_ns = target.runner_namespace, target.placeholder_namespace
-    return [
-        WatchTarget("Pod", ph_ns, f"{L.LABEL_SCALE_SET}={target.ers_name}"),
-        WatchTarget("Pod", ns, f"{L.LABEL_EPHEMERAL_RUNNER}=True"),
-        WatchTarget("Pod", ns, L.LABEL_WORKFLOW_RUNNER_POD),
-        WatchTarget("Node"),
-        WatchTarget("EphemeralRunnerSet", ns, field_selector=f"metadata.name={target.ers_name}"),
-        WatchTarget("EphemeralRunner", ns),
-        WatchTarget("PriorityClass"),
-        WatchTarget("AutoscalingRunnerSet", ns, optional=True),
-        WatchTarget("NodePool", optional=True),
-        WatchTarget("NodeClaim", optional=True),
-    ]
-
-
-# --- transforms ---------------------------------------------------------------------------
-
-_POD_META = (
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "labels",
-    "ownerReferences",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-)
-_POD_SPEC = (
-    "nodeName",
-    "tolerations",
-    "priorityClassName",
-    "priority",
-    "overhead",
-    "resources",
-    "schedulerName",
-    "nodeSelector",
-)
-_CONTAINER = ("name", "resources", "restartPolicy")
-_OWNER = ("kind", "name", "uid", "controller")
-_CONDITION = ("type", "status", "reason", "message")
-#: Only these pod conditions are read (translate: disruption, unschedulable message).
-_KEPT_CONDITIONS = frozenset({"DisruptionTarget", "PodScheduled"})
-_KEPT_ANNOTATION_PREFIXES = (L.PREFIX, L.ANNOTATION_DO_NOT_DISRUPT)
-#: Strings up to this length are interned: label keys/values, phases, node names repeat
-#: across thousands of pods, and JSON decoding gives every event its own copies.
-_INTERN_MAX = 64
-
-
-def _compact(value: Any) -> Any:
-    """A copy with dict keys and short strings interned (shared across cached objects)."""
-    if isinstance(value, str):
-        return sys.intern(value) if len(value) <= _INTERN_MAX else value
-    if isinstance(value, dict):
-        return {sys.intern(k): _compact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_compact(v) for v in value]
-    return value
-
-
-def _pick(obj: Mapping[str, Any], keys: Iterable[str]) -> Obj:
-    return {k: _compact(obj[k]) for k in keys if k in obj}
-
-
-def slim_pod(pod: Mapping[str, Any]) -> Obj:
-    """Keep what translation, fit estimates and writes read; drop the rest (images, env...).
-
-    Annotations are kept only for our prefix and ``karpenter.sh/do-not-disrupt`` (others,
-    e.g. ``kubectl.kubernetes.io/last-applied-configuration``, can be large); conditions
-    only ``DisruptionTarget`` and ``PodScheduled``; owner references only kind/name/uid.
-    """
-    meta = pod.get("metadata") or {}
-    out_meta = _pick(meta, _POD_META)
-    if "ownerReferences" in meta:
-        out_meta["ownerReferences"] = [_pick(o, _OWNER) for o in meta["ownerReferences"] or ()]
-    annotations = {
-        sys.intern(k): v
-        for k, v in (meta.get("annotations") or {}).items()
-        if k.startswith(_KEPT_ANNOTATION_PREFIXES)
-    }
-    if annotations:
-        out_meta["annotations"] = annotations
-    spec = pod.get("spec") or {}
-    out_spec = _pick(spec, _POD_SPEC)
-    for field in ("containers", "initContainers"):
-        if field in spec:
-            out_spec[field] = [_pick(c, _CONTAINER) for c in spec[field] or ()]
-    status = pod.get("status") or {}
-    out_status: Obj = _pick(status, ("phase", "nominatedNodeName"))
-    conditions = [
-        _pick(c, _CONDITION)
-        for c in status.get("conditions") or ()
-        if c.get("type") in _KEPT_CONDITIONS
-    ]
-    if conditions:
-        out_status["conditions"] = conditions
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": out_meta,
-        "spec": out_spec,
-        "status": out_status,
-    }
-
-
-def drop_managed_fields(obj: Mapping[str, Any], kind: str, api_version: str) -> Obj:
-    out: Obj = {k: _compact(v) for k, v in obj.items() if k != "metadata"}
-    out["metadata"] = {
-        k: _compact(v) for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"
-    }
-    out.setdefault("kind", kind)
-    out.setdefault("apiVersion", api_version)
-    return out
-
-
-def transform(kind: str, obj: Mapping[str, Any]) -> Obj:
-    if kind == "Pod":
-        return slim_pod(obj)
-    res = RESOURCES[kind]
-    api_version = f"{res.group}/{res.version}" if res.group else res.version
-    return drop_managed_fields(obj, kind, api_version)
-
-
-# --- API calls ----------------------------------------------------------------------------
-
-
-def list_call(api: client.ApiClient, target: WatchTarget) -> Callable[..., Any]:
-    """The real client's list function for a target, with its positional args bound.
-
-    The returned plain function has no return annotation or docstring, so
-    ``kubernetes.watch.Watch`` leaves event objects as dicts (no model deserialization)
-    while still turning ERROR events into ``ApiException`` (which ``deserialize=False``
-    would not do in kubernetes 37).
-    """
-    res = RESOURCES.get(target.kind)
-    if res is None:
-        raise CacheError(f"unknown kind {target.kind!r}; known: {', '.join(RESOURCES)}")
-    ns = target.namespace if res.namespaced else None
-    core = client.CoreV1Api(api)
-    func: Callable[..., Any]
-    args: tuple[Any, ...] = ()
-    if target.kind == "Pod":
-        func, args = (
-            (core.list_namespaced_pod, (ns,)) if ns else (core.list_pod_for_all_namespaces, ())
-        )
-    elif target.kind == "Event":
-        func, args = (
-            (core.list_namespaced_event, (ns,)) if ns else (core.list_event_for_all_namespaces, ())
-        )
-    elif target.kind == "Node":
-        func = core.list_node
-    elif target.kind == "PriorityClass":
-        func = client.SchedulingV1Api(api).list_priority_class
-    else:
-        custom = client.CustomObjectsApi(api)
-        if ns:
-            func, args = (
-                custom.list_namespaced_custom_object,
-                (res.group, res.version, ns, res.plural),
-            )
-        else:
-            func, args = custom.list_cluster_custom_object, (res.group, res.version, res.plural)
-
-    def call(**kwargs: Any) -> Any:
-        return func(*args, **kwargs)
-
-    return call
 
 
 # --- the store ----------------------------------------------------------------------------

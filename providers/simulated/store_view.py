@@ -70,7 +70,7 @@ class StorePlaceholderWriter:
                 self.store.mutate("Pod", ref.namespace, ref.name, change, uid=ref.uid)
 
 
-#: What the production cache holds (``providers.kubernetes.cache.default_targets``).
+#: What the production cache holds (``providers.kubernetes.watch_targets.default_targets``).
 CACHED_KINDS = frozenset(
     {
         "Pod",
@@ -159,7 +159,7 @@ def _object_facts(obj: Obj) -> tuple[Any, ...] | None:
 
 class StoreCacheView:
     """The ObjectSource the reconciler reads: the store seen through the production cache's
-    label selectors (``providers.kubernetes.cache.default_targets``).
+    label selectors (``providers.kubernetes.watch_targets.default_targets``).
 
     Pods: this scale set's placeholders (``arc-capacity.dev/scale-set=<ers>`` in the
     placeholder namespace), ARC runner pods (``actions-ephemeral-runner=True``) and workflow

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from providers.kubernetes.cache import KubeCache, default_targets
+from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.watch_targets import default_targets
 from providers.simulated.k8s_face import K8sFace
 from providers.simulated.store import ObjectStore
 from tests.kubernetes import objects as o

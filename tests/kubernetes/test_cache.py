@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 
-from providers.kubernetes.cache import KubeCache, WatchTarget, default_targets, slim_pod
+from providers.kubernetes.cache import KubeCache
+from providers.kubernetes.slim import slim_pod
 from providers.kubernetes.translate import build_snapshot
+from providers.kubernetes.watch_targets import WatchTarget, default_targets
 from providers.simulated.k8s_face import K8sFace
 from providers.simulated.store import ObjectStore
 from reconciler.snapshot import Demand

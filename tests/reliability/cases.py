@@ -39,9 +39,10 @@ from providers.actions.redact import SecretRegistry
 from providers.actions.retry import RetryPolicy
 from providers.actions.session import ConflictPolicy, MessageSession
 from providers.hud.client import HudClient, HudDemandSource
-from providers.kubernetes.cache import KubeCache, default_targets
+from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.watch_targets import default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from providers.simulated.actions_face import ActionsFace, ScriptedJobFeed
 from providers.simulated.actions_face import Fault as FaceAnswer

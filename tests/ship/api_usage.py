@@ -6,7 +6,8 @@ be added here (the RBAC test then shows what it found):
 1. **Watched kinds.** The watch cache (``providers/kubernetes/cache.py``) lists then watches
    every ``WatchTarget("<Kind>", <namespace>, ...)`` built anywhere in the scanned code:
    ``list`` + ``watch`` on that kind, namespaced when a namespace argument is given,
-   cluster-wide otherwise. Kinds map to (group, plural) through the cache's ``RESOURCES``.
+   cluster-wide otherwise. Kinds map to (group, plural) through ``RESOURCES`` of
+   providers/kubernetes/watch_targets.py.
 2. **Typed client writes and reads.** ``<api>.<verb>_namespaced_<kind>(...)`` and
    ``<verb>_<kind>(...)`` calls (``create_namespaced_pod``, ``read_node``...), with
    ``read`` -> ``get`` and ``replace`` -> ``update``.
@@ -60,7 +61,7 @@ class Kind:
     namespaced: bool
 
 
-CACHE = ROOT / "providers" / "kubernetes" / "cache.py"
+CACHE = ROOT / "providers" / "kubernetes" / "watch_targets.py"
 
 
 def kinds() -> dict[str, Kind]:
@@ -68,7 +69,7 @@ def kinds() -> dict[str, Kind]:
     table in its source: ``Resource("Pod", "", "v1", "pods", True)``, group and version as
     literals or ``labels`` constants (``L.ARC_GROUP``).
 
-    Parsed rather than imported: importing the cache imports ``kubernetes.client``, whose lazy
+    Parsed rather than imported: importing it imports ``kubernetes.client``, whose lazy
     model loading breaks freezegun-based tests that run later in the same process.
     """
     from providers.kubernetes import labels
@@ -78,7 +79,7 @@ def kinds() -> dict[str, Kind]:
             return node.value
         if isinstance(node, ast.Attribute):
             return getattr(labels, node.attr)
-        raise ValueError(f"cache.py:{node.lineno}: cannot resolve {ast.dump(node)}")
+        raise ValueError(f"{CACHE.name}:{node.lineno}: cannot resolve {ast.dump(node)}")
 
     table: dict[str, Kind] = {}
     for node in ast.walk(ast.parse(CACHE.read_text(), filename=str(CACHE))):

@@ -56,7 +56,7 @@ def show(perms: set[Permission]) -> str:
 
 def test_the_scan_sees_the_provider() -> None:
     """Guard against a vacuous comparison: the placeholder writer and the cache are found."""
-    assert not USAGE.unknown, f"WatchTarget kinds missing from cache.RESOURCES: {USAGE.unknown}"
+    assert not USAGE.unknown, f"WatchTarget kinds not in watch_targets.RESOURCES: {USAGE.unknown}"
     for verb in ("create", "delete", "list", "watch"):
         assert Permission("", "pods", verb, "namespaced") in USAGE.permissions, verb
     assert any(p.resource == "nodes" for p in USAGE.permissions)

@@ -1,0 +1,130 @@
+"""What the cache lists and watches: the API resources it knows, the list+watch targets of one
+scale set (label-selected), and the real client's list call for a target."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from providers.kubernetes import labels as L
+from providers.kubernetes.translate import ScaleSetTarget
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+
+RESOURCES: dict[str, Resource] = {
+    r.kind: r
+    for r in (
+        Resource("Pod", "", "v1", "pods", True),
+        Resource("Node", "", "v1", "nodes", False),
+        Resource("Event", "", "v1", "events", True),
+        Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+        Resource("AutoscalingRunnerSet", L.ARC_GROUP, L.ARC_VERSION, "autoscalingrunnersets", True),
+        Resource("EphemeralRunnerSet", L.ARC_GROUP, L.ARC_VERSION, "ephemeralrunnersets", True),
+        Resource("EphemeralRunner", L.ARC_GROUP, L.ARC_VERSION, "ephemeralrunners", True),
+        Resource("NodePool", L.KARPENTER_GROUP, L.KARPENTER_VERSION, "nodepools", False),
+        Resource("NodeClaim", L.KARPENTER_GROUP, L.KARPENTER_VERSION, "nodeclaims", False),
+    )
+}
+
+
+class CacheError(RuntimeError):
+    """The cache was asked for something it cannot do (unknown kind, bad target)."""
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """One list+watch stream: a kind, optionally in one namespace, optionally selected."""
+
+    kind: str
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    #: Tolerated when the API answers 404/403 on the first list (CRD absent, no RBAC).
+    optional: bool = False
+
+    @property
+    def key(self) -> str:
+        parts = [self.kind, self.namespace or "*"]
+        if self.label_selector:
+            parts.append(f"l:{self.label_selector}")
+        if self.field_selector:
+            parts.append(f"f:{self.field_selector}")
+        return "/".join(parts)
+
+
+def default_targets(target: ScaleSetTarget) -> list[WatchTarget]:
+    """What the reconciler of one scale set needs to see (DESIGN §2), label-selected.
+
+    Runner pods and workflow pods are selected by ARC's labels (``actions-ephemeral-runner``,
+    ``runner-pod``) so unrelated pods of the namespace are never held in memory.
+    AutoscalingRunnerSet (live maxRunners) and Karpenter kinds are optional.
+    """
+    ns, ph_ns = target.runner_namespace, target.placeholder_namespace
+    return [
+        WatchTarget("Pod", ph_ns, f"{L.LABEL_SCALE_SET}={target.ers_name}"),
+        WatchTarget("Pod", ns, f"{L.LABEL_EPHEMERAL_RUNNER}=True"),
+        WatchTarget("Pod", ns, L.LABEL_WORKFLOW_RUNNER_POD),
+        WatchTarget("Node"),
+        WatchTarget("EphemeralRunnerSet", ns, field_selector=f"metadata.name={target.ers_name}"),
+        WatchTarget("EphemeralRunner", ns),
+        WatchTarget("PriorityClass"),
+        WatchTarget("AutoscalingRunnerSet", ns, optional=True),
+        WatchTarget("NodePool", optional=True),
+        WatchTarget("NodeClaim", optional=True),
+    ]
+
+
+def list_call(api: client.ApiClient, target: WatchTarget) -> Callable[..., Any]:
+    """The real client's list function for a target, with its positional args bound.
+
+    The returned plain function has no return annotation or docstring, so
+    ``kubernetes.watch.Watch`` leaves event objects as dicts (no model deserialization)
+    while still turning ERROR events into ``ApiException`` (which ``deserialize=False``
+    would not do in kubernetes 37).
+    """
+    res = RESOURCES.get(target.kind)
+    if res is None:
+        raise CacheError(f"unknown kind {target.kind!r}; known: {', '.join(RESOURCES)}")
+    ns = target.namespace if res.namespaced else None
+    core = client.CoreV1Api(api)
+    func: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    if target.kind == "Pod":
+        func, args = (
+            (core.list_namespaced_pod, (ns,)) if ns else (core.list_pod_for_all_namespaces, ())
+        )
+    elif target.kind == "Event":
+        func, args = (
+            (core.list_namespaced_event, (ns,)) if ns else (core.list_event_for_all_namespaces, ())
+        )
+    elif target.kind == "Node":
+        func = core.list_node
+    elif target.kind == "PriorityClass":
+        func = client.SchedulingV1Api(api).list_priority_class
+    else:
+        custom = client.CustomObjectsApi(api)
+        if ns:
+            func, args = (
+                custom.list_namespaced_custom_object,
+                (res.group, res.version, ns, res.plural),
+            )
+        else:
+            func, args = custom.list_cluster_custom_object, (res.group, res.version, res.plural)
+
+    def call(**kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return call
