@@ -13,6 +13,8 @@ from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.memo import ObjectMemo
+from providers.kubernetes.nodes import NodeState, node_state
+from providers.kubernetes.object_fields import _meta, pod_phase
 from providers.kubernetes.packing import pairs_per_node, pool_hosts
 from providers.kubernetes.resources import (
     Resources,
@@ -23,14 +25,10 @@ from providers.kubernetes.resources import (
 )
 from providers.kubernetes.translate import (
     UNBOUNDED_PAIRS,
-    NodeState,
     Obj,
     ObjectSource,
     ScaleSetTarget,
-    _meta,
     _safe_list,
-    node_state,
-    pod_phase,
 )
 from reconciler.snapshot import FitEstimate, PodPhase
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from providers.kubernetes.instance_types import shape
 from providers.kubernetes.memo import ObjectMemo
+from providers.kubernetes.object_fields import _meta, parse_timestamp
 from providers.kubernetes.resources import Resources, add_into, quantity
 from reconciler.snapshot import LaunchFacts
 
@@ -38,10 +39,6 @@ class Packing:
     #: Pairs per node of the largest allowed type: what Karpenter fills when many pairs are
     #: pending at once (its scheduler grows each NodeClaim until no allowed type fits more).
     pairs_per_large_node: int = 1
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 def _template(pool: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -123,8 +120,6 @@ def pairs_per_node(
 
 def claim_facts(claim: Mapping[str, Any]) -> tuple[float | None, bool, bool, Decimal | None]:
     """(creation time, terminating, initialized, CPU it was sized for) of one NodeClaim."""
-    from providers.kubernetes.translate import parse_timestamp  # avoid an import cycle
-
     meta = _meta(claim)
     conditions = (claim.get("status") or {}).get("conditions") or ()
     initialized = any(

@@ -8,13 +8,8 @@ import pytest
 
 from providers.kubernetes.fit import fit_estimate
 from providers.kubernetes.labels import LABEL_SCALE_SET
-from providers.kubernetes.translate import (
-    ScaleSetTarget,
-    build_snapshot,
-    capacity_signals_from,
-    node_blocked_for,
-    tolerates,
-)
+from providers.kubernetes.nodes import node_blocked_for, tolerates
+from providers.kubernetes.translate import ScaleSetTarget, build_snapshot, capacity_signals_from
 from providers.simulated.store import ObjectStore
 from reconciler.snapshot import Demand, PodPhase
 from state_machine.states import Role
