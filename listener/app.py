@@ -27,16 +27,13 @@ import contextlib
 import functools
 import logging
 import os
-import secrets
 import signal
-import string
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from listener.arc_config import (
     ConfigError,
@@ -46,12 +43,21 @@ from listener.arc_config import (
     resolve_vault_credentials,
 )
 from listener.capacity_aware import CapacityAwarePart
-from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
+from listener.capacity_config import load_capacity_aware
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
 from listener.loop import CapacityGate, Listener, run_open_session
 from listener.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
+from listener.startup import (
+    FatalError,
+    Stopped,
+    blind_at_zero,
+    capacity_off_reason,
+    kubernetes_api_client,
+    new_instance_id,
+    refuse_to_start,
+)
 from listener.statistics_refresh import StatisticsRefresher
 from listener.supervise import supervised
 from providers.actions.client import ActionsClient
@@ -61,7 +67,6 @@ from providers.demand.combine import Combine, CombinedDemand
 from providers.demand.statistics import StatisticsDemand
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
 from providers.kubernetes.cache import KubeCache
-from providers.kubernetes.checks import Finding, Severity
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
 from providers.kubernetes.lease import LeaseElector, LeaseTiming, lease_name
 from providers.kubernetes.permissions import (
@@ -89,60 +94,6 @@ STOP_CHECK = 0.5
 CACHE_STOP_TIMEOUT = 1.0
 #: Seconds a Lease holder is trusted without renewing (client-go's default 15).
 LEASE_DURATION = int(os.environ.get("CAPACITY_AWARE_LEASE_DURATION", "15"))
-
-
-def capacity_off_reason(env: Mapping[str, str]) -> str:
-    """Why capacity-aware mode is off, for the one log line that says so at start."""
-    if not env.get(ENV_FILE) and not env.get(ENV_JSON):
-        return (
-            f"no capacityAware block (neither ${ENV_FILE} nor ${ENV_JSON} is set); "
-            "advertising maxRunners like stock ARC"
-        )
-    return "capacityAware.enabled is false; advertising maxRunners like stock ARC"
-
-
-def blind_at_zero(capacity: CapacityAwareSettings) -> bool:
-    """Scale to zero with statistics as the only demand and their refresh turned off: nothing
-    would ever reveal a new job (measured in the simulator: bench/demand_sources.py,
-    scale-to-zero with ``statisticsRefresh: 0``, 0 of 15 jobs ran)."""
-    sources = capacity.demand.resolved_sources(capacity.hud.url)
-    return (
-        capacity.proactive_capacity == 0
-        and tuple(sources) == ("statistics",)
-        and capacity.demand.statistics_refresh <= 0
-    )
-
-
-class FatalError(Exception):
-    """Stops the process with one clear line (exit 1)."""
-
-
-class Stopped(Exception):
-    """SIGTERM arrived during a start-up phase: shut down cleanly (exit 0)."""
-
-
-def owned_by(pod: Mapping[str, Any], *, scale_set: str, instance: str, adopted: set[str]) -> bool:
-    """Is ``pod`` a placeholder of ``scale_set`` this instance created or adopted?"""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    if labels.get(LABEL_SCALE_SET) != scale_set:
-        return False
-    return labels.get(LABEL_INSTANCE) == instance or labels.get(LABEL_PAIR) in adopted
-
-
-def refuse_to_start(findings: Sequence[Finding]) -> None:
-    """Log the start-up checks' warnings; raise FatalError naming every error."""
-    for finding in findings:
-        if finding.severity is not Severity.ERROR:
-            log.warning("start-up check %s: %s", finding.check, finding.message)
-    problems = [f"{f.check}: {f.message}" for f in findings if f.severity is Severity.ERROR]
-    if problems:
-        raise FatalError("start-up checks failed: " + " | ".join(problems))
-
-
-def new_instance_id() -> str:
-    """Five lowercase alphanumerics: labels our placeholders, prefixes our pair ids."""
-    alphabet = string.ascii_lowercase + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(5))
 
 
 def run_from_environment(env: Mapping[str, str] | None = None) -> int:
@@ -175,21 +126,12 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
     return 0
 
 
-#: One connection per long-lived watch plus room for writes (the client's default is 10).
-CONNECTION_POOL_SIZE = 32
-
-
-def kubernetes_api_client(env: Mapping[str, str]) -> k8s.ApiClient:
-    """In-cluster service account when running in a pod; otherwise $KUBECONFIG / ~/.kube."""
-    configuration = k8s.Configuration()
-    if env.get("KUBERNETES_SERVICE_HOST"):
-        k8s_config.load_incluster_config(client_configuration=configuration)
-    else:
-        k8s_config.load_kube_config(
-            config_file=env.get("KUBECONFIG"), client_configuration=configuration
-        )
-    configuration.connection_pool_maxsize = CONNECTION_POOL_SIZE
-    return k8s.ApiClient(configuration)
+def owned_by(pod: Mapping[str, Any], *, scale_set: str, instance: str, adopted: set[str]) -> bool:
+    """Is ``pod`` a placeholder of ``scale_set`` this instance created or adopted?"""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if labels.get(LABEL_SCALE_SET) != scale_set:
+        return False
+    return labels.get(LABEL_INSTANCE) == instance or labels.get(LABEL_PAIR) in adopted
 
 
 class ListenerApp:

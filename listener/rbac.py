@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     )
     parser.add_argument("--apply", action="store_true", help="create/update them now")
     args = parser.parse_args(argv)
-    from listener.app import kubernetes_api_client
+    from listener.startup import kubernetes_api_client
 
     environ = dict(os.environ if env is None else env)
     try:

@@ -117,7 +117,7 @@ def test_stopping_while_waiting_ends_the_wait_without_starting(
 
 
 def test_the_log_says_when_and_why_capacity_aware_mode_is_off() -> None:
-    from listener.app import capacity_off_reason
+    from listener.startup import capacity_off_reason
 
     assert capacity_off_reason({}).startswith(
         "no capacityAware block (neither $CAPACITY_AWARE_CONFIG"
@@ -131,7 +131,7 @@ def test_scale_to_zero_with_statistics_only_and_no_refresh_is_flagged_at_start()
     """Regression (bench/demand_sources.py, scale-to-zero): statistics come only with job
     messages, none come while 0 is advertised, so no job ever started. The statistics refresh
     (default 2 s) removes the blindness; turned off, the listener warns."""
-    from listener.app import blind_at_zero
+    from listener.startup import blind_at_zero
 
     def settings(block: dict[str, object]) -> object:
         return parse_capacity_aware({"enabled": True, **block}, where="t")
