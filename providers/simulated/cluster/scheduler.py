@@ -64,17 +64,20 @@ from providers.simulated.cluster.conditions import set_condition
 from providers.simulated.cluster.emit import Emitter
 from providers.simulated.cluster.matching import tolerates
 from providers.simulated.cluster.pods import terminating_by_preemption
+from providers.simulated.cluster.preemption import (
+    NO_VICTIMS,
+    NOT_HELPFUL,
+    candidate_key,
+    select_victims,
+)
 from providers.simulated.cluster.quantity import Resources, fits
 from providers.simulated.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
 from providers.simulated.engine import EventLoop, Timer
 from providers.simulated.store import Obj, StoreError
 
-MAX_INT32 = 2**31 - 1
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
 REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-NOT_HELPFUL = "Preemption is not helpful for scheduling"
-NO_VICTIMS = "No preemption victims found for incoming pod"
 PASS_GAP = 0.001  # seconds between two passes triggered at the same instant
 
 PodClass = tuple[str, Resources, int, bool]
@@ -502,50 +505,16 @@ class Scheduler(Observer):
             if self.static_reason(pod, node) is not None:
                 statuses[node.name] = (NOT_HELPFUL,)
                 continue
-            victims = self._select_victims(pod, node)
+            victims = select_victims(pod, node, self._free(pod, node))
             if not victims:
                 statuses[node.name] = (NO_VICTIMS,)
                 continue
-            top = victims[0].priority
-            earliest_top_start = min(_start(v) for v in victims if v.priority == top)
-            key = (
-                top,
-                sum(v.priority + MAX_INT32 + 1 for v in victims),
-                len(victims),
-                -earliest_top_start,  # the latest such start time wins
-                node.name,
-            )
-            candidates.append((key, node, victims))
+            candidates.append((candidate_key(node, victims), node, victims))
         if not candidates:
             return None, statuses
         _key, node, victims = min(candidates, key=lambda c: c[0])
         self._prepare(pod, node, victims)
         return node, {}
-
-    def _select_victims(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo] | None:
-        """Minimal victim set on ``node`` (most important first), or None if none helps."""
-        prio = pod.priority
-        potential = [v for v in node.pods.values() if v.priority < prio]
-        if not potential:
-            return None
-        cpu, mem, gpu, pods = self._free(pod, node)
-        for v in potential:
-            r = v.requests
-            cpu, mem, gpu, pods = cpu + r.cpu, mem + r.memory, gpu + r.gpu, pods + 1
-        req = pod.requests
-        rc, rm, rg = req.cpu, req.memory, req.gpu
-        if (rc and rc > cpu) or (rm and rm > mem) or (rg and rg > gpu) or pods < 1:
-            return None
-        potential.sort(key=lambda v: (-v.priority, _start(v), v.seq))
-        victims = []
-        for v in potential:
-            r = v.requests
-            c, m, g, p = cpu - r.cpu, mem - r.memory, gpu - r.gpu, pods - 1
-            if (rc and rc > c) or (rm and rm > m) or (rg and rg > g) or p < 1:
-                victims.append(v)
-            else:
-                cpu, mem, gpu, pods = c, m, g, p  # reprieved: it stays
-        return victims
 
     def _prepare(self, pod: PodInfo, node: NodeInfo, victims: list[PodInfo]) -> None:
         self.preemptions += 1
@@ -586,7 +555,3 @@ class Scheduler(Observer):
             self._unsched.pop(pod.uid, None)
             self._active[pod.uid] = pod
             self._request_pass()
-
-
-def _start(pod: PodInfo) -> float:
-    return pod.bound_at if pod.bound_at is not None else pod.created_at
