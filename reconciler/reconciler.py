@@ -30,7 +30,7 @@ from reconciler.ports import CapacitySink, Command, DeleteOrphan, Subscriber
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from reconciler.sync import sync
-from reconciler.warm_pool import WarmPoolWindow, warm_pairs
+from reconciler.warm_pool import WarmPoolSize, WarmPoolWindow, warm_pairs
 from state_machine.events import TransitionEvent
 from state_machine.record import PairRecord
 from state_machine.states import PairState
@@ -57,9 +57,8 @@ class StepResult:
     ledger: CapacityLedger
     subscriber_errors: int = 0
     launch_limited_by: str | None = None
-    #: Warm pairs kept this step (fixed, auto estimate or schedule) and auto's L, if any.
-    warm_pairs: int = 0
-    warm_load: float | None = None
+    #: The warm pool size kept this step (fixed, auto estimate or schedule), with its reason.
+    warm_pool: WarmPoolSize | None = None
 
 
 def reconcile(
@@ -112,9 +111,7 @@ class Reconciler:
         # Fed with every committed event, so switching to ``auto`` later has history.
         window = config.warm_pool.window if config.warm_pool is not None else 900.0
         self.warm_window = WarmPoolWindow(window, started_at=clock.now())
-        self.warm_size = config.proactive_capacity
-        self.warm_reason = "static"
-        self.warm_load: float | None = None
+        self.warm_pool = WarmPoolSize(config.proactive_capacity, "static")
 
     def _ids(self) -> Iterator[str]:
         while True:
@@ -126,9 +123,9 @@ class Reconciler:
         if policy is None:
             return self.config
         size = warm_pairs(policy, self.warm_window.observation(now), now)
-        if size.pairs != self.warm_size:
+        if size.pairs != self.warm_pool.pairs:
             log.info("warm pool %s: %d pairs (%s)", self.config.scale_set, size.pairs, size.reason)
-        self.warm_size, self.warm_reason, self.warm_load = size.pairs, size.reason, size.load
+        self.warm_pool = size
         return replace(self.config, proactive_capacity=size.pairs)
 
     def step(self, snapshot: ClusterSnapshot) -> StepResult:
@@ -168,8 +165,7 @@ class Reconciler:
             ledger,
             errors,
             plan.launch_limited_by,
-            warm_pairs=self.warm_size,
-            warm_load=self.warm_load,
+            warm_pool=self.warm_pool,
         )
 
     def _notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> int:

@@ -46,9 +46,9 @@ class MetricsSubscriber:
     ) -> None:
         """After ``Reconciler.step`` returned ``result`` (a StepResult) in ``duration`` s."""
         self.metrics.observe_ledger(result.ledger)
-        self.metrics.observe_warm_pool(
-            int(getattr(result, "warm_pairs", 0)), getattr(result, "warm_load", None)
-        )
+        warm_pool = getattr(result, "warm_pool", None)
+        if warm_pool is not None:
+            self.metrics.observe_warm_pool(warm_pool.pairs, warm_pool.load)
         current = counts if counts is not None else (self.counts() if self.counts else None)
         if current is not None:
             self.metrics.observe_pair_counts(current)

@@ -237,7 +237,7 @@ def test_reconciler_grows_the_pool_with_the_runners_it_sees_starting() -> None:
     clock = ManualClock(MONDAY)
     rec = Reconciler(auto_config(minimum=1), clock=clock)
     rec.step(snapshot())
-    assert rec.warm_size == 1
+    assert rec.warm_pool.pairs == 1
     # 6 runner pods appear, 2 of which already have their workflow pod bound: 4 starting
     running = tuple(runner(f"r{i}") for i in range(6))
     clock.advance(60)
@@ -245,10 +245,14 @@ def test_reconciler_grows_the_pool_with_the_runners_it_sees_starting() -> None:
     clock.advance(60)
     rec.step(snapshot(runners=running, workflows=(workflow("r0"), workflow("r1"))))
     # 0 starting for the first 60 s, 4 for the next 60 s: L = 2.0
-    assert rec.warm_size == poisson_quantile(2.0, 0.05)
-    assert "starting=2.00" in rec.warm_reason
+    assert rec.warm_pool.pairs == poisson_quantile(2.0, 0.05)
+    assert "starting=2.00" in rec.warm_pool.reason
     result = rec.step(snapshot(runners=running, workflows=(workflow("r0"), workflow("r1"))))
-    assert (result.warm_pairs, result.warm_load) == (rec.warm_size, pytest.approx(2.0))
+    assert result.warm_pool is not None
+    assert (result.warm_pool.pairs, result.warm_pool.load) == (
+        rec.warm_pool.pairs,
+        pytest.approx(2.0),
+    )
 
 
 def test_a_pending_workflow_pod_does_not_give_the_slot_back() -> None:
@@ -289,7 +293,7 @@ def test_schedule_follows_the_wall_clock_in_production() -> None:
     )
     rec = Reconciler(config, clock=SystemClock())
     rec.step(snapshot())
-    assert (rec.warm_size, rec.warm_reason) == (4, "schedule 07:00-08:00")
+    assert (rec.warm_pool.pairs, rec.warm_pool.reason) == (4, "schedule 07:00-08:00")
 
 
 def test_a_fixed_pool_without_schedule_keeps_the_old_path() -> None:

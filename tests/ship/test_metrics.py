@@ -28,6 +28,7 @@ from listener.metrics import (
 from reconciler.capacity import CapacityLedger
 from reconciler.clock import ManualClock
 from reconciler.ports import DeleteOrphan, PodRef, RenewLease
+from reconciler.warm_pool import WarmPoolSize
 from state_machine.events import Kind, TransitionEvent
 from state_machine.states import PairState
 
@@ -360,8 +361,7 @@ class Step:
     events: tuple[TransitionEvent, ...] = ()
     commands: tuple[Any, ...] = ()
     subscriber_errors: int = 0
-    warm_pairs: int = 0
-    warm_load: float | None = None
+    warm_pool: WarmPoolSize | None = None
 
 
 LEDGER = CapacityLedger(
@@ -418,11 +418,11 @@ def test_observe_step_sets_gauges_from_the_ledger_and_the_store() -> None:
 def test_the_warm_pool_size_and_auto_load_follow_each_step() -> None:
     metrics = make()
     subscriber = MetricsSubscriber(metrics)
-    subscriber.observe_step(Step(LEDGER, warm_pairs=3, warm_load=1.25), 0.001)
+    subscriber.observe_step(Step(LEDGER, warm_pool=WarmPoolSize(3, "auto", load=1.25)), 0.001)
     assert value(metrics, "arc_capacity_warm_pool_pairs", **SCALE_SET) == 3
     assert value(metrics, "arc_capacity_warm_pool_load", **SCALE_SET) == 1.25
     # a schedule entry took over: the size follows, the last estimate is kept
-    subscriber.observe_step(Step(LEDGER, warm_pairs=8), 0.001)
+    subscriber.observe_step(Step(LEDGER, warm_pool=WarmPoolSize(8, "schedule")), 0.001)
     assert value(metrics, "arc_capacity_warm_pool_pairs") == 8
     assert value(metrics, "arc_capacity_warm_pool_load") == 1.25
 
