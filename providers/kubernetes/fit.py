@@ -13,7 +13,7 @@ from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.memo import ObjectMemo
-from providers.kubernetes.nodes import NodeState, node_state
+from providers.kubernetes.nodes import NodeState, matches_selector, node_state
 from providers.kubernetes.object_fields import _meta, pod_phase
 from providers.kubernetes.packing import pairs_per_node, pool_hosts
 from providers.kubernetes.resources import (
@@ -80,7 +80,7 @@ def _place_pending(
             (
                 free
                 for labels, free in free_nodes
-                if all(labels.get(k) == v for k, v in selector.items()) and _pair_fits(free, req)
+                if matches_selector(labels, selector) and _pair_fits(free, req)
             ),
             None,
         )

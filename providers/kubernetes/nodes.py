@@ -15,6 +15,11 @@ Obj = Mapping[str, Any]
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
+def matches_selector(labels: Mapping[str, str], node_selector: Mapping[str, str]) -> bool:
+    """``spec.nodeSelector`` semantics: the labels carry every key with exactly its value."""
+    return all(labels.get(k) == v for k, v in node_selector.items())
+
+
 def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     """Kubernetes semantics: effect empty = all effects; empty key + Exists = all keys."""
     effect = toleration.get("effect") or ""

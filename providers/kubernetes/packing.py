@@ -22,6 +22,7 @@ from typing import Any
 
 from providers.kubernetes.instance_types import shape
 from providers.kubernetes.memo import ObjectMemo
+from providers.kubernetes.nodes import matches_selector
 from providers.kubernetes.object_fields import _meta, parse_timestamp
 from providers.kubernetes.resources import Resources, add_into, quantity
 from reconciler.snapshot import LaunchFacts
@@ -54,7 +55,7 @@ def pool_hosts(pool: Mapping[str, Any], node_selector: Mapping[str, str]) -> boo
         values = req.get("values") or []
         if req.get("operator") == "In" and len(values) == 1:
             labels.setdefault(req.get("key", ""), values[0])
-    return all(labels.get(k) == v for k, v in node_selector.items())
+    return matches_selector(labels, node_selector)
 
 
 def allowed_types(pool: Mapping[str, Any]) -> tuple[str, ...]:
