@@ -36,7 +36,7 @@ from providers.actions.config_url import parse_config_url
 from providers.actions.models import JobCompleted, JobStarted
 from providers.actions.redact import SecretRegistry
 from providers.actions.session import MessageSession
-from providers.simulated.actions_face import ActionsFace, ScriptedJobFeed
+from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 
 PAT = "ghp_benchmarkPat0123456789"
 

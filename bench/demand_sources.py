@@ -22,8 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.simulated.scenario import Scenario, load_scenario
-from providers.simulated.world import World
+from simulator.engine.world import World
+from simulator.scenarios.scenario import Scenario, load_scenario
 
 SCENARIOS = ("burst", "drain", "ice-failover", "scale-to-zero", "shared-nodepool", "storm")
 SOURCES = ("statistics", "hud", "both")

@@ -40,13 +40,13 @@ from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.watch_targets import default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
 from reconciler.clock import ManualClock
 from reconciler.reconciler import Reconciler
 from reconciler.settings import parse_capacity_aware
 from reconciler.snapshot import Demand
 from reconciler.subscribers import PlaceholderSubscriber
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 
 NS = "arc-runners"
 ERS = "arc-runners"

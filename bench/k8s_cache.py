@@ -36,9 +36,9 @@ from providers.kubernetes import labels as L
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.watch_targets import default_targets
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
 from reconciler.snapshot import Demand
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 
 NS = "arc-runners"
 ERS = "arc-runners"

@@ -24,8 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.simulated.scenario import load_scenario
-from providers.simulated.world import World
+from simulator.engine.world import World
+from simulator.scenarios.scenario import load_scenario
 
 #: (label, strategy, capacityAware overrides)
 VARIANTS: list[tuple[str, str, dict[str, Any]]] = [

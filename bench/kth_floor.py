@@ -3,7 +3,7 @@
     python bench/kth_floor.py [--seeds 10] [--jobs 2] [--scenarios scale-to-zero,shared-nodepool]
 
 For each scenario and seed, stock ARC (``baseline``) and capacity-aware run on the same jobs in
-three worlds, and the whole-run k-th job ratio (providers/simulated/kth.py) is printed as the
+three worlds, and the whole-run k-th job ratio (simulator/measurement/kth.py) is printed as the
 maximum over ``k`` and seeds, with the ``k`` where it occurs:
 
 1. **shipped**: the scenario as shipped.
@@ -36,18 +36,18 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from providers.simulated.kth import (  # noqa: E402
+from simulator.engine.world import World  # noqa: E402
+from simulator.measurement.kth import (  # noqa: E402
     JobTimes,
     Ratio,
     format_ratio,
     job_times,
     whole_run_ratio,
 )
-from providers.simulated.scenario import SCENARIO_DIR, parse_scenario  # noqa: E402
-from providers.simulated.world import World  # noqa: E402
+from simulator.scenarios.scenario import SCENARIO_DIR, parse_scenario  # noqa: E402
 
 VARIANTS = ("shipped", "fixed boot", "fixed boot, instant demand")
-DEFAULT_LAUNCH = (30.0, 60.0)  # providers/simulated/cluster/spec.py Latencies.launch
+DEFAULT_LAUNCH = (30.0, 60.0)  # simulator/cluster/spec.py Latencies.launch
 
 
 def variant(data: dict[str, Any], name: str) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.simulated.scenario import load_scenario
-from providers.simulated.strategies import STRATEGIES
-from providers.simulated.world import World
+from simulator.engine.world import World
+from simulator.scenarios.scenario import load_scenario
+from simulator.scenarios.strategies import STRATEGIES
 
 WINDOW = 60.0
 

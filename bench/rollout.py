@@ -34,8 +34,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from providers.kubernetes.labels import LABEL_SCALE_SET
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.live import LiveSpec, LiveWorld
+from simulator.faces.k8s import K8sFace
+from simulator.faces.live import LiveSpec, LiveWorld
 
 REPO = Path(__file__).resolve().parent.parent
 

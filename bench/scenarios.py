@@ -12,13 +12,13 @@ over ``--jobs`` processes. Per scenario and strategy it prints:
 - ``t50%/t95%``: median over seeds of the time from the run's start until 50% / 95% of all
   jobs were running (``never`` when the median seed never got there);
 - ``nodes``, ``node-h``, ``$``, ``idle CPU-h``: mean per seed (node-hours and dollars billed
-  from the launch request, on-demand list prices, see providers/simulated/prices.py);
+  from the launch request, on-demand list prices, see simulator/measurement/prices.py);
 - over-advertised episodes (advertised > confirmed by pods): count, p50, p99, max over all seeds.
 
 Then the **k-th job ratio** of capacity-aware against stock ARC (``baseline``) and against the
 warm pool (``overprovision``), per seed and aggregated (max and median over seeds of the per-seed
 maximum), in two views: whole run and burst windows only (definitions:
-providers/simulated/kth.py; ``>=`` marks a lower bound: capacity-aware had not got k jobs
+simulator/measurement/kth.py; ``>=`` marks a lower bound: capacity-aware had not got k jobs
 running by the end of the run). A ratio <= 1.10 everywhere is issue 13's target.
 
 Run: ``.venv/bin/python bench/scenarios.py [--seeds 10] [--jobs 2] [--scenarios burst,drain]``
@@ -43,7 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.simulated.kth import (
+from simulator.engine.world import World
+from simulator.measurement.kth import (
     JobTimes,
     Ratio,
     Window,
@@ -52,10 +53,9 @@ from providers.simulated.kth import (
     job_times,
     whole_run_ratio,
 )
-from providers.simulated.scenario import Scenario, load_scenario, shipped
-from providers.simulated.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION, STRATEGIES
-from providers.simulated.workload.figures import episode_summary, fair_summary
-from providers.simulated.world import World
+from simulator.scenarios.scenario import Scenario, load_scenario, shipped
+from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION, STRATEGIES
+from simulator.workload.figures import episode_summary, fair_summary
 
 EXCLUDED = ("chaos",)
 TARGET_RATIO = 1.10

@@ -32,10 +32,10 @@ from providers.kubernetes.labels import (
     DEFAULT_PRIORITY_CLASSES,
     LABEL_COMPONENT,
 )
-from providers.simulated.cluster import Cluster, ClusterSpec, IceWindow, NodePoolSpec
-from providers.simulated.engine import EventLoop
-from providers.simulated.eventlog import EventLog
-from providers.simulated.store import Obj, ObjectStore
+from simulator.cluster import Cluster, ClusterSpec, IceWindow, NodePoolSpec
+from simulator.engine.eventlog import EventLog
+from simulator.engine.loop import EventLoop
+from simulator.engine.store import Obj, ObjectStore
 
 NS = "arc-runners"
 CLASS = {role: name for role, (name, _v) in DEFAULT_PRIORITY_CLASSES.items()}

@@ -32,10 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from providers.simulated.faults import FaultPlan, WorldChaos  # noqa: E402
-from providers.simulated.invariants import observe_world  # noqa: E402
-from providers.simulated.scenario import load_scenario  # noqa: E402
-from providers.simulated.world import World  # noqa: E402
+from simulator.engine.world import World  # noqa: E402
+from simulator.faults import FaultPlan, WorldChaos  # noqa: E402
+from simulator.measurement.invariants import observe_world  # noqa: E402
+from simulator.scenarios.scenario import load_scenario  # noqa: E402
 
 DAY = 86_400.0
 _SKIP = (

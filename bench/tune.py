@@ -28,9 +28,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from providers.simulated.scenario import load_scenario  # noqa: E402
-from providers.simulated.world import World  # noqa: E402
 from reconciler.settings import duration_seconds, parse_capacity_aware  # noqa: E402
+from simulator.engine.world import World  # noqa: E402
+from simulator.scenarios.scenario import load_scenario  # noqa: E402
 from tuning.cli import main as tune_main  # noqa: E402
 from tuning.history import load_history  # noqa: E402
 from tuning.replay import replayable, with_trace  # noqa: E402

@@ -1,10 +1,10 @@
 """Benchmark: charge every job's queue-to-start wait to its cause (issue 13).
 
 Runs each scenario (default: burst and shared-nodepool) for seeds 1..N under capacity-aware and
-stock ARC, replays each event log through :func:`providers.simulated.breakdown.attribute` and
+stock ARC, replays each event log through :func:`simulator.measurement.breakdown.attribute` and
 prints, per scenario and strategy, the seconds charged to each cause: total over all seeds,
 mean per job, share of all waiting. Causes and the rule that picks one are documented in
-``providers/simulated/breakdown.py``: HUD/statistics lag, ramp limit, NodePool full, pairs
+``simulator/measurement/breakdown.py``: HUD/statistics lag, ramp limit, NodePool full, pairs
 waiting for nodes, READY-not-advertised, after assignment (runner start, hook, workflow pod).
 
 Run: ``.venv/bin/python bench/wait_breakdown.py [--seeds 3] [--scenarios burst,shared-nodepool]``
@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.simulated.breakdown import Breakdown, attribute, table
-from providers.simulated.scenario import load_scenario
-from providers.simulated.strategies import BASELINE, CAPACITY_AWARE, STRATEGIES
-from providers.simulated.world import World
+from simulator.engine.world import World
+from simulator.measurement.breakdown import Breakdown, attribute, table
+from simulator.scenarios.scenario import load_scenario
+from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, STRATEGIES
 
 DEFAULT_SCENARIOS = "burst,shared-nodepool"
 

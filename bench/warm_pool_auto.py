@@ -28,8 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from providers.simulated.scenario import load_scenario  # noqa: E402
-from providers.simulated.workload.metrics import percentile  # noqa: E402
+from simulator.scenarios.scenario import load_scenario  # noqa: E402
+from simulator.workload.metrics import percentile  # noqa: E402
 from tuning.replay import apply_dials  # noqa: E402
 from tuning.sweep import fair_percentiles  # noqa: E402
 
@@ -39,7 +39,7 @@ VARIANTS = ("overprovision", "capacity-aware (fixed)", "capacity-aware (auto)")
 
 
 def run(item: tuple[str, int, str, str]) -> dict[str, Any]:
-    from providers.simulated.world import World
+    from simulator.engine.world import World
 
     variant, seed, warm_pool, scenario_name = item
     scenario = load_scenario(scenario_name)

@@ -50,14 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from listener.rbac import main as rbac_main
 
         return rbac_main(rest)
-    if command in ("simulate", "demo"):
-        from providers.simulated.cli import main as simulated_main
-
-        return simulated_main([command, *rest])
-    if command == "tune":
-        from tuning.cli import main as tune_main
-
-        return tune_main(rest)
+    if command in ("simulate", "demo", "tune"):
+        return _offline_command(command, rest)
     parsed = parser.parse_args(args)
     if parsed.command == "run":
         from listener.app import run_from_environment
@@ -69,6 +63,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_status(parsed.url)
     parser.print_help()
     return 2
+
+
+def _offline_command(command: str, rest: list[str]) -> int:
+    """Run a command of the simulator or the tuner, which the production image leaves out.
+
+    The image holds what ``run`` needs; ``simulate``, ``demo`` and ``tune`` live in a source
+    checkout (or a wheel built from one), so where their package is missing this says so once
+    instead of a traceback.
+    """
+    try:
+        if command == "tune":
+            from tuning.cli import main as tool_main
+
+            return tool_main(rest)
+        from simulator.cli import main as tool_main
+
+        return tool_main([command, *rest])
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("simulator", "tuning"):
+            raise
+        print(
+            f"arc-capacity-listener: '{command}' needs the simulated world, which this "
+            "installation does not include (the production image ships only what 'run', "
+            "'status', 'rbac' and 'values' need); run it from a source checkout: make demo",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

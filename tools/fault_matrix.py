@@ -179,8 +179,8 @@ def verdict(name: str, outcome: Outcome) -> str:
 
 
 def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) -> str:
-    from providers.simulated.faults import KIND_INFO
-    from providers.simulated.invariants import describe
+    from simulator.faults import KIND_INFO
+    from simulator.measurement.invariants import describe
     from tests.fuzz.support import KNOWN_OPEN
 
     lines = [
@@ -198,7 +198,7 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         "",
         "## Invariants (checked continuously)",
         "",
-        "`providers/simulated/invariants.py` watches every simulated run it is wired into "
+        "`simulator/measurement/invariants.py` watches every simulated run it is wired into "
         "(the chaos day, the world cases, the restart test):",
         "",
         "| Invariant | Promise |",
@@ -225,7 +225,7 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         )
     lines += [
         "",
-        "Fault kinds (`providers/simulated/faults/`, usable in a scenario's `<name>.faults.yaml`):",
+        "Fault kinds (`simulator/faults/`, usable in a scenario's `<name>.faults.yaml`):",
         "",
         "| Kind | Meaning | Shape | Params |",
         "|---|---|---|---|",

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from providers.simulated.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
 from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
+from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
 from tuning.replay import SIM_PREFIX, settings_block
 
 

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from providers.simulated.scenario import ScenarioError, load_scenario
-from providers.simulated.workload.jobs import TraceError
 from reconciler.settings import SettingsError, duration_seconds
+from simulator.scenarios.scenario import ScenarioError, load_scenario
+from simulator.workload.jobs import TraceError
 from tuning.answer import frontier, plot, recommend, recommendation_yaml
 from tuning.grid import GridError, expand, load_grid
 from tuning.history import HistoryError, Problem, load_history

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from providers.simulated.scenario import CapacityAwareModel
 from reconciler.settings import CapacityAwareSettings, SettingsError
+from simulator.scenarios.scenario import CapacityAwareModel
 from tuning.replay import DialError, dial_settings, sim_settings, split_dials
 
 MAX_POINTS = 500

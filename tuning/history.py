@@ -13,7 +13,7 @@ and ``labels`` (the ``runs-on`` labels); ``name``, ``conclusion``, ``status`` an
 every self-hosted runner carries it, so it selects nothing.
 
 CSV: the scenario trace format (``queue_time,labels,duration[,name,repository]``, offsets in
-seconds), as :mod:`providers.simulated.workload.jobs` reads it.
+seconds), as :mod:`simulator.workload.jobs` reads it.
 
 A record that cannot be replayed (no start, bad time, no labels, still running...) is
 reported as a :class:`Problem` with its index and field and skipped; the file as a whole is

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from providers.simulated.scenario import CapacityAwareModel, JobStream, Scenario, format_errors
 from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
+from simulator.scenarios.scenario import CapacityAwareModel, JobStream, Scenario, format_errors
 from tuning.history import History, HistoryJob, Problem
 
 #: The replay runs this long after the last job was queued, so late jobs can finish.

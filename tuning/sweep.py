@@ -1,6 +1,6 @@
 """Replay a history under stock ARC, a static warm pool and every grid point, in parallel.
 
-Each run is one :class:`~providers.simulated.world.World` (deterministic per seed, so the
+Each run is one :class:`~simulator.engine.world.World` (deterministic per seed, so the
 same inputs give the same ``sweep.json``); runs are spread over worker processes with a
 progress line on stderr. Stock ARC (``baseline``) and the static warm pool
 (``overprovision``, the scenario's ``warm_slots``) run once per seed; every grid point runs the
@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from providers.simulated.runner import ProgressBar
-from providers.simulated.scenario import Scenario
-from providers.simulated.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
-from providers.simulated.workload.metrics import percentile
-from providers.simulated.world import World
+from simulator.engine.runner import ProgressBar
+from simulator.engine.world import World
+from simulator.scenarios.scenario import Scenario
+from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
+from simulator.workload.metrics import percentile
 from tuning.grid import Point
 from tuning.replay import apply_dials
 

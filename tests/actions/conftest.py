@@ -15,7 +15,7 @@ from providers.actions.config_url import parse_config_url
 from providers.actions.redact import SecretRegistry
 from providers.actions.retry import RetryPolicy
 from providers.actions.session import ConflictPolicy, MessageSession
-from providers.simulated.actions_face import (
+from simulator.faces.actions import (
     ActionsFace,
     AppIdentity,
     ScriptedJobFeed,

@@ -10,8 +10,8 @@ from pydantic import SecretStr
 
 from providers.actions.auth import AppAuth, mint_app_jwt, token_expiry
 from providers.actions.errors import AuthError
-from providers.simulated.actions_face import ActionsFace, ScriptedJobFeed
 from reconciler.clock import ManualClock
+from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 from tests.actions.conftest import PAT, SleepRecorder, pat_client, run, session_for
 
 NOW = 1_777_000_000.0

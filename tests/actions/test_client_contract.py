@@ -27,7 +27,7 @@ from providers.actions.errors import (
 )
 from providers.actions.models import JobAssigned, JobAvailable, JobCompleted, JobStarted
 from providers.actions.session import ConflictPolicy, MessageSession
-from providers.simulated.actions_face import ActionsFace, Fault, ScriptedJobFeed
+from simulator.faces.actions import ActionsFace, Fault, ScriptedJobFeed
 from tests.actions.conftest import (
     PAT,
     SCALE_SET_ID,
@@ -210,7 +210,7 @@ class TestProtocolSequence:
     def test_a_wrong_app_key_fails_at_the_installation_token(
         self, face: ActionsFace, sleeps: SleepRecorder
     ) -> None:
-        from providers.simulated.actions_face import generate_rsa_key_pem
+        from simulator.faces.actions import generate_rsa_key_pem
 
         other_private, _ = generate_rsa_key_pem()
         client = app_client(face, sleeps, other_private)

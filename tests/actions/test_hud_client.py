@@ -20,8 +20,8 @@ from providers.hud.client import (
     scale_set_labels,
     token_from_env,
 )
-from providers.simulated.hud_face import HudFace, queued_row
 from reconciler.snapshot import Demand
+from simulator.faces.hud import HudFace, queued_row
 from tests.actions.conftest import run
 
 TOKEN = "hud-bot-token-0123456789"

@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from providers.actions.auth import AppAuth, PatAuth
 from providers.actions.errors import ActionsError
 from providers.actions.redact import REDACTED, RedactingFilter, SecretRegistry
-from providers.simulated.actions_face import ActionsFace, Fault, ScriptedJobFeed
+from simulator.faces.actions import ActionsFace, Fault, ScriptedJobFeed
 from tests.actions.conftest import (
     PAT,
     SCALE_SET_ID,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from listener.statistics_refresh import StatisticsRefresher
 from providers.demand.statistics import StatisticsDemand
-from providers.simulated.actions_face import ActionsFace, ScriptedJobFeed
+from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 from tests.actions.conftest import SCALE_SET_ID, SleepRecorder, pat_client, run, session_for
 
 

@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from providers.demand.http_endpoint import HttpEndpointClient
 from providers.demand.polling import PolledDemand
-from providers.simulated.hud_face import queued_row
+from simulator.faces.hud import queued_row
 from tests.actions.conftest import run
 from tests.demand.loopback import Answer, LoopbackServer, Request, json_answer
 

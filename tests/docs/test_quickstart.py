@@ -30,7 +30,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from providers.simulated.live import LiveSpec, LiveWorld
+from simulator.faces.live import LiveSpec, LiveWorld
 from tests.e2e.conftest import ListenerProcess
 
 ROOT = Path(__file__).resolve().parents[2]

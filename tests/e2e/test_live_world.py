@@ -9,8 +9,8 @@ import pytest
 from kubernetes import client as k8s
 
 from listener.arc_config import parse_listener_config
-from providers.simulated.live import LiveSpec, LiveSpecError, LiveWorld, write_files
 from reconciler.settings import parse_capacity_aware
+from simulator.faces.live import LiveSpec, LiveSpecError, LiveWorld, write_files
 
 
 def test_configs_it_writes_are_valid_for_the_listener(world: LiveWorld, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import yaml
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from providers.simulated.faults import FaultPlan, FaultPlanError, load_fault_plan, parse_fault_plan
-from providers.simulated.scenario import resolve
+from simulator.faults import FaultPlan, FaultPlanError, load_fault_plan, parse_fault_plan
+from simulator.scenarios.scenario import resolve
 from tests.fuzz.support import fuzz_settings, mutated, only_typed
 
 PLAN = yaml.safe_load((resolve("chaos").with_name("chaos.faults.yaml")).read_text())

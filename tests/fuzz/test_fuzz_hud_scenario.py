@@ -3,7 +3,7 @@
 - ``providers.hud.client.parse_rows`` (the whole decode of a ``queued_jobs_aggregate``
   answer) and ``sum_for_labels``: ``HudError``; an accepted answer never yields a negative or
   implausible demand.
-- ``providers.simulated.scenario``: a decoded document (``parse_scenario``) and the raw file
+- ``simulator.scenarios.scenario``: a decoded document (``parse_scenario``) and the raw file
   (``load_scenario``): ``ScenarioError``.
 """
 
@@ -18,7 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from providers.hud.client import MAX_PLAUSIBLE_QUEUED, HudError, parse_rows, sum_for_labels
-from providers.simulated.scenario import ScenarioError, load_scenario, parse_scenario, resolve
+from simulator.scenarios.scenario import ScenarioError, load_scenario, parse_scenario, resolve
 from tests.fuzz.support import fuzz_settings, json_bytes, json_values, mutated, only_typed
 
 ROW = {

@@ -23,9 +23,9 @@ from listener.capacity_config import ENV_FILE, load_capacity_aware
 from providers.actions.errors import ActionsError
 from providers.actions.models import decode_message
 from providers.hud.client import HudError, parse_rows
-from providers.simulated.faults import FaultPlanError, load_fault_plan, parse_fault_plan
-from providers.simulated.scenario import ScenarioError, load_scenario
 from reconciler.settings import SettingsError
+from simulator.faults import FaultPlanError, load_fault_plan, parse_fault_plan
+from simulator.scenarios.scenario import ScenarioError, load_scenario
 from tests.fuzz.support import KNOWN_OPEN, UntypedError, load_regressions, signature
 
 

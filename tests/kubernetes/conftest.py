@@ -11,8 +11,8 @@ from kubernetes import client
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.translate import ScaleSetTarget
 from providers.kubernetes.watch_targets import default_targets
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 from tests.kubernetes import objects as o
 
 TARGET = ScaleSetTarget(

@@ -13,9 +13,9 @@ from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.slim import slim_pod
 from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.watch_targets import WatchTarget, default_targets
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
 from reconciler.snapshot import Demand
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 from tests.kubernetes import objects as o
 from tests.kubernetes.conftest import TARGET
 

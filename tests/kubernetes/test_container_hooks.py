@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "npm-hooks"

@@ -8,8 +8,8 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 from tests.kubernetes import objects as o
 
 ARC = ("actions.github.com", "v1alpha1")

@@ -13,8 +13,8 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from providers.simulated.k8s_face import K8sFace, protobuf
-from providers.simulated.store import ObjectStore
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace, protobuf
 from tests.kubernetes import objects as o
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 from tests.kubernetes import objects as o
 
 KUBECTL = shutil.which("kubectl")

@@ -9,9 +9,9 @@ from kubernetes import client
 from listener.app import ListenerApp
 from listener.arc_config import parse_listener_config
 from listener.capacity_aware import CapacityAwarePart
-from providers.simulated.store import NotFound, ObjectStore
 from reconciler.ports import PairSpec
 from reconciler.settings import parse_capacity_aware
+from simulator.engine.store import NotFound, ObjectStore
 from state_machine.record import pod_names
 from tests.kubernetes import objects as o
 

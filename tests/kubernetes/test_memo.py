@@ -12,8 +12,8 @@ from providers.kubernetes.fit import FitMemo, fit_estimate
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.packing import PlacementBounds, launch_facts
 from providers.kubernetes.translate import ScaleSetTarget, SnapshotMemo, build_snapshot
-from providers.simulated.store import ObjectStore
 from reconciler.snapshot import Demand
+from simulator.engine.store import ObjectStore
 from tests.kubernetes import objects as o
 
 TARGET = ScaleSetTarget(

@@ -8,11 +8,11 @@ import pytest
 from kubernetes import client
 
 from providers.kubernetes.provider import KubernetesProvider
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
 from reconciler.ports import PairSpec
 from reconciler.settings import parse_capacity_aware
 from reconciler.snapshot import Demand
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 from state_machine.record import pod_names
 from tests.kubernetes import objects as o
 from tests.kubernetes.conftest import TARGET

@@ -20,8 +20,8 @@ from providers.kubernetes.permissions import (
     missing_permissions,
     required_permissions,
 )
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 
 ADMIN, LISTENER = "admin-token-0123", "listener-token-4567"
 SA = "arc-runners-754b578d-listener"  # ARC: <ARS>-<hash of its namespace>-listener

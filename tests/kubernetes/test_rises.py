@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from providers.kubernetes.rises import placeholder_counts, raises_capacity
-from providers.simulated.store_view import _counts, _pod_facts
+from simulator.driver.store_view import _counts, _pod_facts
 
 from . import objects as o
 

@@ -10,8 +10,8 @@ from providers.kubernetes.fit import fit_estimate
 from providers.kubernetes.labels import LABEL_SCALE_SET
 from providers.kubernetes.nodes import node_blocked_for, tolerates
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot, capacity_signals_from
-from providers.simulated.store import ObjectStore
 from reconciler.snapshot import Demand, PodPhase
+from simulator.engine.store import ObjectStore
 from state_machine.states import Role
 from tests.kubernetes import objects as o
 

@@ -10,10 +10,10 @@ from kubernetes import client
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.store import ObjectStore
 from reconciler.ports import PairSpec, PodRef
 from reconciler.settings import parse_capacity_aware
+from simulator.engine.store import ObjectStore
+from simulator.faces.k8s import K8sFace
 from state_machine.record import pod_names
 from tests.kubernetes import objects as o
 

@@ -34,7 +34,7 @@ from providers.actions.models import (
 )
 from providers.actions.redact import SecretRegistry
 from providers.actions.session import MessageSession
-from providers.simulated.actions_face import ActionsFace, FaceRequest, ScriptedJobFeed
+from simulator.faces.actions import ActionsFace, FaceRequest, ScriptedJobFeed
 
 T = TypeVar("T")
 PAT = "ghp_loopTestPat0123456789"

@@ -6,7 +6,7 @@ never timings), and whether the expectation held. ``tests/reliability/test_fault
 runs every case and checks docs/reliability.md is the rendered table of their outcomes;
 ``python -m tools.fault_matrix`` regenerates it.
 
-- Kubernetes API: :class:`~providers.simulated.k8s_fault_proxy.K8sFaultProxy` in front of the
+- Kubernetes API: :class:`~simulator.faces.fault_proxy.K8sFaultProxy` in front of the
   Kubernetes face; :class:`~providers.kubernetes.cache.KubeCache` and
   :class:`~providers.kubernetes.writer.KubernetesPlaceholderWriter` with the real client.
 - Actions service: the Actions face's knobs; the real ``Listener`` loop + ``MessageSession`` +
@@ -44,21 +44,21 @@ from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget
 from providers.kubernetes.watch_targets import default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
-from providers.simulated.actions_face import ActionsFace, ScriptedJobFeed
-from providers.simulated.actions_face import Fault as FaceAnswer
-from providers.simulated.faults import (
+from reconciler.ports import PairSpec
+from reconciler.settings import CapacityAwareSettings
+from simulator.engine.store import ObjectStore
+from simulator.faces.actions import ActionsFace, ScriptedJobFeed
+from simulator.faces.actions import Fault as FaceAnswer
+from simulator.faces.fault_proxy import K8sFaultProxy
+from simulator.faces.hud import HudFace, queued_row
+from simulator.faces.k8s import K8sFace
+from simulator.faults import (
     Fault,
     FaultKind,
     apply_actions_fault,
     apply_hud_fault,
     clear_actions_fault,
 )
-from providers.simulated.hud_face import HudFace, queued_row
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.k8s_fault_proxy import K8sFaultProxy
-from providers.simulated.store import ObjectStore
-from reconciler.ports import PairSpec
-from reconciler.settings import CapacityAwareSettings
 from tests.kubernetes import objects as o
 
 WAIT = 10.0

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from providers.simulated.faults import FaultPlan, WorldChaos
-from providers.simulated.invariants import Invariant, InvariantObserver, Report, observe_world
-from providers.simulated.scenario import load_scenario
-from providers.simulated.world import World
 from reconciler.snapshot import Demand
+from simulator.engine.world import World
+from simulator.faults import FaultPlan, WorldChaos
+from simulator.measurement.invariants import Invariant, InvariantObserver, Report, observe_world
+from simulator.scenarios.scenario import load_scenario
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState
 from tests.reliability.cases import Outcome
@@ -447,8 +447,8 @@ def is_hardened(pod: dict[str, Any]) -> bool:
 
 def run_chaos(seed: int) -> ChaosResult:
     """config/scenarios/chaos.yaml for one simulated day with its sidecar fault plan."""
-    from providers.simulated.faults import plan_for_scenario
-    from providers.simulated.scenario import resolve
+    from simulator.faults import plan_for_scenario
+    from simulator.scenarios.scenario import resolve
 
     scenario = load_scenario("chaos")
     plan = plan_for_scenario(resolve("chaos"))

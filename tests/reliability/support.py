@@ -16,17 +16,17 @@ from typing import Any
 
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
-from providers.simulated.cluster import Cluster, ClusterSpec, Latencies, StaticNodeGroup
-from providers.simulated.cluster.spec import default_catalog
-from providers.simulated.engine import EventLoop
-from providers.simulated.faults import KillSignal, placeholder_pods
-from providers.simulated.store import Obj, ObjectStore
-from providers.simulated.store_view import StorePlaceholderWriter
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
 from reconciler.subscribers import PlaceholderSubscriber
+from simulator.cluster import Cluster, ClusterSpec, Latencies, StaticNodeGroup
+from simulator.cluster.spec import default_catalog
+from simulator.driver.store_view import StorePlaceholderWriter
+from simulator.engine.loop import EventLoop
+from simulator.engine.store import Obj, ObjectStore
+from simulator.faults import KillSignal, placeholder_pods
 
 NS = "arc-runners"
 ERS = "arc-runners"

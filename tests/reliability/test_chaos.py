@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from providers.simulated.faults import FaultKind, plan_for_scenario
-from providers.simulated.scenario import load_scenario, resolve
+from simulator.faults import FaultKind, plan_for_scenario
+from simulator.scenarios.scenario import load_scenario, resolve
 from tests.reliability.cases_world import CHAOS_SEEDS, ChaosResult
 
 #: Kinds the virtual day applies (actions_* need HTTP: covered by the fault matrix cases).

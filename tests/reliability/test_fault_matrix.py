@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from providers.simulated.faults import FaultKind
+from simulator.faults import FaultKind
 from tests.reliability.cases import Outcome
 from tests.reliability.cases_world import ChaosResult
 from tools.fault_matrix import DOC, KNOWN_GAPS, _cases, render

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulated.actions_face import ActionsFace, ScriptedJobFeed
-from providers.simulated.actions_face import Fault as Answer
-from providers.simulated.engine import EventLoop
-from providers.simulated.faults import (
+from reconciler.snapshot import Demand
+from simulator.engine.loop import EventLoop
+from simulator.faces.actions import ActionsFace, ScriptedJobFeed
+from simulator.faces.actions import Fault as Answer
+from simulator.faults import (
     ACTIONS_ROUTES,
     KIND_INFO,
     ApiFaultGate,
@@ -33,8 +34,7 @@ from providers.simulated.faults import (
     plan_for_scenario,
     sidecar_path,
 )
-from providers.simulated.scenario import resolve
-from reconciler.snapshot import Demand
+from simulator.scenarios.scenario import resolve
 
 
 def fault(kind: str, start: float = 0, end: float | None = None, **params: object) -> Fault:

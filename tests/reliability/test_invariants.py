@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from providers.kubernetes import labels as L
-from providers.simulated.engine import EventLoop
-from providers.simulated.invariants import Invariant, InvariantObserver
-from providers.simulated.store import ObjectStore
+from simulator.engine.loop import EventLoop
+from simulator.engine.store import ObjectStore
+from simulator.measurement.invariants import Invariant, InvariantObserver
 
 SET = "arc-runners"
 

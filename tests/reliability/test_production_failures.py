@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_SCALE_SET
-from providers.simulated.actions_face import Fault
-from providers.simulated.k8s_face import K8sFace
-from providers.simulated.live import LiveSpec, LiveWorld
+from simulator.faces.actions import Fault
+from simulator.faces.k8s import K8sFace
+from simulator.faces.live import LiveSpec, LiveWorld
 from tests.e2e.conftest import ListenerProcess
 
 #: Short leases so a takeover fits in a test (renew deadline 2.7 s, retry every 0.5 s).

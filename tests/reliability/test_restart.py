@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import random
 
-from providers.simulated.invariants import Invariant, InvariantObserver
 from reconciler.snapshot import Demand
+from simulator.measurement.invariants import Invariant, InvariantObserver
 from tests.reliability.support import ERS, ListenerProcess, SimCluster
 
 KILLS = 50

@@ -22,9 +22,9 @@ from pydantic import SecretStr
 
 from providers.hud.client import HudClient, HudError
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.simulated.actions_face import ActionsFace, ScriptedJobFeed
 from reconciler.ports import PairSpec
 from reconciler.settings import CapacityAwareSettings
+from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 from tests.actions.test_client_contract import tls_server_context
 from tests.reliability.cases_world import is_hardened
 from tests.reliability.support import ERS, NS, ers_object

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from providers.simulated.engine import EventLoop
-from providers.simulated.eventlog import EventLog
+from simulator.engine.eventlog import EventLog
+from simulator.engine.loop import EventLoop
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from providers.simulated import checker
-from providers.simulated.cli import main as cli_main
-from providers.simulated.runner import run_scenario
-from providers.simulated.scenario import ScenarioError, load_scenario, parse_scenario, shipped
-from providers.simulated.strategies import STRATEGIES
+from simulator.cli import main as cli_main
+from simulator.engine.runner import run_scenario
+from simulator.measurement import checker
+from simulator.scenarios.scenario import ScenarioError, load_scenario, parse_scenario, shipped
+from simulator.scenarios.strategies import STRATEGIES
 from tests.simulated.workload.builders import ice_failover, load, scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def test_outputs_do_not_depend_on_the_process_hash_seed(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "providers.simulated.cli",
+                "simulator.cli",
                 "simulate",
                 str(path),
                 "--out",

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from providers.kubernetes.checks import KUBE_SCHEDULER_ENV
-from providers.simulated.cli import main as cli_main
-from providers.simulated.runner import run_scenario
-from providers.simulated.scenario import parse_scenario
-from providers.simulated.startup import StartupRefused, check_world, refuse_on_errors
-from providers.simulated.strategies import BASELINE, CAPACITY_AWARE
-from providers.simulated.world import World
+from simulator.cli import main as cli_main
+from simulator.engine.runner import run_scenario
+from simulator.engine.startup import StartupRefused, check_world, refuse_on_errors
+from simulator.engine.world import World
+from simulator.scenarios.scenario import parse_scenario
+from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE
 from tests.simulated.workload.builders import cluster_spec, scenario
 
 

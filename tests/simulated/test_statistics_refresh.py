@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from providers.simulated.scenario import SCENARIO_DIR, parse_scenario
-from providers.simulated.workload.actions import JobState
-from providers.simulated.world import World
+from simulator.engine.world import World
+from simulator.scenarios.scenario import SCENARIO_DIR, parse_scenario
+from simulator.workload.actions import JobState
 
 HOURS = 2.0
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from providers.simulated.scenario import load_scenario
-from providers.simulated.world import build_jobs
+from simulator.engine.world import build_jobs
+from simulator.scenarios.scenario import load_scenario
 from tuning.history import History, HistoryJob
 from tuning.replay import apply_dials, replayable, with_trace, write_trace
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.kubernetes.labels import DEFAULT_PRIORITY_CLASSES
-from providers.simulated.cluster import (
+from simulator.cluster import (
     Cluster,
     ClusterSpec,
     InstanceType,
@@ -16,9 +16,9 @@ from providers.simulated.cluster import (
     NodePoolSpec,
     StaticNodeGroup,
 )
-from providers.simulated.engine import EventLoop
-from providers.simulated.eventlog import EventLog
-from providers.simulated.store import Obj, ObjectStore
+from simulator.engine.eventlog import EventLog
+from simulator.engine.loop import EventLoop
+from simulator.engine.store import Obj, ObjectStore
 
 NS = "arc-runners"
 CLASS = {role: name for role, (name, _value) in DEFAULT_PRIORITY_CLASSES.items()}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from providers.simulated.cluster import (
+from simulator.cluster import (
     ClusterSpec,
     IceWindow,
     Latencies,

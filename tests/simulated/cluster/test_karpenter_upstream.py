@@ -15,8 +15,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from providers.simulated.cluster import ClusterSpec, Latencies, NodePoolSpec
-from providers.simulated.store import Obj
+from simulator.cluster import ClusterSpec, Latencies, NodePoolSpec
+from simulator.engine.store import Obj
 from tests.simulated.cluster.builders import World, karpenter_world, pod, small_type, world
 
 

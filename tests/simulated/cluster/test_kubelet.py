@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from providers.simulated.cluster import PodStateError
+from simulator.cluster import PodStateError
 from tests.simulated.cluster.builders import NS, pod, static_world
 
 

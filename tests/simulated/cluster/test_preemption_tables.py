@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from providers.simulated.cluster import ClusterSpec
-from providers.simulated.cluster.lifecycle import node_object
-from providers.simulated.cluster.quantity import Resources
-from providers.simulated.store import Obj
+from simulator.cluster import ClusterSpec
+from simulator.cluster.lifecycle import node_object
+from simulator.cluster.quantity import Resources
+from simulator.engine.store import Obj
 from tests.simulated.cluster.builders import World, pod, small_type, world
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from providers.simulated.cluster import StaticNodeGroup, Taint
+from simulator.cluster import StaticNodeGroup, Taint
 from tests.simulated.cluster.builders import NS, pod, small_type, static_world
 
 

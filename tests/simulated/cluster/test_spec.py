@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from providers.simulated.cluster import ClusterSpec, InstanceType, NodePoolSpec
-from providers.simulated.cluster.nodepools import parse_duration
-from providers.simulated.cluster.spec import default_catalog
+from simulator.cluster import ClusterSpec, InstanceType, NodePoolSpec
+from simulator.cluster.nodepools import parse_duration
+from simulator.cluster.spec import default_catalog
 
 
 def test_bad_references_are_reported_with_what_and_where() -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from providers.simulated.cluster import ClusterSpec, IceWindow, NodePoolSpec
-from providers.simulated.cluster.pods import pod_requests
-from providers.simulated.cluster.quantity import Resources
-from providers.simulated.store import Obj
+from simulator.cluster import ClusterSpec, IceWindow, NodePoolSpec
+from simulator.cluster.pods import pod_requests
+from simulator.cluster.quantity import Resources
+from simulator.engine.store import Obj
 from tests.simulated.cluster.builders import NS, World, pod, world
 
 HOURS = 2

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from providers.simulated.workload.figures import (
+from simulator.workload.figures import (
     EpisodeTracker,
     episode_summary,
     fair_summary,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from providers.simulated.kth import (
+from simulator.measurement.kth import (
     JobTimes,
     Window,
     burst_ratio,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from providers.simulated.cluster.spec import default_catalog
-from providers.simulated.prices import ON_DEMAND_USD_PER_HOUR, hourly_price
-from providers.simulated.workload.machines import LABEL_INSTANCE_TYPE, MachineBilling
+from simulator.cluster.spec import default_catalog
+from simulator.measurement.prices import ON_DEMAND_USD_PER_HOUR, hourly_price
+from simulator.workload.machines import LABEL_INSTANCE_TYPE, MachineBilling
 
 
 class Clock:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from providers.simulated import checker
-from providers.simulated.runner import format_table, markdown_table, run_scenario
+from simulator.engine.runner import format_table, markdown_table, run_scenario
+from simulator.measurement import checker
 from tests.simulated.workload.builders import ice_failover, load
 
 

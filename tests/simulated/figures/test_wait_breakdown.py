@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from providers.simulated.breakdown import attribute, table
-from providers.simulated.capacity_aware import launch_limit
+from simulator.driver.capacity_aware import launch_limit
+from simulator.measurement.breakdown import attribute, table
 
 
 def ev(t: float, kind: str, **fields: Any) -> dict[str, Any]:

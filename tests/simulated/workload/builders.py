@@ -6,10 +6,10 @@ import copy
 import json
 from typing import Any
 
-from providers.simulated.engine import EventLoop
-from providers.simulated.eventlog import EventLog
-from providers.simulated.scenario import Scenario, parse_scenario
-from providers.simulated.world import World
+from simulator.engine.eventlog import EventLog
+from simulator.engine.loop import EventLoop
+from simulator.engine.world import World
+from simulator.scenarios.scenario import Scenario, parse_scenario
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 

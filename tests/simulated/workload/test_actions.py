@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from providers.actions.models import JOB_MESSAGE_TYPES, Statistics
-from providers.simulated.workload.actions import ActionsService, Job, JobState
-from providers.simulated.workload.jobs import JobSpec
+from simulator.workload.actions import ActionsService, Job, JobState
+from simulator.workload.jobs import JobSpec
 from tests.simulated.workload.builders import bare_log
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from providers.kubernetes import labels as L
-from providers.simulated.world import World
+from simulator.engine.world import World
 from tests.simulated.workload.builders import (
     cluster_spec,
     events,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from providers.simulated.workload.hook import poll_schedule
-from providers.simulated.world import World
+from simulator.engine.world import World
+from simulator.workload.hook import poll_schedule
 from tests.simulated.workload.builders import cluster_spec, events, run, scale_set, scenario
 
 

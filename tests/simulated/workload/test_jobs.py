@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulated.workload.actions import ActionsService
-from providers.simulated.workload.hud import Hud, HudUnavailable, Outage
-from providers.simulated.workload.jobs import (
+from simulator.workload.actions import ActionsService
+from simulator.workload.hud import Hud, HudUnavailable, Outage
+from simulator.workload.jobs import (
     DurationDist,
     JobSpec,
     RateStep,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from listener.loop import CapacityGate
-from providers.simulated.store import ObjectStore
-from providers.simulated.workload.actions import ActionsService
-from providers.simulated.workload.jobs import JobSpec
-from providers.simulated.workload.listener import ListenerModel, ListenerTimings, merge_patch
+from simulator.engine.store import ObjectStore
+from simulator.workload.actions import ActionsService
+from simulator.workload.jobs import JobSpec
+from simulator.workload.listener import ListenerModel, ListenerTimings, merge_patch
 from tests.simulated.workload.builders import bare_log
 
 

@@ -6,11 +6,11 @@ import pytest
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.simulated.store import ObjectStore
-from providers.simulated.store_view import StorePlaceholderWriter
-from providers.simulated.world import World
 from reconciler.ports import PairSpec, PodRef
 from reconciler.settings import CapacityAwareSettings
+from simulator.driver.store_view import StorePlaceholderWriter
+from simulator.engine.store import ObjectStore
+from simulator.engine.world import World
 from state_machine.record import pod_names
 from tests.simulated.workload.builders import cluster_spec, events, load, run, scenario
 

@@ -1,0 +1,68 @@
+"""DefaultPreemption's pure half (kube-scheduler ``defaultpreemption``): which pods on a node
+must go for a preemptor to fit (``SelectVictimsOnNode``) and how candidate nodes are ranked
+(``pickOneNodeForPreemption``). :class:`~simulator.cluster.scheduler.Scheduler`
+decides when to preempt and does the writes (DisruptionTarget, deletion, nomination)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.cluster.state import NodeInfo, PodInfo
+
+MAX_INT32 = 2**31 - 1
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+
+
+def start_time(pod: PodInfo) -> float:
+    """When the pod started (bound), or was created if it never was: the tie-breaker."""
+    return pod.bound_at if pod.bound_at is not None else pod.created_at
+
+
+def select_victims(
+    pod: PodInfo, node: NodeInfo, free: tuple[int, int, int, int]
+) -> list[PodInfo] | None:
+    """Minimal victim set on ``node`` (most important first), or None if none helps.
+
+    ``free`` is the node's free (cpu, memory, gpu, pods) for ``pod``. Every lower-priority
+    pod is removed; if the pod still does not fit, the node is no candidate. Otherwise the
+    removed pods are reprieved from the most important down (higher priority, then earlier
+    start) while the pod still fits; the rest are the victims."""
+    prio = pod.priority
+    potential = [v for v in node.pods.values() if v.priority < prio]
+    if not potential:
+        return None
+    cpu, mem, gpu, pods = free
+    for v in potential:
+        r = v.requests
+        cpu, mem, gpu, pods = cpu + r.cpu, mem + r.memory, gpu + r.gpu, pods + 1
+    req = pod.requests
+    rc, rm, rg = req.cpu, req.memory, req.gpu
+    if (rc and rc > cpu) or (rm and rm > mem) or (rg and rg > gpu) or pods < 1:
+        return None
+    potential.sort(key=lambda v: (-v.priority, start_time(v), v.seq))
+    victims = []
+    for v in potential:
+        r = v.requests
+        c, m, g, p = cpu - r.cpu, mem - r.memory, gpu - r.gpu, pods - 1
+        if (rc and rc > c) or (rm and rm > m) or (rg and rg > g) or p < 1:
+            victims.append(v)
+        else:
+            cpu, mem, gpu, pods = c, m, g, p  # reprieved: it stays
+    return victims
+
+
+def candidate_key(node: NodeInfo, victims: list[PodInfo]) -> tuple[Any, ...]:
+    """The smallest key wins: lowest highest-victim priority, then lowest sum of victim
+    priorities each offset by MaxInt32+1 (so fewer victims wins before a lower raw sum, as in
+    kube-scheduler), then fewest victims, then the latest start among the highest-priority
+    victims, then the node name (upstream picks randomly among ties; we need determinism)."""
+    top = victims[0].priority
+    earliest_top_start = min(start_time(v) for v in victims if v.priority == top)
+    return (
+        top,
+        sum(v.priority + MAX_INT32 + 1 for v in victims),
+        len(victims),
+        -earliest_top_start,
+        node.name,
+    )

@@ -1,0 +1,98 @@
+"""The listener process under faults: a kill switch inside a step, a second listener, and the
+driver's cache view looked up late (the driver creates it when it starts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from reconciler.ports import PairSpec, PlaceholderWriter, PodRef
+from simulator.engine.loop import EventLoop
+from simulator.engine.store import Obj
+
+
+class KillSignal(BaseException):
+    """The listener process dies here. A BaseException, like SIGKILL ending a process: the
+    reconciler's own ``except Exception`` (a failing subscriber is logged, not fatal) must not
+    swallow it."""
+
+
+class KillSwitch:
+    """Counts placeholder writes and raises :class:`KillSignal` at the armed one."""
+
+    def __init__(self, inner: PlaceholderWriter) -> None:
+        self.inner = inner
+        self.armed_at: int | None = None
+        self.writes = 0
+
+    def arm(self, after_writes: int) -> None:
+        self.writes = 0
+        self.armed_at = after_writes
+
+    def _tick(self) -> None:
+        if self.armed_at is not None and self.writes >= self.armed_at:
+            self.armed_at = None
+            raise KillSignal(f"killed after {self.writes} writes")
+        self.writes += 1
+
+    def create_pair(self, spec: PairSpec) -> None:
+        self._tick()
+        self.inner.create_pair(spec)
+
+    def delete_pods(self, pods: Sequence[PodRef]) -> None:
+        self._tick()
+        self.inner.delete_pods(pods)
+
+    def renew_lease(self, pods: Sequence[PodRef], expires_at: float) -> None:
+        self._tick()
+        self.inner.renew_lease(pods, expires_at)
+
+
+def loop_elapsed(loop: EventLoop) -> float:
+    return loop.now() - loop.start
+
+
+class _LateSource:
+    """The driver's cache view, looked up at each call (it is created in ``driver.start``)."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Obj]:
+        source = self.driver.source
+        if source is None:
+            raise RuntimeError("the driver has not started")
+        return source.list(kind, namespace)  # type: ignore[no-any-return]
+
+
+class _SecondListener:
+    """A second reconciler stepping every interval on the same store (no sink)."""
+
+    def __init__(self, driver: Any, reconciler: Any, *, interval: float) -> None:
+        self.driver = driver
+        self.reconciler = reconciler
+        self.interval = interval
+        self._timer: Any = None
+        self.steps = 0
+        self.errors = 0
+
+    def start(self) -> None:
+        self._timer = self.driver.ctx.loop.call_soon(self._step)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _step(self) -> None:
+        from providers.kubernetes.translate import build_snapshot
+
+        loop = self.driver.ctx.loop
+        snapshot = build_snapshot(
+            self.driver.source, self.driver.target, now=loop.now(), demand=self.driver.demand
+        )
+        try:
+            self.reconciler.step(snapshot)
+        except Exception:  # like the production loop: logged, retried next interval
+            self.errors += 1
+        self.steps += 1
+        self._timer = loop.call_later(self.interval, self._step)

@@ -1,0 +1,436 @@
+"""Scenario files: the simulated world described in YAML, validated at the edge with pydantic.
+
+A scenario names its clusters (each a :class:`~simulator.cluster.ClusterSpec`:
+instance types, NodePools, static nodes, ICE windows, latencies), its runner scale sets
+(cluster, labels, min/max runners, container mode, runner and workflow pod requests and
+placement, scheduled ``maxRunners`` changes such as a drain), its job arrivals (Poisson
+streams with a rate schedule, bursts, CSV traces), HUD outages, ARC and listener timings, and
+the strategy settings (warm pool size for ``overprovision``, the ``capacityAware`` block for
+``capacity-aware``).
+
+Keys are snake_case (the ``capacity_aware`` block also takes the Helm camelCase names);
+durations take seconds or ``"30s"``, ``"5m"``, ``"1h"``. Unknown keys are errors. A bad file
+raises :class:`ScenarioError` with one line per problem:
+``<file>: <field path>: <reason> (got <value>)``, e.g.
+``ice.yaml: clusters[0].spec.nodepools[1].limits: limits: unknown resource 'gpu' ...``.
+
+Skeleton (see config/scenarios/ for complete files)::
+
+    name: ice-failover            # also the output directory name
+    seed: 7                        # default seed (``simulate --seed`` overrides)
+    duration: 24h
+    stuck_after: 1h                # assigned and not started this long = stuck
+    clusters:                      # spec = simulator.cluster.ClusterSpec
+      - {name: east, spec: {nodepools: [...], static_nodes: [...], ice_windows: [...]}}
+    scale_sets:
+      - name: gpu-east
+        cluster: east
+        labels: [linux-gpu]
+        min_runners: 0
+        max_runners: 80
+        container_mode: kubernetes-novolume     # or kubernetes (classic, pinned)
+        runner:   {requests: {cpu: 500m, memory: 1Gi}, node_selector: {pool: runners}}
+        workflow: {requests: {cpu: "3", nvidia.com/gpu: "1"}, node_selector: {...},
+                   tolerations: [...]}
+        warm_slots: 4                           # overprovision pool size (optional)
+        changes: [{at: 90m, max_runners: 0}]    # e.g. a drain
+    jobs:
+      - labels: [linux-gpu]
+        duration: {median: 8m, sigma: 0.6, min: 1m, max: 1h}
+        per_hour: 100                # or schedule: [{at: 7h, per_hour: 330}, ...]
+        bursts: [{at: 1h, count: 150, over: 3m}]
+        trace: jobs.csv              # queue_time,labels,duration (relative path)
+    hud: {outages: [{start: 2h, end: 150m}]}
+    arc: {prepare_job_timeout: 10m, hook_delay: [2, 5], runner_startup: [3, 6]}
+    listener: {long_poll: 50s}
+    strategies:
+      overprovision: {slots: 4}
+      capacity_aware: {proactiveCapacity: 4, cutPollOnRise: true, ...}  # the Helm block
+      capacity_aware_sim: {fit_estimate: true, fit_refresh: 60s}
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from providers.kubernetes.resources import QuantityError, quantity
+from reconciler.settings import CapacityAwareSettings, Seconds
+from simulator.cluster import ClusterSpec
+from simulator.cluster.spec import default_catalog
+
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "config" / "scenarios"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class ScenarioError(ValueError):
+    """A scenario file is unreadable or invalid; the message names file, field and reason."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _quantities(values: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for name, value in values.items():
+        try:
+            quantity(value, where=name)
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        out[name] = str(value)
+    return out
+
+
+class PodShape(_Model):
+    """Requests (= limits for the workflow pod) and placement of a runner or workflow pod."""
+
+    requests: dict[str, str]
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("requests", mode="before")
+    @classmethod
+    def _requests(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v  # pydantic reports the type error
+        if not v:
+            raise ValueError("needs at least one resource, e.g. {cpu: '500m', memory: 1Gi}")
+        return _quantities(v)
+
+    def placement(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.node_selector:
+            out["nodeSelector"] = dict(self.node_selector)
+        if self.tolerations:
+            out["tolerations"] = [dict(t) for t in self.tolerations]
+        return out
+
+
+class MaxRunnersChange(_Model):
+    """At ``at`` a user sets ``maxRunners`` on the AutoscalingRunnerSet (0 = drain)."""
+
+    at: Seconds = Field(ge=0)
+    max_runners: int = Field(ge=0)
+
+
+class ScaleSetModel(_Model):
+    name: str
+    cluster: str
+    namespace: str = "arc-runners"
+    labels: list[str] = Field(min_length=1)
+    min_runners: int = Field(default=0, ge=0)
+    max_runners: int = Field(ge=0)
+    container_mode: Literal["kubernetes-novolume", "kubernetes"] = "kubernetes-novolume"
+    runner: PodShape
+    workflow: PodShape
+    #: Warm slots for the ``overprovision`` strategy (default: strategies.overprovision.slots).
+    warm_slots: int | None = Field(default=None, ge=0)
+    changes: list[MaxRunnersChange] = Field(default_factory=list)
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _dns(cls, v: str) -> str:
+        if len(v) > 40 or not _DNS_LABEL.match(v):
+            raise ValueError("must be a DNS label of at most 40 characters (a-z, 0-9, '-')")
+        return v
+
+    @model_validator(mode="after")
+    def _min_max(self) -> ScaleSetModel:
+        if self.min_runners > self.max_runners:
+            raise ValueError(f"min_runners ({self.min_runners}) > max_runners ({self.max_runners})")
+        return self
+
+
+class ClusterModel(_Model):
+    name: str
+    spec: ClusterSpec
+
+    @field_validator("name")
+    @classmethod
+    def _dns(cls, v: str) -> str:
+        if not _DNS_LABEL.match(v):
+            raise ValueError("must be a DNS label (a-z, 0-9, '-')")
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_catalog(cls, data: Any) -> Any:
+        # The instance type catalog is long and rarely changes: default to the built-in one.
+        if isinstance(data, dict) and isinstance(data.get("spec"), dict):
+            spec = data["spec"]
+            if "instance_types" not in spec:
+                data = {**data, "spec": {**spec, "instance_types": default_catalog()}}
+        return data
+
+
+class Duration(_Model):
+    median: Seconds = Field(gt=0)
+    sigma: float = Field(default=0.5, ge=0, le=3)
+    min: Seconds = Field(default=30.0, gt=0)
+    max: Seconds = Field(default=6 * 3600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _order(self) -> Duration:
+        if not self.min <= self.median <= self.max:
+            raise ValueError(
+                f"need min <= median <= max (got {self.min}, {self.median}, {self.max})"
+            )
+        return self
+
+
+class RateStep(_Model):
+    at: Seconds = Field(ge=0)
+    per_hour: float = Field(ge=0)
+
+
+class Burst(_Model):
+    at: Seconds = Field(ge=0)
+    count: int = Field(ge=1, le=100_000)
+    over: Seconds = Field(default=0.0, ge=0)
+
+
+class JobStream(_Model):
+    """Jobs with the same labels: a rate (or rate schedule), bursts, and/or a CSV trace."""
+
+    labels: list[str] = Field(min_length=1)
+    name: str = "build"
+    repository: str = "acme/app"
+    duration: Duration | None = None
+    per_hour: float | None = Field(default=None, ge=0)
+    schedule: list[RateStep] = Field(default_factory=list)
+    #: Arrivals stop at this offset (default: the end of the scenario).
+    until: Seconds | None = Field(default=None, ge=0)
+    bursts: list[Burst] = Field(default_factory=list)
+    #: CSV trace path, relative to the scenario file.
+    trace: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> JobStream:
+        if self.per_hour is not None and self.schedule:
+            raise ValueError("give either per_hour or schedule, not both")
+        generated = self.per_hour is not None or bool(self.schedule) or bool(self.bursts)
+        if not generated and self.trace is None:
+            raise ValueError("a stream needs per_hour, schedule, bursts or trace")
+        if generated and self.duration is None:
+            raise ValueError("duration is required for generated jobs (per_hour/schedule/bursts)")
+        return self
+
+    @field_validator("trace")
+    @classmethod
+    def _trace_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        base = (info.context or {}).get("base_dir")
+        path = Path(v) if base is None else Path(base) / v
+        if not path.is_file():
+            raise ValueError(f"trace file {str(path)!r} does not exist")
+        return str(path)
+
+
+class Outage(_Model):
+    start: Seconds = Field(ge=0)
+    end: Seconds
+
+    @model_validator(mode="after")
+    def _order(self) -> Outage:
+        if self.end <= self.start:
+            raise ValueError(f"end ({self.end}) must be after start ({self.start})")
+        return self
+
+
+class HudModel(_Model):
+    outages: list[Outage] = Field(default_factory=list)
+
+
+class ArcModel(_Model):
+    controller_delay: Seconds = Field(default=0.5, ge=0)
+    runner_startup: tuple[Seconds, Seconds] = (3.0, 6.0)
+    hook_delay: tuple[Seconds, Seconds] = (2.0, 5.0)
+    prepare_job_timeout: Seconds = Field(default=600.0, gt=0)
+    runner_exit: Seconds = Field(default=1.0, ge=0)
+
+
+class ListenerModel(_Model):
+    long_poll: Seconds = Field(default=50.0, gt=0)
+    handling_latency: Seconds = Field(default=0.05, ge=0)
+    restart_delay: Seconds = Field(default=5.0, ge=0)
+
+
+class OverprovisionModel(_Model):
+    #: Warm slots (runner-sized + workflow-sized pause pod) per scale set.
+    slots: int = Field(default=2, ge=0)
+    recreate_delay: Seconds = Field(default=1.0, ge=0)
+
+
+class CapacityAwareModel(_Model):
+    """Simulator-side knobs of the capacity-aware strategy (the block itself is ``settings``)."""
+
+    #: Pass a NodePool/free-allocatable fit estimate to the reconciler (bounds launches).
+    fit_estimate: bool = True
+    #: Recompute the fit estimate at most this often (it scans every pod).
+    fit_refresh: Seconds = Field(default=10.0, ge=0)
+    #: Where queued-job demand comes from: the scale set's own statistics (the listener's
+    #: default), the HUD feed, or both (the larger known value wins).
+    demand_source: Literal["statistics", "hud", "both"] = "both"
+
+
+class Strategies(_Model):
+    overprovision: OverprovisionModel = Field(default_factory=OverprovisionModel)
+    capacity_aware: CapacityAwareSettings = Field(
+        default_factory=lambda: CapacityAwareSettings(enabled=True)
+    )
+    capacity_aware_sim: CapacityAwareModel = Field(default_factory=CapacityAwareModel)
+
+
+class Scenario(_Model):
+    name: str
+    description: str = ""
+    seed: int = 1
+    duration: Seconds = Field(gt=0, le=14 * 86_400)
+    #: A job assigned to a scale set and not started by a runner within this long is stuck.
+    stuck_after: Seconds = Field(default=3600.0, gt=0)
+    #: Time-series sampling period for the plots.
+    sample_interval: Seconds = Field(default=60.0, gt=0)
+    clusters: list[ClusterModel] = Field(min_length=1)
+    scale_sets: list[ScaleSetModel] = Field(min_length=1)
+    jobs: list[JobStream] = Field(min_length=1)
+    hud: HudModel = Field(default_factory=HudModel)
+    arc: ArcModel = Field(default_factory=ArcModel)
+    listener: ListenerModel = Field(default_factory=ListenerModel)
+    strategies: Strategies = Field(default_factory=Strategies)
+
+    def warm_slots(self, scale_set: str) -> int:
+        for ss in self.scale_sets:
+            if ss.name == scale_set and ss.warm_slots is not None:
+                return ss.warm_slots
+        return self.strategies.overprovision.slots
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "<top level>"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def format_errors(exc: ValidationError, where: str) -> str:
+    """One line per problem: ``<where>: <field path>: <reason> (got <value>)``."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            message = "required field is missing"
+        elif err["type"] == "extra_forbidden":
+            message = "unknown field (check the spelling; fields: simulator/scenarios/scenario.py)"
+        elif loc:  # a whole-model error would echo the whole document
+            message += f" (got {_shown(err.get('input'))})"
+        lines.append(f"{where}: {_path(loc)}: {message}")
+    return "\n".join(lines)
+
+
+def cross_references(scenario: Scenario) -> list[tuple[str, str]]:
+    """(field path, reason) for references between sections that do not resolve."""
+    problems: list[tuple[str, str]] = []
+    clusters: list[str] = []
+    for i, cluster in enumerate(scenario.clusters):
+        if cluster.name in clusters:
+            problems.append((f"clusters[{i}].name", f"duplicate cluster name {cluster.name!r}"))
+        clusters.append(cluster.name)
+    names: list[str] = []
+    for i, ss in enumerate(scenario.scale_sets):
+        if ss.name in names:
+            problems.append((f"scale_sets[{i}].name", f"duplicate scale set name {ss.name!r}"))
+        names.append(ss.name)
+        if ss.cluster not in clusters:
+            problems.append(
+                (
+                    f"scale_sets[{i}].cluster",
+                    f"unknown cluster {ss.cluster!r}; known: {', '.join(clusters)}",
+                )
+            )
+    for i, stream in enumerate(scenario.jobs):
+        if not any(set(stream.labels) <= set(ss.labels) for ss in scenario.scale_sets):
+            problems.append(
+                (
+                    f"jobs[{i}].labels",
+                    f"no scale set serves labels {stream.labels}: every job would wait forever",
+                )
+            )
+    return problems
+
+
+def parse_scenario(data: Any, *, where: str, base_dir: Path | None = None) -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError(
+            f"{where}: the document must be a mapping of fields (got {type(data).__name__})"
+        )
+    try:
+        scenario = Scenario.model_validate(data, context={"base_dir": base_dir})
+    except ValidationError as exc:
+        raise ScenarioError(format_errors(exc, where)) from None
+    problems = cross_references(scenario)
+    if problems:
+        raise ScenarioError("\n".join(f"{where}: {path}: {reason}" for path, reason in problems))
+    return scenario
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file; a bare name is looked up in config/scenarios/."""
+    file = resolve(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{file}: cannot read the scenario: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            f"{file}: byte {exc.start}: not UTF-8 text; save the scenario as UTF-8 YAML"
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(f"{file}: {at}not valid YAML: {problem}") from None
+    return parse_scenario(data, where=str(file), base_dir=file.parent)
+
+
+def resolve(path: str | Path) -> Path:
+    candidate = Path(path)
+    if candidate.exists() or candidate.suffix in (".yaml", ".yml") or "/" in str(path):
+        return candidate
+    return SCENARIO_DIR / f"{path}.yaml"
+
+
+def shipped() -> list[Path]:
+    """The scenario files shipped in config/scenarios/, by name.
+
+    Side files named ``<scenario>.<something>.yaml`` (e.g. ``chaos.faults.yaml``, read by the
+    fault injector) are not scenarios and are left out.
+    """
+    return sorted(p for p in SCENARIO_DIR.glob("*.yaml") if "." not in p.stem)
