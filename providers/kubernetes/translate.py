@@ -46,6 +46,7 @@ from providers.kubernetes.object_fields import (
     parse_timestamp,
     pod_phase,
 )
+from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import (
     ClusterSnapshot,
     Demand,
@@ -96,6 +97,28 @@ class ScaleSetTarget:
     max_runners: int
     min_runners: int = 0
     ars_name: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        settings: CapacityAwareSettings,
+        *,
+        ers_name: str,
+        runner_namespace: str,
+        max_runners: int,
+        min_runners: int = 0,
+        ars_name: str | None = None,
+    ) -> ScaleSetTarget:
+        """The target of one scale set; placeholders live in ``placeholderNamespace``, by
+        default the runners' own namespace (the one place that default is applied)."""
+        return cls(
+            ers_name=ers_name,
+            runner_namespace=runner_namespace,
+            placeholder_namespace=settings.placeholder_namespace or runner_namespace,
+            max_runners=max_runners,
+            min_runners=min_runners,
+            ars_name=ars_name,
+        )
 
 
 # --- the snapshot ---------------------------------------------------------------------------

@@ -75,7 +75,6 @@ def make_strategy(name: str, scenario: Scenario) -> Strategy:
             s.capacity_aware,
             use_fit=s.capacity_aware_sim.fit_estimate,
             fit_refresh=s.capacity_aware_sim.fit_refresh,
-            demand_source=s.capacity_aware_sim.demand_source,
         )
     raise UnknownStrategy(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
 

@@ -9,7 +9,7 @@ import pytest
 from freezegun import freeze_time
 
 from reconciler.clock import SystemClock
-from reconciler.loop import Schedule
+from reconciler.schedule import Schedule
 from reconciler.ports import DeleteOrphan, RenewLease
 from reconciler.reconciler import Reconciler
 from reconciler.settings import ReconcilerConfig
