@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from listener.arc_config import ListenerConfig
+from listener.poll_cut import PollCut
 from listener.scaler import Scaler, ScalerWriter
 from providers.actions.client import ActionsClient
 from providers.actions.errors import MessageDecodeError
@@ -142,11 +143,8 @@ class CapacityGate:
         cut_on_rise: bool = False,
         debounce: float = 0.25,
     ) -> None:
-        if debounce < 0:
-            raise ValueError(f"debounce must be >= 0 seconds, got {debounce}")
-        self.cut_on_drop = cut_on_drop
-        self.cut_on_rise = cut_on_rise
-        self.debounce = debounce
+        #: When a change cuts the poll in flight (listener/poll_cut.py, shared with the simulator).
+        self.cut_rule = PollCut(cut_on_drop, cut_on_rise, debounce)
         self._lock = threading.Lock()
         self._live_max = _clamp(max_runners, 0, MAX_RUNNERS_LIMIT)
         self._requested = self._live_max if initial is None else initial
@@ -155,7 +153,6 @@ class CapacityGate:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cut = asyncio.Event()
         self._cut_direction = ""
-        self._in_flight: int | None = None
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -197,13 +194,13 @@ class CapacityGate:
         """A poll is about to be sent: returns its header value and arms the cut."""
         self._cancel_timer()
         self._cut.clear()
-        value = self.value
-        self._in_flight = self._advertised = value
+        value = self._advertised = self.value
+        self.cut_rule.begin_poll(value)
         return value
 
     def end_poll(self) -> None:
         self._cancel_timer()
-        self._in_flight = None
+        self.cut_rule.end_poll()
 
     async def wait_cut(self) -> str:
         """Resolves with ``"drop"`` or ``"rise"`` when the poll in flight must be cut."""
@@ -218,23 +215,13 @@ class CapacityGate:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(self._on_change)
 
-    def _direction(self) -> str:
-        if self._in_flight is None:
-            return ""
-        value = self.value
-        if value < self._in_flight and self.cut_on_drop:
-            return "drop"
-        if value > self._in_flight and self.cut_on_rise:
-            return "rise"
-        return ""
-
     def _on_change(self) -> None:
-        if self._timer is None and self._loop is not None and self._direction():
-            self._timer = self._loop.call_later(self.debounce, self._fire)
+        if self._loop is not None and self.cut_rule.changed(self.value):
+            self._timer = self._loop.call_later(self.cut_rule.debounce, self._fire)
 
     def _fire(self) -> None:
         self._timer = None
-        direction = self._direction()
+        direction = self.cut_rule.fire(self.value)
         if direction:
             self._cut_direction = direction
             self._cut.set()

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from listener.poll_cut import PollCut
 from providers.demand.combine import Combine, combine
 from providers.demand.statistics import StatisticsDemand
 from providers.kubernetes.packing import PlacementBounds
@@ -463,9 +464,11 @@ class CapacityAware(Strategy):
 
     def attach(self, ctx: ScaleSetContext) -> None:
         gate = ctx.listener.gate
-        gate.cut_on_drop = self.settings.cut_poll_on_drop
-        gate.cut_on_rise = self.settings.cut_poll_on_rise
-        gate.debounce = self.settings.cut_poll_debounce
+        gate.cut_rule = PollCut(
+            self.settings.cut_poll_on_drop,
+            self.settings.cut_poll_on_rise,
+            self.settings.cut_poll_debounce,
+        )
         gate.set_max_runners(0)  # nothing is confirmed before the first step
         driver = CapacityAwareDriver(
             ctx,

@@ -491,7 +491,7 @@ class TestCutWithAnIdlePoll:
             await settle()
             assert gate._timer is not None  # armed by the drop...
             fired = asyncio.get_running_loop().create_future()
-            asyncio.get_running_loop().call_later(gate.debounce, fired.set_result, None)
+            asyncio.get_running_loop().call_later(gate.cut_rule.debounce, fired.set_result, None)
             await fired  # a timer set after the gate's, with the same delay
             await settle()
             task.cancel()
