@@ -4,9 +4,10 @@
 and every permission is granted. In order:
 
 1. :meth:`~CapacityAwarePart.start`: the provider (providers/kubernetes/provider.py) starts
-   its watch-fed cache. Pod events go to the reconcile loop once it exists: any change is a
-   debounced trigger (a lost placeholder also pokes the drop guard), a placeholder turning
-   Running a leading one (providers/kubernetes/rises.py).
+   its watch-fed cache. Events that decisions read go to the reconcile loop once it exists,
+   judged as the simulator judges them (providers/kubernetes/relevance.py): a debounced
+   trigger; a placeholder that started to count, a step at once; a pod that stopped backing
+   capacity, a drop check at once.
 2. The app waits for the first sync and refuses to start on an error of the start-up checks
    (:meth:`~CapacityAwarePart.startup_checks`).
 3. :meth:`~CapacityAwarePart.build`: the scale-set controller (reconciler/controller.py:
@@ -31,6 +32,7 @@ from listener.metrics import MetricsSubscriber, PrometheusMetrics
 from listener.reconcile_loop import Observation, ReconcileLoop
 from providers.kubernetes.checks import Finding
 from providers.kubernetes.provider import KubernetesProvider
+from providers.kubernetes.relevance import Verdict
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.clock import Clock
@@ -88,8 +90,7 @@ class CapacityAwarePart:
             capacity,
             self.target,
             instance=instance,
-            on_change=self._changed,
-            on_rise=self._rose,
+            on_event=self._observed,
         )
         self.controller: ScaleSetController | None = None
         self.loop: ReconcileLoop | None = None
@@ -112,15 +113,12 @@ class CapacityAwarePart:
     def startup_checks(self) -> list[Finding]:
         return self.provider.startup_checks()
 
-    def _changed(self, kind: str) -> None:
+    def _observed(self, verdict: Verdict) -> None:
+        """A watch event decisions read (providers/kubernetes/relevance.py): a placeholder
+        that started to count steps at once, a pod that stopped backing capacity is checked
+        for a drop before the debounce, anything else is a debounced trigger."""
         if self.loop is not None:
-            # Any pod change may have lowered capacity: the drop check runs before the debounce.
-            self.loop.changed(lost=kind == "Pod")
-
-    def _rose(self) -> None:
-        """A placeholder turned Running: its pair may be READY, so step at once."""
-        if self.loop is not None:
-            self.loop.changed(leading=True)
+            self.loop.changed(leading=verdict.rise, lost=verdict.lost)
 
     def build(self, listener: Listener) -> ReconcileLoop:
         """The controller and its loop (after the first sync and the start-up checks)."""
@@ -145,6 +143,8 @@ class CapacityAwarePart:
                 metrics_subscriber.observe_failure(duration)
             if output.result is None:
                 return
+            # ARC's scaler clamps desired runners by the live maxRunners the step saw.
+            listener.set_live_max_runners(output.result.ledger.max_runners)
             metrics_subscriber.observe_step(
                 replace(output.result, subscriber_errors=errors), duration
             )
@@ -159,7 +159,7 @@ class CapacityAwarePart:
         self.loop = ReconcileLoop(
             controller,
             Observation(
-                snapshot=lambda _now: self._snapshot(listener),
+                snapshot=lambda _now: self._snapshot(),
                 drop_snapshot=lambda _now: self._drop_snapshot(),
                 stale_for=self.provider.cache.stale_for,
             ),
@@ -185,14 +185,11 @@ class CapacityAwarePart:
             self.metrics.record_api_write(verb, total - self._writes_seen.get(verb, 0))
             self._writes_seen[verb] = total
 
-    def _snapshot(self, listener: Listener) -> ClusterSnapshot | None:
+    def _snapshot(self) -> ClusterSnapshot | None:
         """A step's snapshot (fit estimate included); None before the first sync."""
         if not self.provider.cache.has_synced:
             return None
-        snap = self.provider.snapshot(now=self.clock.now(), demand=self.demand())
-        # The scaler clamps desired runners by the live maxRunners (an ARS change) as ARC does.
-        listener.set_live_max_runners(snap.max_runners)
-        return snap
+        return self.provider.snapshot(now=self.clock.now(), demand=self.demand())
 
     def _drop_snapshot(self) -> ClusterSnapshot | None:
         """What the drop check reads: no fit (cheap); None before the first sync."""

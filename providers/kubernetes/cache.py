@@ -42,7 +42,7 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from providers.kubernetes.rises import placeholder_counts, raises_capacity
+from providers.kubernetes.relevance import NOTHING, Verdict, facts, judge
 from providers.kubernetes.slim import transform
 from providers.kubernetes.watch_targets import RESOURCES, CacheError, WatchTarget, list_call
 
@@ -93,7 +93,7 @@ class KubeCache:
         targets: Sequence[WatchTarget],
         *,
         on_change: Callable[[str], None] | None = None,
-        on_rise: Callable[[], None] | None = None,
+        on_event: Callable[[Verdict], None] | None = None,
         watch_timeout: int = 300,
         connect_timeout: float = 5.0,
         request_timeout: float = 60.0,
@@ -125,8 +125,9 @@ class KubeCache:
                 len(targets) + 8,
             )
         self.on_change = on_change
-        #: Called after ``on_change`` when a placeholder turned Running (rises.py).
-        self.on_rise = on_rise
+        #: Called after ``on_change`` with what the event means to the controller
+        #: (providers/kubernetes/relevance.py: a change decisions read, a rise, a loss).
+        self.on_event = on_event
         self.watch_timeout = watch_timeout
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
@@ -508,11 +509,12 @@ class KubeCache:
             return None
         obj = transform(kind, raw)
         key = _key(obj)
-        rises = False
+        verdict = NOTHING
         with self._synced_cond:
-            if kind == "Pod" and self.on_rise is not None:
-                before = placeholder_counts(partition.objects.get(key))
-                rises = raises_capacity(etype, obj, counted_before=before)
+            if self.on_event is not None:
+                old = partition.objects.get(key)
+                before = facts(kind, old) if old is not None else None
+                verdict, _ = judge(kind, etype, before, obj)
             self._synced_cond.notify_all()
             if new_rv:
                 partition.resource_version = new_rv
@@ -530,11 +532,11 @@ class KubeCache:
                     key,
                 )
         self._notify(kind)
-        if rises and self.on_rise is not None:
+        if verdict.relevant and self.on_event is not None:
             try:
-                self.on_rise()
+                self.on_event(verdict)
             except Exception:
-                log.exception("on_rise callback failed")
+                log.exception("on_event callback failed")
         return new_rv
 
     def _notify(self, kind: str) -> None:
