@@ -3,7 +3,7 @@
 A full reconcile step waits for the watch debounce; a placeholder preempted, evicted or deleted
 in the meantime stays advertised for that long, and GitHub may assign a job into a slot that
 no longer exists. The ledger is cheap and needs no decisions, so a drop is published as soon as
-it is seen (DESIGN §6: drops must reach the wire fast):
+it is seen (docs/design.md#capacity-cut: drops must reach the wire fast):
 
 1. ``poke()`` notes that something that may lower capacity happened (a placeholder stopped
    counting; in production any pod change of the scale set).
