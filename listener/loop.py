@@ -1,4 +1,5 @@
-"""The listener loop (PROTOCOL §4) with a capacity that changes at run time (DESIGN §6).
+"""The listener loop (docs/protocol.md#listener-loop) with a capacity that changes at run time
+(docs/design.md#capacity-cut).
 
 **Start** (the session is already open):
 1. Refuse a nil session id or a session without statistics.
@@ -61,7 +62,7 @@ class ListenerError(Exception):
 
 
 class ListenerMetrics(Protocol):
-    """Hooks of ARC's listener metrics (PROTOCOL §8) plus capacity cuts."""
+    """Hooks of ARC's listener metrics (docs/protocol.md#metrics) plus capacity cuts."""
 
     def record_statistics(self, stats: Statistics) -> None: ...
 

@@ -1,4 +1,5 @@
-"""pydantic models of every wire object of the scale-set protocol (PROTOCOL §1-3), and the decoder.
+"""pydantic models of every wire object of the scale-set protocol (docs/protocol.md), and the
+decoder.
 
 Field names are the service's camelCase JSON keys (``RunnerSetting`` keeps its capital R).
 Models are strict like Go's ``encoding/json``: a string where an int is expected is an error,
@@ -141,7 +142,7 @@ def _secret_out(value: SecretStr, info: Any) -> str:
     return value.get_secret_value() if context.get("reveal") else str(value)
 
 
-# --- Statistics and scale set (§3.3, §3.4) ------------------------------------------------
+# --- Statistics and scale set (docs/protocol.md#statistics) ---------------------------------------
 
 
 class Statistics(WireModel):
@@ -183,7 +184,7 @@ class RunnerScaleSet(WireModel):
         return names or ((self.name,) if self.name else ())
 
 
-# --- Sessions (§2.1, §3.5) ----------------------------------------------------------------
+# --- Sessions (docs/protocol.md#session-object) ---------------------------------------------------
 
 
 class CreateSessionRequest(WireModel):
@@ -210,7 +211,7 @@ class Session(WireModel):
         return self.session_id == NIL_SESSION_ID
 
 
-# --- Auth chain (§1.3-1.5) ---------------------------------------------------------------
+# --- Auth chain (docs/protocol.md#authentication) -------------------------------------------------
 
 
 class TokenResponse(WireModel):
@@ -245,7 +246,7 @@ class AdminConnection(WireModel):
 
 
 class ErrorBody(WireModel):
-    """Actions-service error document ``{"typeName", "message"}`` (§2.6)."""
+    """Actions-service error document ``{"typeName", "message"}`` (docs/protocol.md#errors)."""
 
     model_config = ConfigDict(strict=False)
 
@@ -258,7 +259,7 @@ class AcquireJobsResponse(WireModel):
     value: list[int] = Field(default_factory=list)
 
 
-# --- Messages (§3.1, §3.2) ---------------------------------------------------------------
+# --- Messages (docs/protocol.md#messages) ---------------------------------------------------------
 
 
 class RunnerScaleSetMessage(WireModel):

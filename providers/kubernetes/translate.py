@@ -2,7 +2,7 @@
 
 Pure functions over an :class:`ObjectSource`: the watch-fed cache in production, the
 simulated world's ObjectStore in the simulator, plain dicts in tests. The translation only
-records facts (DESIGN §4 counting happens in ``reconciler.capacity``):
+records facts (docs/design.md#capacity-ledger counting happens in ``reconciler.capacity``):
 
 1. Scale-set identity: the EphemeralRunnerSet (ERS) of the target, the ARS name (explicit,
    else the ERS's ``actions.github.com/scale-set-name`` label, else the ERS name) and the live

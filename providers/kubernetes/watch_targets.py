@@ -105,7 +105,8 @@ def _field_term(term: str, meta: Mapping[str, Any]) -> bool:
 
 
 def default_targets(target: ScaleSetTarget) -> list[WatchTarget]:
-    """What the reconciler of one scale set needs to see (DESIGN §2), label-selected.
+    """What the reconciler of one scale set needs to see (docs/design.md#architecture),
+    label-selected.
 
     Runner pods and workflow pods are selected by ARC's labels (``actions-ephemeral-runner``,
     ``runner-pod``) so unrelated pods of the namespace are never held in memory.

@@ -446,7 +446,8 @@ class StepLog:
 
 class CapacityAware(Strategy):
     name = CAPACITY_AWARE
-    # The product's install puts runner and workflow pods on the priority ladder (DESIGN §5).
+    # The product's install puts runner and workflow pods on the priority ladder
+    # (docs/design.md#priority-ladder).
     runner_priority_class = "arc-runner"
     workflow_priority_class = "arc-workflow"
 

@@ -1,4 +1,5 @@
-"""The ARC listener of one scale set, in virtual time (PROTOCOL §4 loop, §6 scaler).
+"""The ARC listener of one scale set, in virtual time (docs/protocol.md#listener-loop,
+docs/protocol.md#scaler).
 
 The production pieces run unchanged: ARC's scaler (:class:`listener.scaler.Scaler`, writing
 its exact merge-patch bytes through :class:`StoreScalerWriter`), the job message models of

@@ -1,4 +1,4 @@
-"""Wire models and the message decoder, from the example payloads of PROTOCOL §3.6."""
+"""Wire models and the message decoder, from the example payloads of docs/protocol.md#examples."""
 
 from __future__ import annotations
 

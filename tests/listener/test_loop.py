@@ -1,4 +1,5 @@
-"""The listener loop: PROTOCOL §4's order of operations, and the capacity cut (DESIGN §6).
+"""The listener loop: the order of operations (docs/protocol.md#listener-loop), and the capacity
+cut (docs/design.md#capacity-cut).
 
 The first half drives the loop with an in-memory message source (a real fake: a script of
 answers, blocking like a long poll when it runs out). The second half runs the loop with the
@@ -208,7 +209,7 @@ async def run_until_idle(loop: Listener, source: ScriptedSource) -> None:
         await task
 
 
-# --- PROTOCOL §4 with an in-memory source ------------------------------------------------------
+# --- docs/protocol.md#listener-loop with an in-memory source --------------------------------------
 
 
 class TestStart:
