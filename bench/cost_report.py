@@ -45,6 +45,9 @@ def log_figures(world: World) -> dict[str, Any]:
         "pair_fates": dict(pairs.fates),
         "pair_breaks": dict(pairs.broken_by_cause),
         "halves_taken": dict(halves_taken(events)),
+        "launched_types": dict(
+            Counter(e["instance_type"] for e in events if e["type"] == "nodeclaim_launched")
+        ),
     }
 
 
@@ -84,12 +87,25 @@ def cost_lines(by_seed: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
             f"{cand['log']['reserve_cpu_hours']:,.1f} CPU-h = ${cand['log']['reserve_usd']:,.2f}; "
             f"$ <= {BUDGET} x stock + reserve: {'meets' if ok else 'MISSES'})"
         )
+    lines += _type_lines(by_seed)
     if usd:
         lines.append(
             f"  ALL     node-h max {_r(max(node_h))}x median {_r(statistics.median(node_h))}x; "
             f"$ max {_r(max(usd))}x median {_r(statistics.median(usd))}x; "
             f"budget met on {met}/{len(usd)} seeds"
         )
+    return lines
+
+
+def _type_lines(by_seed: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
+    """Nodes launched per seed by instance type: dollars and node-hours can part ways."""
+    lines = []
+    for strategy in (BASELINE, CAPACITY_AWARE):
+        runs = [r[strategy] for r in by_seed.values() if strategy in r and "log" in r[strategy]]
+        if runs:
+            mix = _sum([r["log"].get("launched_types", {}) for r in runs])
+            shown = ", ".join(f"{t} {n / len(runs):.1f}" for t, n in sorted(mix.items()))
+            lines.append(f"  nodes launched per seed by type, {strategy}: {shown or 'none'}")
     return lines
 
 
