@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -457,23 +457,25 @@ class CapacityAware(Strategy):
         *,
         use_fit: bool = True,
         fit_refresh: float = 10.0,
+        per_scale_set: Mapping[str, CapacityAwareSettings] | None = None,
     ) -> None:
         self.settings = settings
+        #: A scale set's own block (scenario.capacity_aware_for); others use ``settings``.
+        self.per_scale_set = dict(per_scale_set or {})
         self.use_fit = use_fit
         self.fit_refresh = fit_refresh
         self.drivers: list[CapacityAwareDriver] = []
 
     def attach(self, ctx: ScaleSetContext) -> None:
+        settings = self.per_scale_set.get(ctx.spec.name, self.settings)
         gate = ctx.listener.gate
         gate.cut_rule = PollCut(
-            self.settings.cut_poll_on_drop,
-            self.settings.cut_poll_on_rise,
-            self.settings.cut_poll_debounce,
+            settings.cut_poll_on_drop, settings.cut_poll_on_rise, settings.cut_poll_debounce
         )
         gate.set_max_runners(0)  # nothing is confirmed before the first step
         driver = CapacityAwareDriver(
             ctx,
-            self.settings,
+            settings,
             use_fit=self.use_fit,
             fit_refresh=self.fit_refresh,
         )
