@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.clock import Clock
@@ -49,6 +49,8 @@ class Plan:
     commands: tuple[Command, ...]
     #: Why QUEUED pairs were left waiting (decide's launch budget), or None.
     launch_limited_by: str | None = None
+    #: The records after sync's changes (what decide read); the commit reuses them.
+    synced: Mapping[str, PairRecord] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +87,12 @@ def reconcile(
         DecideInput(view, snapshot, config, now, instance, first_step),
         ids,
     )
-    return Plan((*synced, *decision.changes), tuple(decision.commands), decision.launch_limited_by)
+    return Plan(
+        (*synced, *decision.changes),
+        tuple(decision.commands),
+        decision.launch_limited_by,
+        view,
+    )
 
 
 class Reconciler:
@@ -155,7 +162,7 @@ class Reconciler:
                 first_step=self.steps == 0,
                 ids=self._ids(),
             )
-            events = tuple(self.store.commit(plan.changes, now))
+            events = tuple(self.store.commit(plan.changes, now, built=plan.synced))
         except Exception:
             self._publish_capacity(compute_ledger(snapshot, self.store.count([PairState.READY])))
             raise
