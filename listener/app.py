@@ -43,9 +43,10 @@ from listener.arc_config import (
 )
 from listener.capacity_aware import CapacityAwarePart, scale_set_target
 from listener.capacity_config import load_capacity_aware
+from listener.gate import CapacityGate
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
-from listener.loop import CapacityGate, Listener, run_open_session
+from listener.loop import Listener, run_open_session
 from listener.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
 from listener.startup import (

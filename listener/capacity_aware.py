@@ -26,8 +26,9 @@ from dataclasses import replace
 from kubernetes import client as k8s
 
 from listener.arc_config import ListenerConfig
+from listener.gate import CapacityGate
 from listener.http import StatusBoard
-from listener.loop import CapacityGate, Listener
+from listener.loop import Listener
 from listener.metrics import MetricsSubscriber, PrometheusMetrics
 from listener.reconcile_loop import Observation, ReconcileLoop
 from providers.kubernetes.checks import Finding

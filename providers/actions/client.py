@@ -35,6 +35,13 @@ from pydantic import SecretStr, ValidationError
 from providers.actions import proxy
 from providers.actions.auth import AdminToken, AdminTokenSource, Credentials
 from providers.actions.config_url import GitHubConfig
+from providers.actions.decode import (
+    DecodedMessage,
+    decode_json,
+    decode_message,
+    find_message_id,
+    strip_bom,
+)
 from providers.actions.errors import (
     ActionsHttpError,
     MessageDecodeError,
@@ -42,17 +49,7 @@ from providers.actions.errors import (
     ResponseTooLargeError,
     describe_url,
 )
-from providers.actions.models import (
-    AcquireJobsResponse,
-    CreateSessionRequest,
-    DecodedMessage,
-    ErrorBody,
-    Session,
-    decode_json,
-    decode_message,
-    find_message_id,
-    strip_bom,
-)
+from providers.actions.models import AcquireJobsResponse, CreateSessionRequest, ErrorBody, Session
 from providers.actions.redact import REGISTRY, SecretRegistry
 from providers.actions.retry import RetryPolicy, Sleep, send_with_retry
 from reconciler.clock import SystemClock

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from listener.loop import CapacityGate
+from listener.gate import CapacityGate
 from listener.scaler import RunnerNotFound, Scaler
 from providers.actions.models import JobCompleted, JobStarted
 from providers.demand.statistics import needs_refresh

@@ -18,12 +18,13 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import SecretStr
 
-from listener.loop import CapacityGate, Listener, ListenerError, serve
+from listener.gate import CapacityGate
+from listener.loop import Listener, ListenerError, serve
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url
+from providers.actions.decode import DecodedMessage
 from providers.actions.models import (
-    DecodedMessage,
     JobAssigned,
     JobAvailable,
     JobCompleted,
