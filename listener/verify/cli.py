@@ -89,7 +89,8 @@ def parser() -> argparse.ArgumentParser:
         "--probe-timeout",
         type=_seconds(1, 600),
         default=30.0,
-        help="when the unschedulable probe pair is judged timed out (30s)",
+        help="how long a probe pod may take to preempt a placeholder, and when the "
+        "unschedulable probe pair is judged timed out (30s)",
     )
     return p
 

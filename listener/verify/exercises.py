@@ -169,7 +169,7 @@ class Exercises:
         self._fill(node, placeholder, f"{self.shapes.scale_set}-fill-{role}")
         name = f"{self.shapes.scale_set}-{role}"
         self.probe.create(self.shapes.real_shaped(role, name, node))
-        deadline = min(self.budget.deadline, started + max(30.0, self.budget.probe_timeout))
+        deadline = min(self.budget.deadline, clock.monotonic() + self.budget.probe_timeout)
 
         def took_room() -> Obj | None:
             pod = self.probe.pod(name)
