@@ -88,9 +88,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--probe-timeout",
         type=_seconds(1, 600),
-        default=30.0,
+        default=15.0,
         help="how long a probe pod may take to preempt a placeholder, and when the "
-        "unschedulable probe pair is judged timed out (30s)",
+        "unschedulable probe pair is judged timed out (15s)",
     )
     return p
 
