@@ -19,7 +19,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -58,7 +58,7 @@ def _name(value: str) -> str:
     return value
 
 
-def _seconds(low: float, high: float) -> object:
+def _seconds(low: float, high: float) -> Callable[[str], float]:
     def parse(value: str) -> float:
         try:
             seconds = duration_seconds(value)
@@ -101,7 +101,9 @@ def default_namespace(env: Mapping[str, str]) -> str:
     from kubernetes import config as k8s_config
 
     with contextlib.suppress(Exception):  # no kubeconfig: the credentials step says so
-        _, current = k8s_config.list_kube_config_contexts(config_file=env.get("KUBECONFIG"))
+        _, current = k8s_config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=env.get("KUBECONFIG")
+        )
         return str((current.get("context") or {}).get("namespace") or "default")
     return "default"
 
@@ -185,7 +187,11 @@ class Verify:
 
     def _steps(self, deadline: float) -> None:
         args, report = self.args, self.report
-        settings, where = load_settings(self.api, args.scale_set, args.config, self.env)
+        try:
+            settings, where = load_settings(self.api, args.scale_set, args.config, self.env)
+        except VerifyError as exc:
+            report.add(failed("settings", str(exc), "fix the capacityAware block it names"))
+            return
         report.add(settings_row(settings, where))
         scale = find_scale_set(self.api, args.scale_set, self.namespace, settings)
         self.namespaces = list(dict.fromkeys([self.namespace, scale.target.placeholder_namespace]))

@@ -40,8 +40,17 @@ class VerifyError(Exception):
 
 
 def items(response: Any) -> list[Obj]:
-    """The items of a list answer read with ``_preload_content=False`` (plain dicts)."""
-    return list(json.loads(response.data).get("items") or [])
+    """The items of a list answer read with ``_preload_content=False`` (plain dicts); the
+    connection goes back to the pool."""
+    return list(body(response).get("items") or [])
+
+
+def body(response: Any) -> Obj:
+    """The JSON body of an answer read with ``_preload_content=False``."""
+    try:
+        return dict(json.loads(response.data))
+    finally:
+        response.release_conn()
 
 
 class ApiSource:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from listener.verify.cluster import REQUEST_TIMEOUT, ApiSource, items
+from listener.verify.cluster import REQUEST_TIMEOUT, ApiSource, body, items
 from listener.verify.shapes import LABEL_VERIFY, probe_name, verify_labels
 from providers.kubernetes import labels as L
 
@@ -54,7 +54,7 @@ class Probe:
 
     def create_owner(self) -> Obj:
         """The probe ConfigMap: the owner of every probe pod."""
-        body = {
+        configmap: Any = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {
@@ -64,19 +64,29 @@ class Probe:
             },
             "data": {"purpose": "owner of arc-capacity-listener verify's probe pods"},
         }
-        created = self.core.create_namespaced_config_map(
-            self.namespace, body, _request_timeout=REQUEST_TIMEOUT
+        created = body(
+            self.core.create_namespaced_config_map(
+                self.namespace,
+                configmap,
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
         )
-        meta = created.metadata
+        meta = created["metadata"]
         self.owner = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid},
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
         }
         return self.owner
 
     def create(self, pod: Obj) -> None:
-        self.core.create_namespaced_pod(self.namespace, pod, _request_timeout=REQUEST_TIMEOUT)
+        sent: Any = pod  # a plain dict body, sent as is
+        body(
+            self.core.create_namespaced_pod(
+                self.namespace, sent, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+        )
 
     def pods(self) -> list[Obj]:
         return list(self.source.list("Pod", self.namespace))

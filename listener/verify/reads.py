@@ -27,7 +27,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from listener.rbac import RbacError, find_listener_service_account
-from listener.verify.cluster import REQUEST_TIMEOUT, ApiSource, ScaleSet, items
+from listener.verify.cluster import REQUEST_TIMEOUT, ApiSource, ScaleSet, body, items
 from listener.verify.limits import limit_range_problems, quota_problems
 from listener.verify.report import Row, failed, passed, skipped
 from listener.verify.shapes import (
@@ -212,10 +212,11 @@ def dry_run_row(api: k8s.ApiClient, namespace: str, pods: Sequence[Obj]) -> Row:
     refused, changed = [], []
     for pod in pods:
         name = pod["metadata"]["name"]
+        sent: Any = pod  # a plain dict body, sent as is
         try:
-            answer = core.create_namespaced_pod(
+            answer: Any = core.create_namespaced_pod(
                 namespace,
-                pod,
+                sent,
                 dry_run="All",
                 _preload_content=False,
                 _request_timeout=REQUEST_TIMEOUT,
@@ -223,7 +224,7 @@ def dry_run_row(api: k8s.ApiClient, namespace: str, pods: Sequence[Obj]) -> Row:
         except ApiException as exc:
             refused.append(f"{name}: HTTP {exc.status} {_message(exc)}")
             continue
-        admitted = json.loads(answer.data)
+        admitted = body(answer)
         if _resources(admitted) != _resources(pod):
             changed.append(f"{name}: admission changed its requests/limits")
     if refused or changed:

@@ -82,7 +82,7 @@ def read_hook_template(template: Mapping[str, Any], configmaps: Mapping[str, Obj
     )
     if mount is None:
         raise HookTemplateError(f"{HOOK_TEMPLATE_ENV}={path} is not under any volumeMount")
-    volume = next(
+    volume: Mapping[str, Any] = next(
         (v for v in template.get("volumes") or () if v.get("name") == mount.get("name")), {}
     )
     source = volume.get("configMap") or {}

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,6 +90,21 @@ def test_bad_usage_exits_2_before_touching_the_cluster(
         main(argv, env={})
     assert raised.value.code == 2
     assert "arc-capacity-listener verify" in capsys.readouterr().err
+
+
+def test_python_m_listener_verify_is_the_same_command() -> None:
+    """The module entry point reaches verify's own parser (prevents a subcommand that is
+    listed but not wired)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "listener", "verify", "--scale-set", "Bad Name"],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("KUBE")},
+    )
+    assert result.returncode == 2
+    assert "arc-capacity-listener verify: error: argument --scale-set" in result.stderr
 
 
 def test_the_exit_code_is_1_only_when_a_row_failed() -> None:
