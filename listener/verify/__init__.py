@@ -11,6 +11,8 @@ Modules, one job each:
   ``ObjectSource`` (bounded requests only);
 - :mod:`.reads`: everything ``run`` checks at start, plus the hook template, LimitRanges,
   ResourceQuotas, server-side dry-run creates and the listener's permissions;
+- :mod:`.limits`: what a LimitRange or ResourceQuota would change or refuse (pure);
+- :mod:`.room`: a node's free room with the scheduler's arithmetic (pure);
 - :mod:`.shapes`: the probe pods (placeholders, runner- and workflow-shaped pods, fillers);
 - :mod:`.probe`: the probe's owner, its labels, creating and deleting what verify made;
 - :mod:`.judge`: the product's own judgement of a probe pair (sync, ready timeout, ledger);
