@@ -40,7 +40,7 @@ def test_a_scheduler_that_does_not_preempt_fails_the_preemption_rows(
     """Every read passes (the configuration is right) but the runner-class and workflow-class
     probes never take a placeholder's room: those rows fail and point at DefaultPreemption
     (prevents trusting a ladder the scheduler ignores)."""
-    outcome = run_verify(world_without_preemption, tmp_path, capsys, "--probe-timeout", "5s")
+    outcome = run_verify(world_without_preemption, tmp_path, capsys, "--probe-timeout", "2s")
     assert outcome.code == 1
     assert outcome.failing() == ["runner-preempts", "workflow-preempts"], outcome.doc
     for row in ("runner-preempts", "workflow-preempts"):
