@@ -82,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-set", required=True, type=_name, help="AutoscalingRunnerSet name")
     p.add_argument("--namespace", type=_name, help="its namespace (default: kubeconfig's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=_seconds(10, 3600), default=600.0, help="whole run (10m)")
+    p.add_argument("--timeout", type=_seconds(1, 3600), default=600.0, help="whole run (10m)")
     p.add_argument("--no-exercise", action="store_true", help="stop after reading")
     p.add_argument("--config", type=Path, help="capacityAware file (else env, else ConfigMap)")
     p.add_argument(

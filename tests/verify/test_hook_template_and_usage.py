@@ -78,7 +78,7 @@ def test_a_hook_template_that_cannot_be_read_says_where_it_looked(
         [],  # --scale-set is required
         ["--scale-set", "Arc Runners"],  # not a Kubernetes name
         ["--scale-set", "arc-runners", "--timeout", "forever"],
-        ["--scale-set", "arc-runners", "--timeout", "2s"],  # below the 10 s floor
+        ["--scale-set", "arc-runners", "--timeout", "2h"],  # above the 1 h ceiling
         ["--scale-set", "arc-runners", "--probe-timeout", "0"],
     ],
 )

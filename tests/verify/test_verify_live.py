@@ -102,6 +102,17 @@ def test_leftovers_of_an_interrupted_earlier_run_are_removed_at_start(
     assert {outcome.status(c) for c in EXERCISED} == {"SKIP"}
 
 
+def test_every_wait_ends_within_the_timeout_and_the_run_still_cleans_up(
+    world: LiveWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--timeout bounds the whole run even when a probe alone would wait longer (prevents a
+    verify that hangs a CI job, or one that leaves probes behind when time runs out)."""
+    outcome = run_verify(world, tmp_path, capsys, "--timeout", "4s", "--probe-timeout", "60s")
+    assert outcome.doc["seconds"] < 4 + 4  # the last waits end at the deadline, plus cleanup
+    assert outcome.status("cleanup") == "PASS"
+    assert labelled_by_verify(world) == []
+
+
 # --- one defect at a time ---------------------------------------------------------------
 
 
@@ -186,6 +197,42 @@ def unchanged(world: LiveWorld) -> Iterator[None]:
     yield
 
 
+@contextlib.contextmanager
+def created(world: LiveWorld, obj: dict[str, Any]) -> Iterator[None]:
+    with world.store.lock:
+        world.store.create(obj)
+    try:
+        yield
+    finally:
+        with world.store.lock:
+            world.store.delete(obj["kind"], NAMESPACE, obj["metadata"]["name"])
+
+
+def small_container_limit(world: LiveWorld) -> contextlib.AbstractContextManager[None]:
+    """A LimitRange whose container max is below the runner placeholder's 250m."""
+    return created(
+        world,
+        {
+            "kind": "LimitRange",
+            "metadata": {"name": "tiny", "namespace": NAMESPACE},
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": "100m"}}]},
+        },
+    )
+
+
+def exhausted_quota(world: LiveWorld) -> contextlib.AbstractContextManager[None]:
+    """A ResourceQuota with room for one more pod: a pair needs two."""
+    return created(
+        world,
+        {
+            "kind": "ResourceQuota",
+            "metadata": {"name": "pods", "namespace": NAMESPACE},
+            "spec": {"hard": {"pods": "10"}},
+            "status": {"hard": {"pods": "10"}, "used": {"pods": "9"}},
+        },
+    )
+
+
 DEFECTS = [
     # (defect, capacityAware overrides, the row that must fail, words its message must hold)
     pytest.param(
@@ -218,6 +265,20 @@ DEFECTS = [
         "workflow-resources",
         "cpu 1 > 500m",
         id="workflow-resources-too-small",
+    ),
+    pytest.param(
+        small_container_limit,
+        {},
+        "limit-ranges",
+        "request cpu 250m > max",
+        id="limit-range-refuses-placeholders",
+    ),
+    pytest.param(
+        exhausted_quota,
+        {},
+        "resource-quotas",
+        "pods has 1 left, a pair needs 2",
+        id="quota-without-room-for-a-pair",
     ),
 ]
 
