@@ -182,6 +182,10 @@ class Verify:
         except (Urllib3Error, OSError) as exc:
             host = self.api.configuration.host
             self.report.add(failed("api", f"cannot reach the Kubernetes API at {host}: {exc}", ""))
+        except Exception as exc:  # a bug: still clean up and print the report, one line
+            self.report.add(
+                failed("error", f"{type(exc).__name__}: {exc}", "please report this (--json)")
+            )
         finally:
             self._cleanup()
 
