@@ -206,8 +206,11 @@ class Verify:
                 f"{scale.target.max_runners}",
             )
         )
-        removed = sweep_leftovers(self.api, self.namespaces)
-        report.add(passed("leftovers", f"removed {removed} object(s) of an earlier run"))
+        sweep = sweep_leftovers(self.api, self.namespaces, self.clock.wall())
+        others = "".join(f"; left run {run} alone (in progress)" for run in sweep.running)
+        report.add(
+            passed("leftovers", f"removed {sweep.removed} object(s) of an earlier run{others}")
+        )
         shapes = self._shapes(settings, scale.ers, owner=None)
         report.add(*read_rows(self.api, scale, settings, shapes))
         if args.no_exercise or shapes is None:
@@ -215,7 +218,8 @@ class Verify:
             report.add(*(skipped(check, why) for check in EXERCISES))
             return
         probe = Probe(self.api, scale.target.placeholder_namespace, self.run_id, self.clock)
-        owner = probe.create_owner()
+        until = self.clock.wall() + max(0.0, deadline - self.clock.monotonic()) + 60
+        owner = probe.create_owner(until)
         probe_shapes = self._shapes(settings, scale.ers, owner=owner)
         if probe_shapes is None:
             return

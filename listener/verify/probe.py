@@ -4,7 +4,10 @@ Every object carries the label ``arc-capacity.dev/verify=<run id>``; every pod i
 (ownerReference) by the run's probe ConfigMap, in the pod's namespace, so deleting the
 ConfigMap lets the garbage collector remove them. :meth:`Probe.cleanup` does not rely on that:
 it deletes every labelled pod itself, then the ConfigMap, on every exit path.
-:func:`sweep_leftovers` removes what an interrupted earlier run left (any run id).
+:func:`sweep_leftovers` removes what an interrupted earlier run left: every labelled object
+except those of a run still in progress (its owner ConfigMap's ``verify-until`` annotation,
+the end of its ``--timeout`` plus a minute, has not passed), so two runs do not delete each
+other's probes.
 
 Waiting: :class:`Clock` is the one injectable clock (monotonic seconds and sleep);
 :meth:`Probe.wait_for` polls a bounded number of times and never past its deadline.
@@ -27,6 +30,7 @@ from providers.kubernetes import labels as L
 
 Obj = dict[str, Any]
 T = TypeVar("T")
+ANNOTATION_UNTIL = f"{L.PREFIX}/verify-until"
 #: Seconds between two looks at the cluster while waiting.
 POLL = 0.5
 
@@ -52,8 +56,9 @@ class Probe:
     def name(self) -> str:
         return probe_name(self.run_id)
 
-    def create_owner(self) -> Obj:
-        """The probe ConfigMap: the owner of every probe pod."""
+    def create_owner(self, until: float) -> Obj:
+        """The probe ConfigMap: the owner of every probe pod; ``until`` (epoch seconds) is
+        when this run is over at the latest (for other runs' leftover sweeps)."""
         configmap: Any = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -61,6 +66,7 @@ class Probe:
                 "name": self.name,
                 "namespace": self.namespace,
                 "labels": {**verify_labels(self.run_id, "owner"), L.LABEL_MANAGED_BY: "verify"},
+                "annotations": {ANNOTATION_UNTIL: f"{until:.0f}"},
             },
             "data": {"purpose": "owner of arc-capacity-listener verify's probe pods"},
         }
@@ -140,12 +146,39 @@ class Probe:
         return remove_labelled(self.core, [self.namespace], f"{LABEL_VERIFY}={self.run_id}")
 
 
-def sweep_leftovers(api: k8s.ApiClient, namespaces: Iterable[str]) -> int:
-    """Remove the pods and ConfigMaps of any earlier verify run; returns how many."""
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    removed: int
+    #: Runs still in progress (run id -> until), whose objects were left alone.
+    running: dict[str, float]
+
+
+def sweep_leftovers(api: k8s.ApiClient, namespaces: Iterable[str], now: float) -> Sweep:
+    """Remove the pods and ConfigMaps of earlier verify runs that are over (see module doc)."""
     core = k8s.CoreV1Api(api)
+    namespaces = list(namespaces)
     found = _labelled(core, namespaces, LABEL_VERIFY)
-    remove_labelled(core, namespaces, LABEL_VERIFY)
-    return len(found)
+    running = {}
+    for obj in found:
+        if obj.get("kind") != "ConfigMap":
+            continue
+        until = _until(obj)
+        if until is not None and until > now:
+            running[obj["metadata"]["labels"][LABEL_VERIFY]] = until
+    removed = 0
+    for run_id in sorted({o["metadata"]["labels"][LABEL_VERIFY] for o in found} - set(running)):
+        selector = f"{LABEL_VERIFY}={run_id}"
+        removed += sum(1 for o in found if o["metadata"]["labels"][LABEL_VERIFY] == run_id)
+        remove_labelled(core, namespaces, selector)
+    return Sweep(removed, running)
+
+
+def _until(configmap: Obj) -> float | None:
+    text = (configmap["metadata"].get("annotations") or {}).get(ANNOTATION_UNTIL)
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def _labelled(core: k8s.CoreV1Api, namespaces: Iterable[str], selector: str) -> list[Obj]:

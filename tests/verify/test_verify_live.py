@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,41 @@ def test_leftovers_of_an_interrupted_earlier_run_are_removed_at_start(
     assert labelled_by_verify(world) == []
     assert outcome.code == 0
     assert {outcome.status(c) for c in EXERCISED} == {"SKIP"}
+
+
+def test_a_run_still_in_progress_is_left_alone(
+    world: LiveWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another verify whose --timeout has not passed keeps its probes (prevents two people's
+    runs deleting each other's pods mid-exercise); once it is over, they are swept."""
+    label = {"arc-capacity.dev/verify": "live1"}
+    until = {"arc-capacity.dev/verify-until": f"{time.time() + 600:.0f}"}
+    with world.store.lock:
+        world.store.create(
+            {
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "verify-live1",
+                    "namespace": NAMESPACE,
+                    "labels": label,
+                    "annotations": until,
+                },
+            }
+        )
+    outcome = run_verify(world, tmp_path, capsys, "--no-exercise")
+    assert outcome.rows["leftovers"]["seen"] == (
+        "removed 0 object(s) of an earlier run; left run live1 alone (in progress)"
+    )
+    assert labelled_by_verify(world) == ["ConfigMap/verify-live1"]
+    with world.store.lock:
+        world.store.mutate(
+            "ConfigMap",
+            NAMESPACE,
+            "verify-live1",
+            lambda cm: cm["metadata"]["annotations"].update({"arc-capacity.dev/verify-until": "1"}),
+        )
+    run_verify(world, tmp_path, capsys, "--no-exercise")
+    assert labelled_by_verify(world) == []
 
 
 def test_every_wait_ends_within_the_timeout_and_the_run_still_cleans_up(
