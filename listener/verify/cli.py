@@ -176,9 +176,12 @@ class Verify:
         except VerifyError as exc:
             self.report.add(failed("scale-set", str(exc), "fix the arguments or settings above"))
         except ApiException as exc:
-            self.report.add(
-                failed("api", f"the API answered HTTP {exc.status} {exc.reason}", "see above")
+            fix = (
+                "give the identity running verify the access docs/verify.md lists"
+                if exc.status in (401, 403)
+                else "check that the API server is healthy and re-run"
             )
+            self.report.add(failed("api", f"the API answered HTTP {exc.status} {exc.reason}", fix))
         except (Urllib3Error, OSError) as exc:
             host = self.api.configuration.host
             self.report.add(failed("api", f"cannot reach the Kubernetes API at {host}: {exc}", ""))

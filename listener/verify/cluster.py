@@ -148,11 +148,19 @@ def _settings_from_cluster(api: k8s.ApiClient, scale_set: str) -> tuple[Capacity
     """The capacityAware ConfigMap of config/capacity-aware-configmap.yaml, found by its labels
     in any namespace; defaults when there is none (said in the report)."""
     selector = f"{PART_OF},{L.LABEL_ARC_SCALE_SET_NAME}={scale_set}"
-    found = items(
-        k8s.CoreV1Api(api).list_config_map_for_all_namespaces(
-            label_selector=selector, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+    try:
+        found = items(
+            k8s.CoreV1Api(api).list_config_map_for_all_namespaces(
+                label_selector=selector, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
         )
-    )
+    except ApiException as exc:
+        if exc.status not in (401, 403):
+            raise
+        raise VerifyError(
+            f"cannot look for the capacityAware ConfigMap (listing ConfigMaps in all namespaces: "
+            f"HTTP {exc.status}); pass --config FILE or set ${ENV_FILE}"
+        ) from None
     if not found:
         return load_capacity_aware({}), f"defaults (no ConfigMap labelled {selector})"
     if len(found) > 1:
