@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,35 @@ def test_the_exit_code_is_1_only_when_a_row_failed() -> None:
     assert doc["result"] == "FAIL"
     assert [c["status"] for c in doc["checks"]] == ["PASS", "SKIP", "FAIL"]
     assert "fix: fix" in report.as_text()
+
+
+def test_an_unreachable_api_fails_with_one_row_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Connection refused: the run ends with an ``api`` row naming the address, the cleanup
+    row says it could not check, and nothing hangs (prevents a traceback or an endless
+    retry loop when the kubeconfig points at the wrong cluster)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again below: nothing listens there
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    env = {"KUBECONFIG": str(kubeconfig), "CAPACITY_AWARE_JSON": '{"enabled": true}'}
+    code = main(["--scale-set", "arc-runners", "--namespace", "arc-runners", "--json"], env=env)
+    doc = json.loads(capsys.readouterr().out)
+    rows = {row["check"]: row for row in doc["checks"]}
+    assert code == 1
+    assert f"127.0.0.1:{port}" in rows["api"]["seen"]
+    assert rows["cleanup"]["status"] == "FAIL"
+    assert "kubectl delete" in rows["cleanup"]["fix"]
