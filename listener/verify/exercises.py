@@ -190,8 +190,9 @@ class Exercises:
             if (pod.get("status") or {}).get("phase") == "Running":
                 return skipped(
                     check,
-                    f"the pod of class {cls} found free room on {node} (something freed room "
-                    "after the fill), so preemption was not exercised; re-run verify",
+                    f"the pod of class {cls} runs on {node} but {victim} is still there: it found "
+                    "room freed after the fill, or the scheduler took other lower-priority pods "
+                    "on that node (such as the listener's own runner placeholders); re-run verify",
                     seconds,
                 )
             why = _scheduled_message(pod)
