@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -80,30 +79,6 @@ class Schedule:
         self.next_periodic = now + self.interval * (1.0 + spread)
         self.first_trigger = self.last_trigger = self.leading_trigger = None
         self.last_step = now
-
-
-class LatestCapacity:
-    """A thread-safe capacity sink: the latest value wins; listeners hear every change."""
-
-    def __init__(self, initial: int = 0) -> None:
-        self._value = initial
-        self._lock = threading.Lock()
-        self._listeners: list[Callable[[int, int], None]] = []
-
-    @property
-    def value(self) -> int:
-        return self._value
-
-    def subscribe(self, listener: Callable[[int, int], None]) -> None:
-        """``listener(old, new)`` is called on every change, from the setter's thread."""
-        self._listeners.append(listener)
-
-    def set_max_runners(self, capacity: int) -> None:
-        with self._lock:
-            old, self._value = self._value, max(0, capacity)
-        if old != capacity:
-            for listener in self._listeners:
-                listener(old, self._value)
 
 
 #: How long to wait before asking again for a snapshot while the caches are not synced.

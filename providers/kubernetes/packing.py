@@ -23,7 +23,7 @@ from typing import Any
 from providers.kubernetes.instance_types import shape
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.nodes import matches_selector
-from providers.kubernetes.object_fields import _meta, parse_timestamp
+from providers.kubernetes.object_fields import metadata_of, parse_timestamp
 from providers.kubernetes.resources import Resources, add_into, quantity
 from reconciler.snapshot import LaunchFacts
 
@@ -50,7 +50,7 @@ def pool_hosts(pool: Mapping[str, Any], node_selector: Mapping[str, str]) -> boo
     """The pool's nodes carry every label the pair's nodeSelector asks for (template labels
     or a single-valued ``In`` requirement)."""
     template = _template(pool)
-    labels = dict(_meta(template).get("labels") or {})
+    labels = dict(metadata_of(template).get("labels") or {})
     for req in (template.get("spec") or {}).get("requirements") or ():
         values = req.get("values") or []
         if req.get("operator") == "In" and len(values) == 1:
@@ -68,7 +68,7 @@ def allowed_types(pool: Mapping[str, Any]) -> tuple[str, ...]:
 def _remaining(pool: Mapping[str, Any]) -> Resources:
     spec_limits = (pool.get("spec") or {}).get("limits") or {}
     used = (pool.get("status") or {}).get("resources") or {}
-    name = _meta(pool).get("name", "?")
+    name = metadata_of(pool).get("name", "?")
     return {
         r: quantity(v, where=f"nodepool {name} spec.limits.{r}")
         - quantity(used.get(r, 0), where=f"nodepool {name} status.resources.{r}")
@@ -121,7 +121,7 @@ def pairs_per_node(
 
 def claim_facts(claim: Mapping[str, Any]) -> tuple[float | None, bool, bool, Decimal | None]:
     """(creation time, terminating, initialized, CPU it was sized for) of one NodeClaim."""
-    meta = _meta(claim)
+    meta = metadata_of(claim)
     conditions = (claim.get("status") or {}).get("conditions") or ()
     initialized = any(
         c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions

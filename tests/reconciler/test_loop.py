@@ -7,22 +7,13 @@ import threading
 
 from reconciler.clock import SystemClock
 from reconciler.fast_drop import DropGuard
-from reconciler.loop import LatestCapacity, ReconcileLoop, Schedule
+from reconciler.loop import ReconcileLoop, Schedule
 from reconciler.reconciler import Reconciler
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 
 from .builders import SCALE_SET, running_pair, snapshot
-
-
-def test_latest_capacity_wins_and_listeners_hear_changes_only() -> None:
-    sink = LatestCapacity()
-    heard: list[tuple[int, int]] = []
-    sink.subscribe(lambda old, new: heard.append((old, new)))
-    for value in (3, 3, 1, 5):
-        sink.set_max_runners(value)
-    assert sink.value == 5
-    assert heard == [(0, 3), (3, 1), (1, 5)]
+from .fakes import LatestSink
 
 
 def test_no_step_before_caches_are_synced() -> None:
@@ -35,7 +26,7 @@ def test_no_step_before_caches_are_synced() -> None:
 
 
 def test_run_steps_on_trigger_from_another_thread_and_survives_a_failing_step() -> None:
-    sink = LatestCapacity()
+    sink = LatestSink()
     rec = Reconciler(
         ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1), clock=SystemClock(), sink=sink
     )
@@ -82,7 +73,7 @@ def test_run_steps_on_trigger_from_another_thread_and_survives_a_failing_step() 
 def test_a_lost_placeholder_lowers_capacity_between_steps_without_waiting_for_one() -> None:
     """Issue 13: a drop reaches the sink from a watch thread's poke, with no step due (the
     periodic interval is an hour and no trigger was made); a rise never takes this path."""
-    sink = LatestCapacity()
+    sink = LatestSink()
     rec = Reconciler(
         ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=2), clock=SystemClock(), sink=sink
     )
