@@ -22,8 +22,8 @@ from typing import Any
 from listener.loop import CapacityGate
 from providers.demand.combine import Combine, combine
 from providers.demand.statistics import StatisticsDemand
-from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.placement import PlacementBounds
 from providers.kubernetes.translate import ScaleSetTarget, SnapshotMemo, build_snapshot
 from reconciler.capacity import fail_closed_capacity
 from reconciler.fast_drop import DropGuard
