@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import signal
@@ -42,11 +41,12 @@ from listener.arc_config import (
     load_listener_config,
     resolve_vault_credentials,
 )
-from listener.capacity_aware import CapacityAwarePart
+from listener.capacity_aware import CapacityAwarePart, scale_set_target
 from listener.capacity_config import load_capacity_aware
+from listener.gate import CapacityGate
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
-from listener.loop import CapacityGate, Listener, run_open_session
+from listener.loop import Listener, run_open_session
 from listener.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
 from listener.startup import (
@@ -283,9 +283,7 @@ class ListenerApp:
 
     async def _elect(self, api_client: k8s.ApiClient) -> bool:
         """Phase B: True once we hold the Lease; False if stopped while waiting."""
-        namespace = (
-            self.capacity.placeholder_namespace or self.config.ephemeral_runner_set_namespace
-        )
+        namespace = scale_set_target(self.config, self.capacity).placeholder_namespace
         identity = f"{default_owner_name()}_{self.instance}"
         self.elector = LeaseElector(
             api_client,
@@ -418,7 +416,7 @@ class ListenerApp:
             self.instance,
             part.target.placeholder_namespace,
         )
-        self._wake = functools.partial(reconcile_loop.trigger, leading=True)
+        self._wake = reconcile_loop.demand_changed
         tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
         log.info("demand sources: %s (combine: %s)", self.demand.name, self.demand.policy)
         if blind_at_zero(self.capacity):
@@ -505,7 +503,7 @@ class ListenerApp:
             await remote.aclose()
 
     def _wake_reconciler(self) -> None:
-        """A demand source's answer changed: a leading trigger (reconciler/loop.py)."""
+        """A demand source's answer changed: a leading trigger (reconciler/schedule.py)."""
         if self._wake is not None:
             self._wake()
 

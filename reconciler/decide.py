@@ -321,7 +321,7 @@ class LaunchBudget:
 
 
 def launch_budget(inp: DecideInput, in_flight: int, unbound_in_flight: int) -> LaunchBudget:
-    """How many QUEUED pairs may be requested now: the ramp (DESIGN §10).
+    """How many QUEUED pairs may be requested now: the ramp (docs/design.md#launch-ramp).
 
     1. Safety valves: ``maxPairsInFlight`` minus pairs in flight, ``maxRequestsPerStep``.
     2. NodePool headroom: the fit estimate's new pairs (free allocatable + pool limits).

@@ -5,8 +5,9 @@ the watch-fed cache, or from the simulated world's objects through the same tran
 The reconciler never reads anything else, so every decision is a pure function of
 ``(pair records, snapshot, config, now)``.
 
-Counting rules (DESIGN §4) are applied in :mod:`reconciler.capacity`; the translator only
-records facts (phase, node, deletion, conditions, whether the node is usable for the pod).
+Counting rules (docs/design.md#capacity-ledger) are applied in :mod:`reconciler.capacity`; the
+translator only records facts (phase, node, deletion, conditions, whether the node is usable for the
+pod).
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ class PlaceholderPod:
 
     @property
     def counts(self) -> bool:
-        """Backs capacity now (DESIGN §4): Running, bound, not lost, on a usable node."""
+        """Backs capacity now (docs/design.md#capacity-ledger): Running, bound, not lost, on a
+        usable node."""
         return self.half is _RUNNING
 
 
@@ -173,7 +175,7 @@ class Demand:
 
 @dataclass(frozen=True, slots=True)
 class FitEstimate:
-    """Upper bound on how many *new* pairs could schedule now (DESIGN §6).
+    """Upper bound on how many *new* pairs could schedule now (docs/design.md#launch-ramp).
 
     From Karpenter NodePool ``spec.limits - status.resources`` and free allocatable on
     matching nodes. Bounds attempts only; it is never reported as capacity.

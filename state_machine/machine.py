@@ -2,9 +2,9 @@
 
 One shared :class:`transitions.Machine` validates every change against :data:`EDGES`. It
 drives a single reusable cursor model instead of one model per pair: ``add_model`` per pair
-costs ~0.2 ms and ~7.5 KB and grows superlinearly (DESIGN §9). The hot path validates with a
-set lookup over the edges read back from the machine; it runs only for pairs whose state
-really changes.
+costs ~0.2 ms and ~7.5 KB and grows superlinearly (docs/design.md#state-machine). The hot path
+validates with a set lookup over the edges read back from the machine; it runs only for pairs whose
+state really changes.
 """
 
 from __future__ import annotations

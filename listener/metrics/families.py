@@ -1,5 +1,5 @@
-"""The metric families: ARC's ``gha_*`` set (PROTOCOL §8.1) and the ``arc_capacity_*`` set,
-with the bounded label values of the capacity families (see :mod:`listener.metrics`)."""
+"""The metric families: ARC's ``gha_*`` set (docs/protocol.md#metrics) and the ``arc_capacity_*``
+set, with the bounded label values of the capacity families (see :mod:`listener.metrics`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from state_machine.states import PairState
 
 MetricKind = Literal["counter", "gauge", "histogram"]
 
-# --- 1. ARC families (PROTOCOL §8.1) ---------------------------------------------------------
+# --- 1. ARC families (docs/protocol.md#metrics) ---------------------------------------------------
 
 #: ARC's ``defaultRuntimeBuckets`` (both job histograms).
 DEFAULT_BUCKETS: tuple[float, ...] = (
@@ -99,7 +99,7 @@ _ARC_BY_KIND: dict[str, dict[str, Family]] = {
     kind: {f.name: f for f in ARC_FAMILIES if f.kind == kind}
     for kind in ("counter", "gauge", "histogram")
 }
-#: The config section that lists each kind (PROTOCOL §8.2).
+#: The config section that lists each kind (docs/protocol.md#custom-metrics).
 _SECTIONS: dict[str, MetricKind] = {
     "counters": "counter",
     "gauges": "gauge",

@@ -1,5 +1,6 @@
-"""Async client for the scale-set calls the listener makes (PROTOCOL §2): sessions, messages,
-acquire jobs. One method per call; no session state (that is :mod:`providers.actions.session`).
+"""Async client for the scale-set calls the listener makes (docs/protocol.md#service-calls):
+sessions, messages, acquire jobs. One method per call; no session state (that is
+:mod:`providers.actions.session`).
 
 Per call:
 - Actions-service calls (sessions, acquirejobs) first ask :class:`AdminTokenSource` for the
@@ -34,6 +35,13 @@ from pydantic import SecretStr, ValidationError
 from providers.actions import proxy
 from providers.actions.auth import AdminToken, AdminTokenSource, Credentials
 from providers.actions.config_url import GitHubConfig
+from providers.actions.decode import (
+    DecodedMessage,
+    decode_json,
+    decode_message,
+    find_message_id,
+    strip_bom,
+)
 from providers.actions.errors import (
     ActionsHttpError,
     MessageDecodeError,
@@ -41,17 +49,7 @@ from providers.actions.errors import (
     ResponseTooLargeError,
     describe_url,
 )
-from providers.actions.models import (
-    AcquireJobsResponse,
-    CreateSessionRequest,
-    DecodedMessage,
-    ErrorBody,
-    Session,
-    decode_json,
-    decode_message,
-    find_message_id,
-    strip_bom,
-)
+from providers.actions.models import AcquireJobsResponse, CreateSessionRequest, ErrorBody, Session
 from providers.actions.redact import REGISTRY, SecretRegistry
 from providers.actions.retry import RetryPolicy, Sleep, send_with_retry
 from reconciler.clock import SystemClock
@@ -67,7 +65,7 @@ SCALESET_VERSION = "v0.4.0"
 
 @dataclass(frozen=True, slots=True)
 class UserAgent:
-    """The JSON ``User-Agent`` of PROTOCOL §1.7 (key order matters: it is compared as text)."""
+    """The JSON ``User-Agent`` of docs/protocol.md#headers (key order matters: compared as text)."""
 
     scale_set_id: int
     system: str = "actions-runner-controller"
@@ -194,7 +192,8 @@ class ActionsClient:
         last_message_id: int,
         max_capacity: int,
     ) -> DecodedMessage | None:
-        """Long-poll for one message; None for 202 (and for an empty 200, see PROTOCOL §2.2)."""
+        """Long-poll for one message; None for 202 and for an empty 200
+        (docs/protocol.md#long-poll)."""
         url = httpx.URL(queue_url)
         if last_message_id > 0:
             url = url.copy_merge_params({"lastMessageId": str(last_message_id)})

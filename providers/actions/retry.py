@@ -1,4 +1,5 @@
-"""The retry policy of the Actions HTTP client (PROTOCOL §2.5, hashicorp retryablehttp v0.7.8).
+"""The retry policy of the Actions HTTP client (docs/protocol.md#retries, hashicorp retryablehttp
+v0.7.8).
 
 1. Up to ``max_retries + 1`` attempts (default 5).
 2. Retried: transport errors (not TLS certificate errors, unsupported schemes, invalid

@@ -1,4 +1,5 @@
-"""Contract tests: the real httpx client against the loopback Actions face (PROTOCOL §0-2)."""
+"""Contract tests: the real httpx client against the loopback Actions face
+(docs/protocol.md#sequence)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ async def with_session(
 
 
 class TestProtocolSequence:
-    """PROTOCOL §0 end to end: auth chain, session, poll/ack/acquire/handle, delete."""
+    """docs/protocol.md#sequence end to end: auth, session, poll/ack/acquire/handle, delete."""
 
     def test_pat_sequence(self, face: ActionsFace, feed: ScriptedJobFeed, sleeps: SleepRecorder):
         client = pat_client(face, sleeps)

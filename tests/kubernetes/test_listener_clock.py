@@ -20,10 +20,10 @@ WAIT = 10.0
 def test_stepping_the_wall_clock_back_an_hour_does_not_postpone_the_periodic_reconcile(
     api: client.ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The loop the listener builds (CapacityAwarePart.build) must measure its interval on a
-    monotonic clock: when it read the wall clock (issue 10, failure 5), an NTP step of an
-    hour back pushed the next periodic step an hour out, and capacity froze meanwhile. Pair
-    timestamps keep wall time; only scheduling must ignore the jump."""
+    """The loop the listener builds (CapacityAwarePart.build) must run the controller's
+    schedule on a monotonic clock: when it read the wall clock (issue 10, failure 5), an NTP
+    step of an hour back pushed the next periodic step an hour out, and capacity froze
+    meanwhile. Pair timestamps keep wall time; only scheduling must ignore the jump."""
     config = parse_listener_config(
         {
             "configure_url": "https://github.com/acme",
@@ -50,13 +50,14 @@ def test_stepping_the_wall_clock_back_an_hour_does_not_postpone_the_periodic_rec
     try:
         assert part.provider.cache.wait_synced(WAIT)
         loop = part.build(types.SimpleNamespace())  # type: ignore[arg-type]
-        loop.schedule.ran(loop.clock.now())
-        due_in = loop.schedule.due_at() - loop.clock.now()
+        schedule = loop.controller.schedule
+        schedule.ran(loop.clock.now())
+        due_in = schedule.due_at() - loop.clock.now()
 
         real_time = time.time
         monkeypatch.setattr(time, "time", lambda: real_time() - 3600.0)
 
-        assert loop.schedule.due_at() - loop.clock.now() == pytest.approx(due_in, abs=1.0)
+        assert schedule.due_at() - loop.clock.now() == pytest.approx(due_in, abs=1.0)
         assert app.clock.now() < real_time() - 3000.0  # the jump is real for wall time
     finally:
         part.stop(timeout=1.0)

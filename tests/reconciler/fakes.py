@@ -24,13 +24,3 @@ class FakeWriter:
 
     def renew_lease(self, pods: Sequence[PodRef], expires_at: float) -> None:
         self.renewed.append((tuple(pods), expires_at))
-
-
-class LatestSink:
-    """A capacity sink that keeps the latest value (the loop tests read it from their thread)."""
-
-    def __init__(self) -> None:
-        self.value = 0
-
-    def set_max_runners(self, capacity: int) -> None:
-        self.value = capacity
