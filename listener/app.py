@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -185,6 +186,12 @@ class ListenerApp:
         self.statistics = StatisticsDemand(on_change=self._wake_reconciler)
         if "statistics" in self.demand.order:
             self.demand.attach(self.statistics)
+        self.metrics.watch_readiness(self._ready)
+        if capacity.enabled:
+            self.metrics.watch_demand(
+                lambda: self.demand.current.queued_jobs,
+                {name: functools.partial(self._queued_from, name) for name in self.demand.order},
+            )
 
     # --- run ---------------------------------------------------------------------------
 
@@ -207,6 +214,7 @@ class ListenerApp:
             self.credentials,
             scale_set_id=self.config.runner_scale_set_id,
             root_ca=self.config.server_root_ca,
+            on_error=self.metrics.record_actions_error,
         )
         session = MessageSession(client)
         scaler = Scaler(
@@ -506,6 +514,10 @@ class ListenerApp:
         """A demand source's answer changed: a leading trigger (reconciler/schedule.py)."""
         if self._wake is not None:
             self._wake()
+
+    def _queued_from(self, source: str) -> int | None:
+        """One demand source's latest queued jobs (None while it fails): for the metrics."""
+        return self.demand.latest(source).queued_jobs
 
     def _demand(self) -> Demand:
         """The configured sources combined (providers/demand); all failing -> the floor."""

@@ -142,6 +142,9 @@ class CapacityAwarePart:
         def on_output(output: Output, duration: float, errors: int) -> None:
             if output.error is not None:
                 metrics_subscriber.observe_failure(duration)
+            self.metrics.record_failing_closed(output.failing_closed)
+            if output.failing_closed:
+                self.metrics.record_advertised(self.gate.value)  # the fail-closed value
             if output.result is None:
                 return
             # ARC's scaler clamps desired runners by the live maxRunners the step saw.

@@ -51,7 +51,13 @@ from providers.actions.errors import (
 )
 from providers.actions.models import AcquireJobsResponse, CreateSessionRequest, ErrorBody, Session
 from providers.actions.redact import REGISTRY, SecretRegistry
-from providers.actions.retry import RetryPolicy, Sleep, send_with_retry
+from providers.actions.retry import (
+    FailureObserver,
+    RetryPolicy,
+    Sleep,
+    failure_kind,
+    send_with_retry,
+)
 from reconciler.clock import SystemClock
 
 log = logging.getLogger(__name__)
@@ -137,6 +143,7 @@ class ActionsClient:
         sleep: Sleep = asyncio.sleep,
         retry: RetryPolicy | None = None,
         registry: SecretRegistry = REGISTRY,
+        on_error: FailureObserver | None = None,
     ) -> None:
         if scale_set_id == 0:
             raise ValueError("scale_set_id must be non-zero (runner_scale_set_id in the config)")
@@ -149,6 +156,8 @@ class ActionsClient:
         self._sleep = sleep
         self._policy = retry or RetryPolicy()
         self._registry = registry
+        #: Hears :func:`failure_kind` of every failed attempt of a call (the metrics).
+        self._on_error = on_error
         self.admin = AdminTokenSource(
             self.http,
             config,
@@ -317,14 +326,18 @@ class ActionsClient:
         headers: dict[str, str],
         content: bytes | None = None,
     ) -> httpx.Response:
-        return await send_with_retry(
+        response = await send_with_retry(
             self.http,
             lambda: self.http.build_request(method, url, headers=headers, content=content),
             what=what,
             policy=self._policy,
             sleep=self._sleep,
             clock=self._clock,
+            on_failure=self._on_error,
         )
+        if response.status_code >= 400 and self._on_error is not None:
+            self._on_error(failure_kind(response.status_code))
+        return response
 
     def _http_error(
         self,

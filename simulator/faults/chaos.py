@@ -299,7 +299,7 @@ class WorldChaos:
         """A second listener pod for the same scale set (a rolling update, a stuck pod): its
         session is refused (409) so it advertises nothing, but its reconciler runs."""
         from providers.kubernetes.placeholders import PlaceholderPodBuilder
-        from reconciler.reconciler import Reconciler
+        from reconciler.controller import ScaleSetController, controller_timings
         from reconciler.subscribers import PlaceholderSubscriber
         from simulator.driver.store_view import StorePlaceholderWriter
 
@@ -317,20 +317,20 @@ class WorldChaos:
             writer = StorePlaceholderWriter(driver.ctx.store, builder)
             second = _SecondListener(
                 driver,
-                Reconciler(
+                ScaleSetController(
                     driver.config,
-                    clock=self.world.loop,
-                    subscribers=[
-                        PlaceholderSubscriber(
-                            writer,
-                            namespace=driver.namespace,
-                            clock=self.world.loop,
-                            config=driver.config,
-                        )
-                    ],
-                    sink=None,
+                    controller_timings(driver.settings),
                     instance=instance,
+                    started_at=self.world.loop.now(),
                 ),
+                [
+                    PlaceholderSubscriber(
+                        writer,
+                        namespace=driver.namespace,
+                        clock=self.world.loop,
+                        config=driver.config,
+                    )
+                ],
                 interval=driver.settings.recalculate_interval,
             )
             self.seconds.append(second)
@@ -343,7 +343,7 @@ class WorldChaos:
             self._note(
                 fault,
                 f"second listener exited after {second.steps} steps "
-                f"({second.errors} failed), holding {len(second.reconciler.store)} "
+                f"({second.errors} failed), holding {len(second.controller.reconciler.store)} "
                 "pairs",
             )
         self.seconds = []
