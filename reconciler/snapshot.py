@@ -213,7 +213,6 @@ class ClusterSnapshot:
     taken_at: float
     #: Live ``maxRunners`` (AutoscalingRunnerSet / listener config). 0 is a hard cap.
     max_runners: int
-    min_runners: int = 0
     #: Placeholder pods of this scale set, grouped by pair id (from labels).
     placeholders: Mapping[str, PairPods] = field(default_factory=lambda: _EMPTY)
     runner_pods: tuple[RunnerPod, ...] = ()

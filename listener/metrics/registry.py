@@ -137,8 +137,8 @@ class PrometheusMetrics:
     # -- capacity hooks --------------------------------------------------------------------
 
     def record_advertised(self, capacity: int) -> None:
-        """The value handed to the long poll (e.g. a ``LatestCapacity`` listener); also set
-        from each step's ledger. With capacity-aware mode off it is ``max_runners``."""
+        """The value handed to the long poll; also set from each step's ledger. With
+        capacity-aware mode off it is ``max_runners``."""
         self._cap_metric("advertised").set(capacity)
 
     def observe_ledger(self, ledger: CapacityLedger) -> None:

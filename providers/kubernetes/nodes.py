@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.kubernetes import labels as L
-from providers.kubernetes.object_fields import _condition
+from providers.kubernetes.object_fields import condition_of
 
 Obj = Mapping[str, Any]
 
@@ -50,7 +50,7 @@ def untolerated_taints(
 
 
 def node_ready(node: Obj) -> bool:
-    cond = _condition(node, "Ready")
+    cond = condition_of(node, "Ready")
     return cond is not None and cond.get("status") == "True"
 
 

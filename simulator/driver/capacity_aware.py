@@ -25,8 +25,8 @@ from typing import Any
 from listener.poll_cut import PollCut
 from providers.demand.combine import Combine, combine
 from providers.demand.statistics import StatisticsDemand
-from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.placement import PlacementBounds
 from providers.kubernetes.translate import ScaleSetTarget, SnapshotMemo, build_snapshot
 from reconciler.clock import Clock
 from reconciler.controller import Output, ScaleSetController, Work, controller_timings

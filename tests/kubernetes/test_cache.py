@@ -237,12 +237,12 @@ def test_stale_for_reports_how_long_the_api_has_been_unreachable(cache: KubeCach
 # --- supervision (issue 10, failure 3) -------------------------------------------------------
 
 
-def test_one_malformed_watch_line_kills_the_informer(
+def test_a_malformed_watch_line_is_counted_and_every_informer_keeps_applying_events(
     cache: KubeCache, store: ObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression: an event whose object is not an object used to end the informer thread
-    silently (has_synced stayed true, stale_for 0). Now it is counted, the target relists
-    and keeps applying events."""
+    """An event whose object is not an object is counted, the target relists and keeps
+    applying events. Prevents issue 10's failure 3: it ended the informer thread silently
+    while the cache still looked fresh (has_synced true, stale_for 0)."""
     original = watch.Watch.stream
     poisoned = threading.Event()
 
