@@ -181,7 +181,7 @@ HEADER = [
 
 
 def markdown_table(rows: list[list[str]]) -> str:
-    """The same table as Markdown (for the README)."""
+    """The same table as Markdown (for docs/benchmarks.md)."""
     out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     return "\n".join(out)

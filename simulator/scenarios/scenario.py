@@ -288,9 +288,6 @@ class CapacityAwareModel(_Model):
     fit_estimate: bool = True
     #: Recompute the fit estimate at most this often (it scans every pod).
     fit_refresh: Seconds = Field(default=10.0, ge=0)
-    #: Where queued-job demand comes from: the scale set's own statistics (the listener's
-    #: default), the HUD feed, or both (the larger known value wins).
-    demand_source: Literal["statistics", "hud", "both"] = "both"
 
 
 class Strategies(_Model):
