@@ -29,6 +29,8 @@ and at the end one summary row per scenario (failed / stuck / over-advertised, w
 ratio, fair p50, T95, node-hours and dollars as ratios to stock ARC, budget, breaks per seed).
 
 Run: ``.venv/bin/python bench/scenarios.py [--seeds 10] [--jobs 2] [--scenarios burst,drain]``
+(``--set cutPollOnRise=true`` measures a variant of every scenario's shared capacityAware
+block; ``--strategies baseline,capacity-aware`` runs a subset)
 (``--json FILE`` also writes every per-run figure; ``--from-json FILE`` prints the tables from
 such a file without simulating). Wall time: ice-failover dominates (about
 a minute of CPU per capacity-aware seed).
@@ -47,6 +49,8 @@ from collections.abc import Sequence
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -67,7 +71,7 @@ from simulator.measurement.kth import (
     job_times,
     whole_run_ratio,
 )
-from simulator.scenarios.scenario import Scenario, load_scenario, shipped
+from simulator.scenarios.scenario import Scenario, ScenarioError, load_scenario, shipped
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION, STRATEGIES
 from simulator.workload.figures import episode_summary, fair_summary
 
@@ -75,10 +79,12 @@ EXCLUDED = ("chaos",)
 TARGET_RATIO = 1.10
 
 
-def run_one(task: tuple[str, int, str]) -> dict[str, Any]:
+def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
     """One strategy of one scenario and seed (in a worker process)."""
-    name, seed, strategy = task
+    name, seed, strategy, block = task
     scenario = load_scenario(name)
+    if block:
+        scenario = scenario.with_capacity_aware(block, where="--set")
     world = World(scenario, strategy, seed=seed)
     results = world.run()
     jobs = [
@@ -246,6 +252,22 @@ def kth_worst(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]])
     return format_ratio(max(ratios, key=lambda r: -1.0 if r.value is None else r.value))
 
 
+def _settings(parser: argparse.ArgumentParser, sets: list[str], names: list[str]) -> dict[str, Any]:
+    """``--set KEY=VALUE`` options as one block, checked against every scenario up front."""
+    block: dict[str, Any] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--set {item!r}: expected KEY=VALUE, e.g. cutPollOnRise=true")
+        block[key.strip()] = yaml.safe_load(value)
+    for name in names if block else ():
+        try:
+            load_scenario(name).with_capacity_aware(block, where="--set")
+        except ScenarioError as exc:
+            parser.error(f"scenario {name}: {exc}")
+    return block
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="seeds 1..N (default 10)")
@@ -259,6 +281,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="print the tables from runs saved with --json instead of simulating",
     )
     parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a capacityAware key merged over every scenario's shared block (VALUE is YAML, "
+        "e.g. --set cutPollOnRise=true): which setting moved a figure",
+    )
+    parser.add_argument(
+        "--strategies", default="", help=f"comma-separated subset of {', '.join(STRATEGIES)}"
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1:
         parser.error("--seeds and --jobs must be >= 1")
@@ -276,11 +309,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         report([n for n in names if n in saved], runs, seeds, markdown=args.markdown)
         return 0
     # Longest first so the pool is not left waiting on one ice-failover run at the end.
+    block = _settings(parser, args.set, names)
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] or list(STRATEGIES)
+    if set(strategies) - set(STRATEGIES):
+        parser.error(f"--strategies: choose from {', '.join(STRATEGIES)}")
     tasks = [
-        (name, seed, strategy)
+        (name, seed, strategy, block)
         for name in sorted(names, key=lambda n: -load_scenario(n).duration)
         for seed in range(1, args.seeds + 1)
-        for strategy in (CAPACITY_AWARE, *[s for s in STRATEGIES if s != CAPACITY_AWARE])
+        for strategy in sorted(strategies, key=lambda s: s != CAPACITY_AWARE)
     ]
     started = time.perf_counter()
     with Pool(args.jobs) as pool:

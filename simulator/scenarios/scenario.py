@@ -332,6 +332,20 @@ class Scenario(_Model):
         known = ", ".join(ss.name for ss in self.scale_sets)
         raise ScenarioError(f"scenario {self.name}: no scale set {scale_set!r}; known: {known}")
 
+    def with_capacity_aware(self, block: dict[str, Any], *, where: str) -> Scenario:
+        """This scenario with ``block`` merged over ``strategies.capacity_aware`` (a variant a
+        bench measures); ``where`` names the block's origin in the error of a bad key."""
+        path: tuple[int | str, ...] = ("strategies", "capacity_aware")
+        try:
+            shared = merge_settings(self.strategies.capacity_aware, block)
+            for i, ss in enumerate(self.scale_sets):
+                path = ("scale_sets", i, "capacity_aware")
+                merge_settings(shared, ss.capacity_aware)
+        except ValidationError as exc:
+            raise ScenarioError(format_errors(exc, where, prefix=path)) from None
+        strategies = self.strategies.model_copy(update={"capacity_aware": shared})
+        return self.model_copy(update={"strategies": strategies})
+
 
 # --- loading -------------------------------------------------------------------------------
 

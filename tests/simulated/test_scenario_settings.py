@@ -155,3 +155,15 @@ def test_each_scale_sets_listener_runs_with_its_own_block(tmp_path: Path) -> Non
     assert by_set["a"].workflow_resources == {"cpu": "2", "memory": "4Gi"}
     assert by_set["b"].proactive_capacity == 0
     assert by_set["b"].workflow_resources == {"cpu": "1"}
+
+
+def test_a_bench_variant_merges_over_the_shared_block_and_keeps_each_scale_sets_own() -> None:
+    loaded = parse_scenario(_two_sets({"proactiveCapacity": 0}), where="s.yaml")
+    variant = loaded.with_capacity_aware({"cutPollOnRise": True}, where="--set")
+    assert variant.capacity_aware_for("a").cut_poll_on_rise is True
+    assert variant.capacity_aware_for("b").cut_poll_on_rise is True
+    assert variant.capacity_aware_for("b").proactive_capacity == 0
+    assert loaded.capacity_aware_for("a").cut_poll_on_rise is False  # the original is unchanged
+    with pytest.raises(ScenarioError) as caught:
+        loaded.with_capacity_aware({"cutPollOnRyse": True}, where="--set")
+    assert str(caught.value).startswith("--set: strategies.capacity_aware.cutPollOnRyse: unknown")
