@@ -289,8 +289,8 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          "read at each scrape, one series per configured source (capacity-aware only); "
          "`source` is `statistics`, `hud`, `github` or `http`", ("source",)),
     _cap("actions_errors_total", "counter",
-         "Failed calls to the Actions service (sessions, messages, acquire jobs), each failed "
-         "attempt of a retried call included.",
+         "Failed calls to the Actions service (admin token chain, sessions, messages, acquire "
+         "jobs), each failed attempt of a retried call included.",
          "+1 per failed attempt; `kind` is one of "
          + ", ".join(f"`{k}`" for k in ACTIONS_ERROR_KINDS)
          + " (429 = `throttled`, 5xx = `server`, 409 = `conflict`, 401 = `unauthorized`: an "

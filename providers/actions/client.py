@@ -167,6 +167,7 @@ class ActionsClient:
             policy=self._policy,
             sleep=sleep,
             registry=registry,
+            on_error=on_error,
         )
 
     async def aclose(self) -> None:

@@ -539,3 +539,22 @@ class TestErrorsAreCountedForTheMetrics:
 
         run(story())
         assert heard == ["server", "server", "throttled", "client"]
+
+    def test_failures_getting_the_admin_token_are_heard_too(self, face: ActionsFace, sleeps):
+        """The token chain (registration token, runner registration) is part of every
+        Actions call: a GitHub API outage there must show in the same counter."""
+        heard: list[str] = []
+        face.fail_next("registration_token", Fault.server_error(502))
+        face.fail_next("runner_registration", Fault.reset())
+
+        async def story() -> None:
+            client = pat_client(face, sleeps, on_error=heard.append)
+            session = session_for(client, sleeps)
+            try:
+                await session.open()
+            finally:
+                await session.close()
+                await client.aclose()
+
+        run(story())
+        assert heard == ["server", "transport"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.monitoring.promql import rule_exprs, used_metrics
 from tests.monitoring.promtool import PROMETHEUS_RULE, RULES, alerts, run_promtool, unit_test_file
 from tests.monitoring.rule_cases import FAILURES, HEALTHY_DAY, HEALTHY_MINUTES
 
@@ -48,3 +49,11 @@ def test_the_case_table_covers_every_rule_both_ways() -> None:
     silent = {e.alert for case in FAILURES for e in case.expect if e.fires is None}
     assert firing == set(alerts()), sorted(set(alerts()) ^ firing)
     assert silent == set(alerts()), sorted(set(alerts()) ^ silent)
+
+
+def test_the_healthy_day_feeds_every_metric_the_rules_read() -> None:
+    """A rule is only proven silent on a healthy day if its series are there: a misspelled
+    or missing input series would make its silence vacuous."""
+    fed = {s["series"].split("{", 1)[0] for s in HEALTHY_DAY.input_series}
+    read = {name for expr in rule_exprs() for name in used_metrics(expr)}
+    assert read <= fed, sorted(read - fed)
