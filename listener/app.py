@@ -164,6 +164,7 @@ class ListenerApp:
             cut_on_drop=capacity.enabled and capacity.cut_poll_on_drop,
             cut_on_rise=capacity.enabled and capacity.cut_poll_on_rise,
             debounce=capacity.cut_poll_debounce,
+            cut_when_full=capacity.enabled and capacity.cut_poll_when_full,
         )
         self.credentials = config.credentials()
         #: The provider, reconciler and loop, once capacity-aware mode has started (phase D).

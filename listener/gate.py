@@ -34,9 +34,10 @@ class CapacityGate:
         cut_on_drop: bool = True,
         cut_on_rise: bool = False,
         debounce: float = 0.25,
+        cut_when_full: bool = False,
     ) -> None:
         #: When a change cuts the poll in flight (listener/poll_cut.py, shared with the simulator).
-        self.cut_rule = PollCut(cut_on_drop, cut_on_rise, debounce)
+        self.cut_rule = PollCut(cut_on_drop, cut_on_rise, debounce, cut_when_full)
         self._lock = threading.Lock()
         self._live_max = _clamp(max_runners, 0, MAX_RUNNERS_LIMIT)
         self._requested = self._live_max if initial is None else initial
@@ -82,12 +83,12 @@ class CapacityGate:
         self.end_poll()
         self._loop = None
 
-    def begin_poll(self) -> int:
+    def begin_poll(self, assigned: int | None = None) -> int:
         """A poll is about to be sent: returns its header value and arms the cut."""
         self._cancel_timer()
         self._cut.clear()
         value = self._advertised = self.value
-        self.cut_rule.begin_poll(value)
+        self.cut_rule.begin_poll(value, assigned)
         return value
 
     def end_poll(self) -> None:

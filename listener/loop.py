@@ -178,7 +178,8 @@ class Listener:
     async def _next_message(self) -> DecodedMessage | None:
         """One GetMessage, re-issued after every capacity cut until it answers."""
         while True:
-            capacity = self.gate.begin_poll()
+            assigned = self.latest.total_assigned_jobs if self.latest is not None else None
+            capacity = self.gate.begin_poll(assigned)
             poll = asyncio.ensure_future(self.source.get_message(self.last_message_id, capacity))
             cut = asyncio.ensure_future(self.gate.wait_cut())
             try:

@@ -470,7 +470,10 @@ class CapacityAware(Strategy):
         settings = self.per_scale_set.get(ctx.spec.name, self.settings)
         gate = ctx.listener.gate
         gate.cut_rule = PollCut(
-            settings.cut_poll_on_drop, settings.cut_poll_on_rise, settings.cut_poll_debounce
+            settings.cut_poll_on_drop,
+            settings.cut_poll_on_rise,
+            settings.cut_poll_debounce,
+            settings.cut_poll_when_full,
         )
         gate.set_max_runners(0)  # nothing is confirmed before the first step
         driver = CapacityAwareDriver(

@@ -228,7 +228,8 @@ class ListenerModel:
             self._cut_timer = None
         self.polls += 1
         ss_id = self.scale_set.id
-        header = self.gate.begin_poll()
+        latest = self.latest_statistics
+        header = self.gate.begin_poll(latest["totalAssignedJobs"] if latest else None)
         messages = self.service.poll(ss_id, header)
         if messages:
             available = [
