@@ -256,6 +256,12 @@ class HudModel(_Model):
 
 
 class ArcModel(_Model):
+    #: Which ARC release the world runs (docs/arc-versions.md): 0.15 by default; 0.13 and
+    #: 0.14 derive the runner's Running phase from its pod and scale up without #4642.
+    version: Literal["0.13", "0.14", "0.15"] = "0.15"
+    #: False: the listener sends the 0.14 JobStarted patch (no phase) whatever the world
+    #: runs; for measuring what not writing the phase costs in a 0.15 world.
+    listener_sets_phase: bool = True
     controller_delay: Seconds = Field(default=0.5, ge=0)
     runner_startup: tuple[Seconds, Seconds] = (3.0, 6.0)
     hook_delay: tuple[Seconds, Seconds] = (2.0, 5.0)
