@@ -15,7 +15,12 @@ and once without, and prints per scenario and strategy, summed over scale sets a
   the Actions service because busy (JobStillRunning), removed;
 - ``deferred``: scale-ups the 0.15 controller deferred until a newer patchID (#4642).
 
-Run: ``.venv/bin/python bench/arc_phase_cost.py [--seeds 1] [--scenarios burst,drain]``.
+With ``--versions 0.13,0.14`` it instead runs the older worlds (the controller derives
+``Running`` from the pod, no #4642 deferral; the listener learns the version from the
+runners' chart-version label) and prints failed / stuck per scenario, strategy and version.
+
+Run: ``.venv/bin/python bench/arc_phase_cost.py [--seeds 1] [--scenarios burst,drain]
+[--versions 0.13,0.14]``.
 """
 
 from __future__ import annotations
@@ -34,9 +39,27 @@ from simulator.scenarios.strategies import STRATEGIES
 COUNTERS = ("examined", "skipped_with_job", "refused_busy", "removed")
 
 
-def with_phase(scenario: Scenario, sets_phase: bool) -> Scenario:
-    arc = scenario.arc.model_copy(update={"version": "0.15", "listener_sets_phase": sets_phase})
+def with_phase(scenario: Scenario, sets_phase: bool, version: str = "0.15") -> Scenario:
+    arc = scenario.arc.model_copy(update={"version": version, "listener_sets_phase": sets_phase})
     return scenario.model_copy(update={"arc": arc})
+
+
+def versions_table(paths: Sequence[Path], versions: Sequence[str], seeds: int) -> None:
+    print(f"{'scenario':<16}{'strategy':<16}{'ARC':<6}{'failed':>7}{'stuck':>6}{'deferred':>9}")
+    for path in paths:
+        base = load_scenario(path)
+        for strategy in STRATEGIES:
+            for version in versions:
+                rows = [
+                    measure(with_phase(base, True, version), strategy, seed)
+                    for seed in range(1, seeds + 1)
+                ]
+                print(
+                    f"{base.name:<16}{strategy:<16}{version:<6}"
+                    f"{sum(r['failed'] for r in rows):>7.0f}{sum(r['stuck'] for r in rows):>6.0f}"
+                    f"{sum(r['deferred'] for r in rows):>9.0f}",
+                    flush=True,
+                )
 
 
 def measure(scenario: Scenario, strategy: str, seed: int) -> dict[str, float]:
@@ -68,9 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--scenarios", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--versions", default="", help="e.g. 0.13,0.14: older worlds instead")
     args = parser.parse_args(argv)
     wanted = {s for s in args.scenarios.split(",") if s}
     paths = [p for p in shipped() if not wanted or p.stem in wanted]
+    if args.versions:
+        versions_table(paths, [v for v in args.versions.split(",") if v], args.seeds)
+        return 0
     header = (
         f"{'scenario':<16}{'strategy':<16}{'phase':<7}{'failed':>7}{'stuck':>6}"
         f"{'pending':>9}{'running':>9}{'busy-as-pending':>16}{'examined':>9}"
