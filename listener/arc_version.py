@@ -11,7 +11,8 @@ How the listener knows, first answer wins:
 1. ``ARC_VERSION`` in the environment (``0.13``, ``0.14`` or ``0.15``): the operator says so.
 2. The runner's ``app.kubernetes.io/version`` label, read by the GET that 0.15's flow starts
    with (ARC copies the AutoscalingRunnerSet's labels, chart version included, onto the
-   EphemeralRunnerSet and from there onto every EphemeralRunner).
+   EphemeralRunnerSet and from there onto every EphemeralRunner). An older release, once
+   seen, is kept: no more reads (ARC recreates the listener when it is upgraded).
 3. A 403 on that GET: the listener Role is patch-only, as the 0.13/0.14 controller makes it,
    so the 0.14 patch is sent from then on.
 4. Otherwise 0.15, the current release.

@@ -158,6 +158,9 @@ class Scaler:
         self.patch_seq = -1
         self.dirty = False
         self.arc_version = arc_version
+        #: The version a runner's chart label showed (a listener serves one ARC release for
+        #: its whole life: an upgrade recreates it); once it says 0.13/0.14, no more reads.
+        self.learnt_version: ArcVersion | None = None
         self._sleep = sleep
         #: Set once a 403 on the runner GET showed a patch-only (0.13/0.14) Role.
         self.read_forbidden = False
@@ -195,7 +198,7 @@ class Scaler:
     def _job_started(self, msg: JobStarted) -> bytes:
         """Send the patch of this ARC version; returns the bytes that were accepted."""
         name = msg.runner_name
-        if self._legacy(self.arc_version):
+        if self._legacy(self.learnt_version):
             return self._patch_status(name, job_started_status_patch(msg))
         for attempt in range(CONFLICT_ATTEMPTS):
             try:
@@ -205,7 +208,8 @@ class Scaler:
                     raise  # told 0.15, but the Role cannot read runners: say so, loudly
                 self._note_patch_only_role()
                 return self._patch_status(name, job_started_status_patch(msg))
-            if self._legacy(version_of_runner(runner)):
+            self.learnt_version = version_of_runner(runner) or self.learnt_version
+            if self._legacy(self.learnt_version):
                 return self._patch_status(name, job_started_status_patch(msg))
             try:
                 return self._patch_status(name, job_started_status_patch(msg, runner))

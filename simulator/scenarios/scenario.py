@@ -41,7 +41,7 @@ Skeleton (see config/scenarios/ for complete files)::
         bursts: [{at: 1h, count: 150, over: 3m}]
         trace: jobs.csv              # queue_time,labels,duration (relative path)
     hud: {outages: [{start: 2h, end: 150m}]}
-    arc: {prepare_job_timeout: 10m, hook_delay: [2, 5], runner_startup: [3, 6]}
+    arc: {version: "0.15", prepare_job_timeout: 10m, hook_delay: [2, 5], runner_startup: [3, 6]}
     listener: {long_poll: 50s}
     strategies:
       overprovision: {slots: 4}

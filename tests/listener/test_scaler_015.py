@@ -200,6 +200,16 @@ class TestWhichArc:
         scaler(api).handle_job_started(JOB_STARTED)
         assert api.sent == [expected]
 
+    def test_an_older_chart_is_learnt_once_and_not_read_again(self) -> None:
+        api = FakeApiServer()
+        for name in (RUNNER, "other-runner"):
+            api.add(name, phase="Running", labels={"app.kubernetes.io/version": "0.14.2"})
+        s = scaler(api)
+        s.handle_job_started(JOB_STARTED)
+        s.handle_job_started(JOB_STARTED.model_copy(update={"runner_name": "other-runner"}))
+        assert (api.reads, s.learnt_version) == (1, ArcVersion.V0_14)
+        assert len(api.sent) == 2 and all(b'"phase"' not in body for body in api.sent)
+
     def test_a_patch_only_role_means_0_14_from_then_on(self) -> None:
         """ARC 0.13/0.14 give the listener no GET: send their patch instead of failing."""
         api = FakeApiServer(forbid_reads=True)
