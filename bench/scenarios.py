@@ -21,6 +21,13 @@ maximum), in two views: whole run and burst windows only (definitions:
 simulator/measurement/kth.py; ``>=`` marks a lower bound: capacity-aware had not got k jobs
 running by the end of the run). A ratio <= 1.10 everywhere is issue 13's target.
 
+Then **cost** (issue 24): capacity-aware's billed node-hours and dollars as ratios to stock
+ARC's per seed, the price of its warm pool's idle reserved capacity, and whether dollars <=
+1.1x stock ARC's + that price; **pair breaks by cause** read from each run's event log
+(definitions: bench/cost_report.py, simulator/measurement/pair_breaks.py, reserve_cost.py);
+and at the end one summary row per scenario (failed / stuck / over-advertised, worst k-th
+ratio, fair p50, T95, node-hours and dollars as ratios to stock ARC, budget, breaks per seed).
+
 Run: ``.venv/bin/python bench/scenarios.py [--seeds 10] [--jobs 2] [--scenarios burst,drain]``
 (``--json FILE`` also writes every per-run figure; ``--from-json FILE`` prints the tables from
 such a file without simulating). Wall time: ice-failover dominates (about
@@ -43,6 +50,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.cost_report import (
+    SUMMARY_HEADER,
+    cost_lines,
+    log_figures,
+    pair_lines,
+    summary_row,
+)
 from simulator.engine.world import World
 from simulator.measurement.kth import (
     JobTimes,
@@ -78,6 +92,7 @@ def run_one(task: tuple[str, int, str]) -> dict[str, Any]:
         "results": {k: v for k, v in results.items() if k != "scale_sets"},
         "jobs": jobs,
         "episodes": world.accounting.episode_durations(),
+        "log": log_figures(world),
     }
 
 
@@ -160,7 +175,7 @@ HEADER = [
 
 
 def markdown_table(rows: list[list[str]]) -> str:
-    """The same table as Markdown (for the README)."""
+    """The same table as Markdown (for docs/benchmarks.md)."""
     out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     return "\n".join(out)
@@ -219,6 +234,18 @@ def ratio_lines(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]
     return lines
 
 
+def kth_worst(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]]) -> str:
+    """The worst whole-run k-th ratio of capacity-aware against stock ARC over seeds."""
+    ratios = [
+        whole_run_ratio(_jobs(runs[CAPACITY_AWARE]), _jobs(runs[BASELINE]), scenario.duration)
+        for runs in by_seed.values()
+        if CAPACITY_AWARE in runs and BASELINE in runs
+    ]
+    if not ratios:
+        return "-"
+    return format_ratio(max(ratios, key=lambda r: -1.0 if r.value is None else r.value))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="seeds 1..N (default 10)")
@@ -273,6 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def report(
     names: Sequence[str], runs: list[dict[str, Any]], seeds: int, *, markdown: bool = False
 ) -> None:
+    summary = [SUMMARY_HEADER]
     for name in names:
         scenario = load_scenario(name)
         mine = [r for r in runs if r["scenario"] == name]
@@ -289,6 +317,19 @@ def report(
             by_seed.setdefault(r["seed"], {})[r["strategy"]] = r
         print("k-th job ratio, capacity-aware / reference (t_k = time until k jobs running):")
         print("\n".join(ratio_lines(scenario, by_seed)))
+        print("cost, capacity-aware / stock ARC (billed from the launch request, list prices):")
+        print("\n".join(cost_lines(by_seed)))
+        print("pair breaks (capacity-aware; simulator/measurement/pair_breaks.py):")
+        print("\n".join(pair_lines(mine)))
+        row = summary_row(scenario, mine, kth_worst(scenario, by_seed))
+        if row is not None:
+            summary.append(row)
+    if len(summary) > 1:
+        print(
+            "\n== summary: capacity-aware against stock ARC (ratios; failed/stuck/over-adv "
+            "summed over seeds)"
+        )
+        print(markdown_table(summary) if markdown else render(summary))
 
 
 if __name__ == "__main__":

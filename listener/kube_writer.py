@@ -3,7 +3,7 @@
 :class:`KubernetesScalerWriter` is the :class:`listener.scaler.ScalerWriter` over the official
 kubernetes client. Three things make it behave like ARC's client-go client rather than a
 bare HTTP call, because a listener run that ends on one throttled PATCH loses the batch it
-was handling (PROTOCOL §10.3) and restarts the pod:
+was handling (acked already, docs/protocol.md#ack) and restarts the pod:
 
 1. **Client-side rate limit** (ARC 0.15, PR #4558): every request takes a token from one
    :class:`TokenBucket` of ``qps`` 50 and ``burst`` 100, as ``rest.Config{QPS: 50, Burst:

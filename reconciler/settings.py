@@ -303,7 +303,8 @@ class CapacityAwareSettings(_Model):
     demand: DemandSettings = Field(default_factory=DemandSettings)
     #: Namespace of the placeholder pods; default (None) = the runner namespace.
     placeholder_namespace: str | None = None
-    #: Cut the in-flight long poll short when advertised capacity drops (DESIGN §6).
+    #: Cut the in-flight long poll short when advertised capacity drops
+    #: (docs/design.md#capacity-cut).
     cut_poll_on_drop: StrictBool = True
     cut_poll_on_rise: StrictBool = False
     cut_poll_debounce: Seconds = Field(default=0.25, ge=0, le=10)

@@ -1,4 +1,4 @@
-"""Credentials and the admin-token chain of the Actions service (PROTOCOL §1.3-1.6).
+"""Credentials and the admin-token chain of the Actions service (docs/protocol.md#authentication).
 
 The chain, re-run in full on every refresh (nothing is cached):
 1. App auth only: mint an RS256 JWT (``iat`` = now - 60 s, ``exp`` = iat + 9 min, ``iss`` =
@@ -75,7 +75,7 @@ class AdminToken:
 
 
 def mint_app_jwt(auth: AppAuth, *, now: float) -> str:
-    """The GitHub App JWT of PROTOCOL §1.4 (claims ``iat``, ``exp``, ``iss`` only)."""
+    """The GitHub App JWT of docs/protocol.md#authentication (only ``iat``, ``exp``, ``iss``)."""
     iat = int(now) - JWT_BACKDATE
     claims = {"iat": iat, "exp": iat + JWT_LIFETIME, "iss": auth.app_id}
     try:

@@ -113,7 +113,8 @@ class LazyNodeStates(Mapping[str, NodeState]):
 
 
 def node_blocked_for(node: Obj | None, tolerations: Sequence[Mapping[str, Any]]) -> bool:
-    """The node cannot (or soon will not) host this pod: DESIGN §4 "no longer counts".
+    """The node cannot (or soon will not) host this pod: it "no longer counts"
+    (docs/design.md#capacity-ledger).
 
     A missing node (deleted, or not yet in the cache) counts as blocked: the placeholder is
     then STALLED, never lost, so a cache lag costs capacity for one tick, not a pair.

@@ -2,7 +2,7 @@
 
 Pure functions over an :class:`ObjectSource`: the watch-fed cache in production, the
 simulated world's ObjectStore in the simulator, plain dicts in tests. The translation only
-records facts (DESIGN §4 counting happens in ``reconciler.capacity``):
+records facts (docs/design.md#capacity-ledger counting happens in ``reconciler.capacity``):
 
 1. Scale-set identity: the EphemeralRunnerSet (ERS) of the target, the ARS name (explicit,
    else the ERS's ``actions.github.com/scale-set-name`` label, else the ERS name) and the live
@@ -46,6 +46,7 @@ from providers.kubernetes.object_fields import (
     parse_timestamp,
     pod_phase,
 )
+from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import (
     ClusterSnapshot,
     Demand,
@@ -96,6 +97,28 @@ class ScaleSetTarget:
     max_runners: int
     min_runners: int = 0
     ars_name: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        settings: CapacityAwareSettings,
+        *,
+        ers_name: str,
+        runner_namespace: str,
+        max_runners: int,
+        min_runners: int = 0,
+        ars_name: str | None = None,
+    ) -> ScaleSetTarget:
+        """The target of one scale set; placeholders live in ``placeholderNamespace``, by
+        default the runners' own namespace (the one place that default is applied)."""
+        return cls(
+            ers_name=ers_name,
+            runner_namespace=runner_namespace,
+            placeholder_namespace=settings.placeholder_namespace or runner_namespace,
+            max_runners=max_runners,
+            min_runners=min_runners,
+            ars_name=ars_name,
+        )
 
 
 # --- the snapshot ---------------------------------------------------------------------------

@@ -461,7 +461,8 @@ class LiveWorld:
     def listener_config(
         self, metrics_addr: str, *, log_level: str = "info", log_format: str = "json"
     ) -> dict[str, Any]:
-        """Every key ARC's controller writes (PROTOCOL §5.1), PAT auth, for this world."""
+        """Every key ARC's controller writes (docs/protocol.md#config-file), PAT auth, for this
+        world."""
         spec = self.spec
         return {
             "configure_url": self.actions.configure_url("acme"),

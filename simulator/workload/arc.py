@@ -3,10 +3,10 @@
 One :class:`ArcScaleSet` per runner scale set, over its cluster's ObjectStore:
 
 1. **Objects.** An AutoscalingRunnerSet and an EphemeralRunnerSet (ERS) in API JSON form
-   (PROTOCOL §7), the runner pod template at ``spec.ephemeralRunnerSpec.spec``.
-2. **ERS controller** (PROTOCOL §6): on every change of ``spec.replicas`` / ``spec.patchID``
-   and of its runners. Scaling runs only when ``patchID == 0`` or differs from the newest
-   runner's ``actions.github.com/patch-id``; it creates runners up to ``replicas`` and, with
+   (docs/protocol.md#crds), the runner pod template at ``spec.ephemeralRunnerSpec.spec``.
+2. **ERS controller** (docs/protocol.md#scaler): on every change of ``spec.replicas`` /
+   ``spec.patchID`` and of its runners. Scaling runs only when ``patchID == 0`` or differs from the
+   newest runner's ``actions.github.com/patch-id``; it creates runners up to ``replicas`` and, with
    ``patchID == 0`` only, deletes surplus idle runners in ARC's walk order, read from the
    runners' status (:mod:`.arc_scaledown`: pending then running, never unregistered ones or
    ones with a job). ARC 0.15 (PR #4642) creates none while a runner finished since the

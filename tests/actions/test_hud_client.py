@@ -1,5 +1,5 @@
 """HUD demand: the queued_jobs_aggregate client against the loopback HUD face, and the
-fail-open fallback (DESIGN §4) logged once per outage."""
+fail-open fallback (docs/design.md#demand-sources) logged once per outage."""
 
 from __future__ import annotations
 

@@ -69,7 +69,8 @@ class K8sFace:
     ) -> None:
         """``tokens`` maps bearer tokens to ``"<namespace>/<serviceaccount>"``: requests are
         then authenticated and authorized by RBAC (401 / 403); None allows everything.
-        ``fresh_timeout`` is how long a watch from a future resourceVersion waits."""
+        ``fresh_timeout`` is how long a watch-list from a future resourceVersion waits
+        (upstream's ``blockTimeout``; a plain watch from one just stays silent)."""
         try:
             store.events_since(store.resource_version, "Pod")
         except Gone:
