@@ -42,14 +42,16 @@ from listener.arc_config import (
     load_listener_config,
     resolve_vault_credentials,
 )
+from listener.arc_version import ArcVersionError, version_from_env
 from listener.capacity_aware import CapacityAwarePart, scale_set_target
 from listener.capacity_config import load_capacity_aware
 from listener.gate import CapacityGate
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
+from listener.kube_writer import KubernetesScalerWriter
 from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
 from listener.loop import Listener, run_open_session
 from listener.metrics import PrometheusMetrics, ScaleSetIdentity
-from listener.scaler import KubernetesScalerWriter, Scaler
+from listener.scaler import Scaler
 from listener.startup import (
     FatalError,
     Stopped,
@@ -103,13 +105,14 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
         path = config_path_from_env(env)
         config = resolve_vault_credentials(load_listener_config(path), file=path)
         capacity = load_capacity_aware(env)
+        version_from_env(env)  # a bad ARC_VERSION is refused here, before anything starts
         configure_logging(
             config.log_level or "info",
             config.log_format or "text",
             secrets=[config.github_token, config.github_app_private_key],
             library_level=env.get(LIBRARY_LEVEL_ENV),
         )
-    except (ConfigError, SettingsError, LoggingConfigError) as exc:
+    except (ConfigError, SettingsError, LoggingConfigError, ArcVersionError) as exc:
         print(f"arc-capacity-listener: {exc}", file=sys.stderr)
         return 1
     app = ListenerApp(config, capacity, env)
@@ -224,6 +227,7 @@ class ListenerApp:
             name=self.config.ephemeral_runner_set_name,
             min_runners=self.config.min_runners,
             max_runners=self.config.max_runners,
+            arc_version=version_from_env(self.env),
         )
         self.refresher = StatisticsRefresher(
             session,

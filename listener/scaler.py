@@ -5,7 +5,12 @@ State: ``target_runners`` (-1), ``patch_seq`` (-1), ``dirty`` (False).
 
 - :meth:`Scaler.handle_job_started`: ``dirty = True``; merge-patch the ``status`` subresource
   of EphemeralRunner ``<runnerName>`` with the job's fields (empty/zero ones left out).
-  NotFound is logged and ignored (the runner is already gone); any other error ends the run.
+  ARC 0.15 (PR #4646, :mod:`listener.arc_version`) first GETs the runner and, unless it is
+  being deleted or its phase is ``Failed``/``Succeeded``/``Outdated``, also sets
+  ``phase: Running`` under ``metadata.resourceVersion`` = the one just read; a 409 re-reads
+  and tries again (client-go ``retry.DefaultRetry``: 5 attempts, 10 ms apart), so a terminal
+  phase written between our read and our patch is never overwritten. NotFound is logged and
+  ignored (the runner is already gone); any other error ends the run.
 - :meth:`Scaler.handle_job_completed`: ``dirty = True`` only.
 - :meth:`Scaler.handle_desired_runner_count`:
   1. ``was_dirty = dirty; dirty = False``;
@@ -19,7 +24,8 @@ State: ``target_runners`` (-1), ``patch_seq`` (-1), ``dirty`` (False).
 
 Bodies are serialized like Go's ``encoding/json`` of a map (sorted keys, compact, ``<``, ``>``,
 ``&``, U+2028/9 escaped). Writes go through :class:`ScalerWriter`;
-:class:`KubernetesScalerWriter` sends those exact bytes with the official kubernetes client.
+:class:`listener.kube_writer.KubernetesScalerWriter` sends those exact bytes with the official
+kubernetes client, retried like client-go.
 The scaler is synchronous (blocking I/O): the async loop runs it in a worker thread.
 """
 
@@ -28,8 +34,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from listener.arc_version import ArcVersion, version_of_runner
 from providers.actions.models import JobCompleted, JobStarted
 
 log = logging.getLogger(__name__)
@@ -37,6 +46,11 @@ log = logging.getLogger(__name__)
 MERGE_PATCH = "application/merge-patch+json"
 GROUP, VERSION = "actions.github.com", "v1alpha1"
 MAX_INT32 = 2_147_483_647
+#: client-go ``retry.DefaultRetry``: 5 steps of 10 ms (jitter 0.1, factor 1).
+CONFLICT_ATTEMPTS = 5
+CONFLICT_WAIT = 0.01
+#: Phases the listener must never overwrite with ``Running`` (PR #4646).
+TERMINAL_PHASES = frozenset({"Failed", "Succeeded", "Outdated"})
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -48,13 +62,25 @@ class ScalerError(Exception):
     """A Kubernetes write failed; the listener run ends (as ARC's does)."""
 
 
+class WriteConflict(ScalerError):
+    """409: the resourceVersion precondition failed; re-read and try again."""
+
+
+class ReadForbidden(ScalerError):
+    """403 on a read: the listener Role is patch-only (ARC 0.13/0.14)."""
+
+
 class ScalerWriter(Protocol):
-    """The two PATCH calls of the scaler; ``body`` is sent as is (merge-patch JSON)."""
+    """The scaler's calls; ``body`` is sent as is (merge-patch JSON)."""
 
     def patch_ephemeral_runner_set(self, namespace: str, name: str, body: bytes) -> None: ...
 
     def patch_ephemeral_runner_status(self, namespace: str, name: str, body: bytes) -> None:
-        """Raises :class:`RunnerNotFound` on 404."""
+        """Raises :class:`RunnerNotFound` on 404, :class:`WriteConflict` on 409."""
+        ...
+
+    def get_ephemeral_runner(self, namespace: str, name: str) -> Mapping[str, Any]:
+        """Raises :class:`RunnerNotFound` on 404, :class:`ReadForbidden` on 403."""
         ...
 
 
@@ -76,8 +102,12 @@ def ephemeral_runner_set_patch(patch_id: int, replicas: int) -> bytes:
     return go_json({"spec": {"patchID": patch_id, "replicas": replicas or None}})
 
 
-def job_started_status_patch(msg: JobStarted) -> bytes:
-    """ARC's merge patch of ``EphemeralRunner.status`` on JobStarted (zero values left out)."""
+def job_started_status_patch(msg: JobStarted, runner: Mapping[str, Any] | None = None) -> bytes:
+    """ARC's merge patch of ``EphemeralRunner.status`` on JobStarted (zero values left out).
+
+    Without ``runner``: the 0.13/0.14 patch, job fields only. With the runner as just read
+    (0.15): also ``phase: Running`` and that read's ``metadata.resourceVersion`` as the lock,
+    unless :func:`may_promote` says no, in which case the job fields alone go, unlocked."""
     status: dict[str, Any] = {
         "jobDisplayName": msg.job_display_name,
         "jobId": msg.job_id,
@@ -86,7 +116,18 @@ def job_started_status_patch(msg: JobStarted) -> bytes:
         "jobWorkflowRef": msg.job_workflow_ref,
         "workflowRunId": msg.workflow_run_id,
     }
-    return go_json({"status": {k: v for k, v in status.items() if v}})
+    doc: dict[str, Any] = {"status": {k: v for k, v in status.items() if v}}
+    if runner is not None and may_promote(runner):
+        doc["status"]["phase"] = "Running"
+        doc["metadata"] = {"resourceVersion": runner["metadata"]["resourceVersion"]}
+    return go_json(doc)
+
+
+def may_promote(runner: Mapping[str, Any]) -> bool:
+    """PR #4646's guard: not being deleted, and not already Failed/Succeeded/Outdated."""
+    meta = runner.get("metadata") or {}
+    phase = (runner.get("status") or {}).get("phase")
+    return not meta.get("deletionTimestamp") and phase not in TERMINAL_PHASES
 
 
 class Scaler:
@@ -100,7 +141,10 @@ class Scaler:
         name: str,
         min_runners: int,
         max_runners: int,
+        arc_version: ArcVersion | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``arc_version`` None: learn it per runner (:mod:`listener.arc_version`)."""
         if not 0 <= min_runners <= max_runners:
             raise ValueError(
                 f"need 0 <= min_runners <= max_runners, got {min_runners} > {max_runners}"
@@ -113,6 +157,15 @@ class Scaler:
         self.target_runners = -1
         self.patch_seq = -1
         self.dirty = False
+        self.arc_version = arc_version
+        #: The version a runner's chart label showed (a listener serves one ARC release for
+        #: its whole life: an upgrade recreates it); once it says 0.13/0.14, no more reads.
+        self.learnt_version: ArcVersion | None = None
+        self._sleep = sleep
+        #: Set once a 403 on the runner GET showed a patch-only (0.13/0.14) Role.
+        self.read_forbidden = False
+        #: JobStarted patches that met a 409 and were re-read (what a race cost).
+        self.conflicts = 0
 
     def set_max_runners(self, max_runners: int) -> None:
         """Follow a live ``maxRunners`` change (clamped at ``min_runners``)."""
@@ -120,9 +173,8 @@ class Scaler:
 
     def handle_job_started(self, msg: JobStarted) -> None:
         self.dirty = True
-        body = job_started_status_patch(msg)
         try:
-            self.writer.patch_ephemeral_runner_status(self.namespace, msg.runner_name, body)
+            body = self._job_started(msg)
         except RunnerNotFound:
             log.info(
                 "ephemeral runner %s/%s not found; skipping its status patch (job %s)",
@@ -134,9 +186,58 @@ class Scaler:
         except Exception as exc:
             raise ScalerError(
                 f"could not patch the status of ephemeral runner {self.namespace}/"
-                f"{msg.runner_name} (patch {body.decode()}): {exc}"
+                f"{msg.runner_name} (job {msg.job_id}): {exc}"
             ) from exc
-        log.info("ephemeral runner %s marked busy with job %s", msg.runner_name, msg.job_id)
+        log.info(
+            "ephemeral runner %s marked busy with job %s (%s)",
+            msg.runner_name,
+            msg.job_id,
+            body.decode(),
+        )
+
+    def _job_started(self, msg: JobStarted) -> bytes:
+        """Send the patch of this ARC version; returns the bytes that were accepted."""
+        name = msg.runner_name
+        if self._legacy(self.learnt_version):
+            return self._patch_status(name, job_started_status_patch(msg))
+        for attempt in range(CONFLICT_ATTEMPTS):
+            try:
+                runner = self.writer.get_ephemeral_runner(self.namespace, name)
+            except ReadForbidden:
+                if self.arc_version is not None:
+                    raise  # told 0.15, but the Role cannot read runners: say so, loudly
+                self._note_patch_only_role()
+                return self._patch_status(name, job_started_status_patch(msg))
+            self.learnt_version = version_of_runner(runner) or self.learnt_version
+            if self._legacy(self.learnt_version):
+                return self._patch_status(name, job_started_status_patch(msg))
+            try:
+                return self._patch_status(name, job_started_status_patch(msg, runner))
+            except WriteConflict:
+                self.conflicts += 1
+                log.info("ephemeral runner %s changed under us (409); re-reading", name)
+                if attempt + 1 < CONFLICT_ATTEMPTS:
+                    self._sleep(CONFLICT_WAIT)
+        raise ScalerError(f"still conflicting after {CONFLICT_ATTEMPTS} attempts")
+
+    def _legacy(self, seen: ArcVersion | None) -> bool:
+        """True when the 0.13/0.14 patch (no read, no phase) is the one to send."""
+        if self.read_forbidden and self.arc_version is None:
+            return True
+        version = self.arc_version or seen
+        return version is not None and not version.listener_sets_running
+
+    def _note_patch_only_role(self) -> None:
+        self.read_forbidden = True
+        log.warning(
+            "the listener Role cannot GET ephemeralrunners (ARC 0.13/0.14 make it patch-only): "
+            "sending the 0.14 JobStarted patch, without phase Running, from now on; set "
+            "ARC_VERSION to say which ARC this is"
+        )
+
+    def _patch_status(self, name: str, body: bytes) -> bytes:
+        self.writer.patch_ephemeral_runner_status(self.namespace, name, body)
+        return body
 
     def handle_job_completed(self, msg: JobCompleted) -> None:
         self.dirty = True
@@ -170,117 +271,16 @@ class Scaler:
         return target
 
 
-class KubernetesScalerWriter:
-    """:class:`ScalerWriter` over the official kubernetes client.
-
-    ``CustomObjectsApi.patch_namespaced_custom_object(_status)`` (kubernetes 37) sends
-    ``Content-Type: application/merge-patch+json`` for a dict body, but serializes it with
-    ``json.dumps`` defaults (``", "`` and ``": "``): same document, different bytes from ARC.
-    With ``exact_bytes=True`` (default) we let the client's ``ApiClient`` build the request
-    (URL, auth incl. token refresh, TLS and proxy pool) and send ARC's compact bytes on its
-    connection pool; with ``exact_bytes=False`` we call ``CustomObjectsApi`` with the decoded
-    dict and force the merge-patch content type.
-
-    Partial: client-go retries 429/5xx responses that carry Retry-After; this writer does not.
-    """
-
-    def __init__(self, api: Any, *, exact_bytes: bool = True, timeout: float = 30.0) -> None:
-        from kubernetes import client as k8s
-
-        self._k8s = k8s
-        self.custom = api if isinstance(api, k8s.CustomObjectsApi) else k8s.CustomObjectsApi(api)
-        self.exact_bytes = exact_bytes
-        self.timeout = timeout
-
-    def patch_ephemeral_runner_set(self, namespace: str, name: str, body: bytes) -> None:
-        self._patch("ephemeralrunnersets", namespace, name, body, status=False)
-
-    def patch_ephemeral_runner_status(self, namespace: str, name: str, body: bytes) -> None:
-        self._patch("ephemeralrunners", namespace, name, body, status=True)
-
-    def _patch(self, plural: str, namespace: str, name: str, body: bytes, *, status: bool) -> None:
-        if not self.exact_bytes:
-            self._patch_with_api(plural, namespace, name, body, status=status)
-            return
-        api_client = self.custom.api_client
-        path = "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}"
-        method, url, headers, _, _ = api_client.param_serialize(
-            method="PATCH",
-            resource_path=path + ("/status" if status else ""),
-            path_params={
-                "group": GROUP,
-                "version": VERSION,
-                "namespace": namespace,
-                "plural": plural,
-                "name": name,
-            },
-            header_params={"Content-Type": MERGE_PATCH, "Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        import urllib3
-
-        response = api_client.rest_client.pool_manager.request(
-            method,
-            url,
-            body=body,
-            headers=headers,
-            timeout=urllib3.Timeout(total=self.timeout),
-            preload_content=True,
-        )
-        if response.status == 404:
-            raise RunnerNotFound(f"{plural} {namespace}/{name} not found")
-        if not 200 <= response.status <= 299:
-            raise ScalerError(
-                f"PATCH {plural} {namespace}/{name}: HTTP {response.status} "
-                f"{_status_message(response.data)}"
-            )
-
-    def _patch_with_api(
-        self, plural: str, namespace: str, name: str, body: bytes, *, status: bool
-    ) -> None:
-        call = (
-            self.custom.patch_namespaced_custom_object_status
-            if status
-            else self.custom.patch_namespaced_custom_object
-        )
-        try:
-            call(
-                GROUP,
-                VERSION,
-                namespace,
-                plural,
-                name,
-                json.loads(body),
-                _content_type=MERGE_PATCH,
-                _request_timeout=self.timeout,
-            )
-        except self._k8s.exceptions.ApiException as exc:
-            if exc.status == 404:
-                raise RunnerNotFound(f"{plural} {namespace}/{name} not found") from None
-            raise ScalerError(
-                f"PATCH {plural} {namespace}/{name}: HTTP {exc.status} {exc.reason}"
-            ) from None
-
-
-def _status_message(data: bytes | None) -> str:
-    """The ``message`` of a Kubernetes Status body, or a short excerpt."""
-    try:
-        doc = json.loads(data or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        doc = None
-    if isinstance(doc, dict) and isinstance(doc.get("message"), str):
-        return str(doc["message"])[:200]
-    return (data or b"").decode("utf-8", "replace")[:200]
-
-
 __all__ = [
     "MERGE_PATCH",
-    "KubernetesScalerWriter",
+    "ReadForbidden",
     "RunnerNotFound",
     "Scaler",
     "ScalerError",
     "ScalerWriter",
+    "WriteConflict",
     "ephemeral_runner_set_patch",
     "go_json",
     "job_started_status_patch",
+    "may_promote",
 ]

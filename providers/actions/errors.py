@@ -113,6 +113,25 @@ class SessionConflictError(ActionsError):
         )
 
 
+class ScaleSetGoneError(ActionsError):
+    """404 on create session: the scale set id in our config no longer exists in the Actions
+    service (deleted, or registered again under a new id). The listener cannot recover by
+    itself: the id comes from the AutoscalingListener, which ARC 0.15 (PR #4571) rebuilds
+    against a re-validated id once it is deleted; before 0.15 only re-installing the
+    AutoscalingRunnerSet helps. The message says so, for the operator reading the pod log."""
+
+    def __init__(self, scale_set_id: int, last: ActionsHttpError) -> None:
+        self.scale_set_id = scale_set_id
+        self.last = last
+        super().__init__(
+            f"create session: runner scale set {scale_set_id} no longer exists in the Actions "
+            f"service ({last.type_name or 'HTTP 404'}); it was deleted or registered again "
+            "under a new id. ARC 0.15 re-registers it when the listener is rebuilt: kubectl "
+            "delete autoscalinglistener <name> -n <controller namespace>; before 0.15, "
+            "re-install the AutoscalingRunnerSet"
+        )
+
+
 class RetriesExhaustedError(ActionsError):
     """Every attempt of a retryable call failed ("giving up after N attempts",
     docs/protocol.md#retries)."""

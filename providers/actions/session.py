@@ -23,7 +23,12 @@ from typing import TypeVar
 
 from providers.actions.client import ActionsClient
 from providers.actions.decode import DecodedMessage
-from providers.actions.errors import ActionsHttpError, QueueTokenExpiredError, SessionConflictError
+from providers.actions.errors import (
+    ActionsHttpError,
+    QueueTokenExpiredError,
+    ScaleSetGoneError,
+    SessionConflictError,
+)
 from providers.actions.models import Session, Statistics
 from providers.actions.retry import Sleep
 
@@ -91,6 +96,8 @@ class MessageSession:
             try:
                 self._session = await self.client.create_session(self.owner_name)
             except ActionsHttpError as exc:
+                if exc.status == 404:
+                    raise ScaleSetGoneError(self.client.scale_set_id, exc) from None
                 if not is_session_conflict(exc):
                     raise
                 if attempt + 1 >= policy.attempts:

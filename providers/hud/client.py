@@ -224,9 +224,20 @@ def parse_rows(raw: bytes) -> list[QueuedJobsForRunner]:
     return rows
 
 
+#: Carried by every self-hosted job: a row of it says nothing about which scale set is wanted.
+GENERIC_LABELS = frozenset({"self-hosted"})
+
+
 def sum_for_labels(rows: Sequence[QueuedJobsForRunner], labels: Sequence[str]) -> int:
-    wanted = set(labels)
-    total = sum(row.num_queued_jobs for row in rows if row.runner_label in wanted)
+    """Queued jobs of the rows whose label is one of the scale set's.
+
+    A scale set may carry several labels (ARC 0.14, PR #4408): the name plus
+    ``scaleSetLabels``. Labels match as GitHub routes ``runs-on``, case-insensitively;
+    ``self-hosted`` rows are never counted (every self-hosted job has that label). Limit, on
+    purpose: a row label several scale sets share (``linux``) is counted by each of them,
+    an over-estimate (fail open), since a row does not say which set will take its jobs."""
+    wanted = {label.lower() for label in labels} - GENERIC_LABELS
+    total = sum(row.num_queued_jobs for row in rows if row.runner_label.lower() in wanted)
     if total > MAX_PLAUSIBLE_QUEUED:
         raise HudError("decode", f"{total} queued jobs for {sorted(wanted)} is not plausible")
     return total

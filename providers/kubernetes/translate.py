@@ -147,12 +147,18 @@ def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -
     return max_runners, min_runners
 
 
+_FINISHED_RUNNER_PHASES = frozenset({"Succeeded", "Failed", "Outdated"})
+
+
 def _runner_view(er: Obj) -> tuple[tuple[str, ...], str | None, str, bool]:
     """An EphemeralRunner's ERS owners, scale-set-name label, name, and whether it is idle."""
     meta = metadata_of(er)
     status = er.get("status") or {}
+    # Online (``ready``) and without a job. Not ``phase == Running``: since ARC 0.15 (PR
+    # #4646) the listener writes Running on JobStarted, so an idle runner stays Pending.
     idle = (
-        status.get("phase") == "Running"
+        bool(status.get("ready"))
+        and status.get("phase") not in _FINISHED_RUNNER_PHASES
         and not status.get("jobId")
         and not meta.get("deletionTimestamp")
     )
@@ -166,7 +172,7 @@ def _our_runners(
     scale_set: str,
     view: Callable[[Obj], tuple[tuple[str, ...], str | None, str, bool]] = _runner_view,
 ) -> tuple[set[str], int]:
-    """Names of this ERS's EphemeralRunners, and how many are idle (Running, no job)."""
+    """Names of this ERS's EphemeralRunners, and how many are idle (online, no job)."""
     names: set[str] = set()
     idle = 0
     for er in source.list("EphemeralRunner", target.runner_namespace):

@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from listener.arc_version import ArcVersion
 from simulator.cluster import Cluster
 from simulator.driver.capacity_aware import CapacityAware, CapacityAwareDriver
 from simulator.engine.eventlog import EventLog
@@ -231,6 +232,7 @@ class World:
                 timings=arc_timings,
                 rng=self._rng(f"arc/{spec.name}"),
                 log=log,
+                version=ArcVersion(a.version),
             )
             arc.install()
             listener = ListenerModel(
@@ -243,6 +245,7 @@ class World:
                 min_runners=spec.min_runners,
                 max_runners=spec.max_runners,
                 timings=listener_timings,
+                arc_version=None if a.listener_sets_phase else ArcVersion.V0_14,
             )
             ctx = ScaleSetContext(
                 loop=loop,

@@ -43,7 +43,7 @@ Skeleton (see config/scenarios/ for complete files)::
         bursts: [{at: 1h, count: 150, over: 3m}]
         trace: jobs.csv              # queue_time,labels,duration (relative path)
     hud: {outages: [{start: 2h, end: 150m}]}
-    arc: {prepare_job_timeout: 10m, hook_delay: [2, 5], runner_startup: [3, 6]}
+    arc: {version: "0.15", prepare_job_timeout: 10m, hook_delay: [2, 5], runner_startup: [3, 6]}
     listener: {long_poll: 50s}
     strategies:
       overprovision: {slots: 4}
@@ -262,6 +262,12 @@ class HudModel(_Model):
 
 
 class ArcModel(_Model):
+    #: Which ARC release the world runs (docs/arc-versions.md): 0.15 by default; 0.13 and
+    #: 0.14 derive the runner's Running phase from its pod and scale up without #4642.
+    version: Literal["0.13", "0.14", "0.15"] = "0.15"
+    #: False: the listener sends the 0.14 JobStarted patch (no phase) whatever the world
+    #: runs; for measuring what not writing the phase costs in a 0.15 world.
+    listener_sets_phase: bool = True
     controller_delay: Seconds = Field(default=0.5, ge=0)
     runner_startup: tuple[Seconds, Seconds] = (3.0, 6.0)
     hook_delay: tuple[Seconds, Seconds] = (2.0, 5.0)

@@ -7,15 +7,19 @@ One :class:`ArcScaleSet` per runner scale set, over its cluster's ObjectStore:
 2. **ERS controller** (docs/protocol.md#scaler): on every change of ``spec.replicas`` /
    ``spec.patchID`` and of its runners. Scaling runs only when ``patchID == 0`` or differs from the
    newest runner's ``actions.github.com/patch-id``; it creates runners up to ``replicas`` and, with
-   ``patchID == 0`` only, deletes surplus *idle registered* runners (never unregistered ones or ones
-   with a job).
+   ``patchID == 0`` only, deletes surplus idle runners in ARC's walk order, read from the
+   runners' status (:mod:`.arc_scaledown`: pending then running, never unregistered ones or
+   ones with a job). ARC 0.15 (PR #4642) creates none while a runner finished since the
+   listener's last new ``patchID``: the count it asked for did not account for it yet.
 3. **EphemeralRunner controller**: creates the runner pod (name = runner name, labels
    ``actions-ephemeral-runner=True`` and the scale-set name, owned by the EphemeralRunner,
    class ``arc-runner`` when the install sets one); deletes the EphemeralRunner once its pod
    has finished; treats a runner pod that was preempted, evicted or removed as lost (its
    job, if any, fails).
 4. **Runner process**: registers with the Actions service a few seconds after its pod is
-   Running, then takes an assigned job (``JobStarted``; the service hands jobs to idle
+   Running (the controller records ``ready``, ``runnerId``, ``runnerName``; before 0.15 also
+   ``phase: Running``, which 0.15 leaves to the listener's JobStarted patch, PR #4646), then
+   takes an assigned job (``JobStarted``; the service hands jobs to idle
    runners with no capacity check, which is how minRunners' idle runners behave).
 5. **Container hook**: after the hook delay it creates the workflow pod
    ``<runner pod name[:54]>-workflow`` (label ``runner-pod=<runner pod>``, the hook
@@ -29,6 +33,10 @@ One :class:`ArcScaleSet` per runner scale set, over its cluster's ObjectStore:
    a pod still Pending when the back-off passes the prepare-job timeout fails it then
    (611 s after creation with the default 600 s). Once it runs, the job runs for its
    duration; then both pods end and the EphemeralRunner is deleted.
+
+``version`` (``0.13`` | ``0.14`` | ``0.15``, the scenario's ``arc.version``) selects the
+behaviour; every ARC object carries the chart version in ``app.kubernetes.io/version``, as
+ARC copies it from the AutoscalingRunnerSet.
 
 Simplifications (on purpose): no JIT secret objects, no ERS/ARS status updates, no runner
 pod restarts (a runner that lost its pod is deleted and the ERS controller replaces it when
@@ -46,11 +54,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from listener.arc_version import LABEL_VERSION, ArcVersion
 from providers.kubernetes import labels as L
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import NotFound, Obj, ObjectStore
 from simulator.workload.actions import ActionsService, Job, JobState, ScaleSet
+from simulator.workload.arc_scaledown import ScaleDownStats, pick_idle, sample
 from simulator.workload.hook import poll_schedule
 from simulator.workload.pods import (
     LABEL_SIM_JOB,
@@ -62,6 +72,12 @@ from simulator.workload.pods import (
 )
 
 ANNOTATION_PATCH_ID = "actions.github.com/patch-id"
+#: The chart version each ARC release labels its objects with.
+CHART_VERSION = {
+    ArcVersion.V0_13: "0.13.1",
+    ArcVersion.V0_14: "0.14.2",
+    ArcVersion.V0_15: "0.15.0",
+}
 #: The hook names the workflow pod ``<runner pod name>[:63 - len("-workflow")]-workflow``.
 WORKFLOW_SUFFIX = "-workflow"
 MAX_POD_NAME = 63
@@ -221,8 +237,10 @@ class ArcScaleSet:
         timings: ArcTimings,
         rng: random.Random,
         log: EventLog,
+        version: ArcVersion = ArcVersion.V0_15,
     ) -> None:
         self.loop = loop
+        self.version = version
         self.store = store
         self.router = router
         self.cluster = cluster
@@ -238,6 +256,12 @@ class ArcScaleSet:
         self.polls = poll_schedule(timings.prepare_job_timeout)
         self._reconcile_pending = False
         self.runners_created = 0
+        self.stats = ScaleDownStats()
+        #: 0.15 (#4642): the spec.patchID current when a runner last finished; scale-up waits
+        #: for a different one (the listener has published a count that accounts for it).
+        self._finished_under: int | None = None
+        #: Scale-ups #4642 deferred.
+        self.deferred_scale_ups = 0
 
     # --- objects -----------------------------------------------------------------------------
 
@@ -282,6 +306,7 @@ class ArcScaleSet:
                         L.LABEL_ARC_SCALE_SET_NAME: spec.name,
                         L.LABEL_ARC_SCALE_SET_NAMESPACE: self.namespace,
                         "app.kubernetes.io/component": "runner-set",
+                        LABEL_VERSION: CHART_VERSION[self.version],
                     },
                     "annotations": {"actions.github.com/runner-scale-set-name": spec.name},
                     "ownerReferences": [_owner_ref(ars, controller=True)],
@@ -333,23 +358,41 @@ class ArcScaleSet:
             for r in self.runners.values()
             if r.phase is not RunnerPhase.EXITING and not r.deleting
         ]
+        objects = self._runner_objects(live)
+        sample(self.stats, objects)
         latest = max((r.patch_id for r in self.runners.values()), default=-1)
         if patch_id != 0 and patch_id == latest:
             return  # this intent has been applied already (ARC's patch-id check)
         total = len(live)
         if total < replicas:
+            if self._defer_scale_up(patch_id):
+                return
             for _ in range(replicas - total):
                 self._create_runner(patch_id)
         elif patch_id == 0 and total > replicas:
-            surplus = total - replicas
-            for runner in live:
-                if surplus == 0:
-                    break
-                if runner.phase is RunnerPhase.IDLE and self.service.remove_idle_runner(
-                    self.scale_set.id, runner.name
-                ):
-                    self._delete_runner(runner, "scale down")
-                    surplus -= 1
+            by_name = {r.name: r for r in live}
+            for er in pick_idle(objects, total - replicas, self._remove, self.stats):
+                self._delete_runner(by_name[er["metadata"]["name"]], "scale down")
+
+    def _runner_objects(self, live: list[RunnerState]) -> list[Obj]:
+        found = (self.store.find("EphemeralRunner", self.namespace, r.name) for r in live)
+        return [er for er in found if er is not None]
+
+    def _remove(self, er: Obj) -> bool:
+        return self.service.remove_idle_runner(self.scale_set.id, er["metadata"]["name"])
+
+    def _defer_scale_up(self, patch_id: int) -> bool:
+        """0.15 (#4642): no new runners under the patchID a runner finished under."""
+        if self.version is not ArcVersion.V0_15 or self._finished_under is None:
+            return False
+        if patch_id != 0 and patch_id == self._finished_under:
+            self.deferred_scale_ups += 1
+            return True
+        self._finished_under = None
+        return False
+
+    def _note_finished(self) -> None:
+        self._finished_under = int(self.ers()["spec"].get("patchID") or 0)
 
     def _runner_name(self) -> str:
         alphabet = string.ascii_lowercase + string.digits
@@ -377,6 +420,7 @@ class ArcScaleSet:
                         L.LABEL_ARC_SCALE_SET_NAME: self.spec.name,
                         L.LABEL_ARC_SCALE_SET_NAMESPACE: self.namespace,
                         "app.kubernetes.io/component": "runner",
+                        LABEL_VERSION: CHART_VERSION[self.version],
                     },
                     "annotations": {ANNOTATION_PATCH_ID: str(patch_id)},
                     "ownerReferences": [_owner_ref(ers, controller=True)],
@@ -467,14 +511,10 @@ class ArcScaleSet:
         )
 
         def online(obj: Obj) -> None:
-            obj["status"].update(
-                {
-                    "phase": "Running",
-                    "ready": True,
-                    "runnerId": runner.runner_id,
-                    "runnerName": runner.name,
-                }
-            )
+            status = {"ready": True, "runnerId": runner.runner_id, "runnerName": runner.name}
+            if not self.version.listener_sets_running:
+                status["phase"] = "Running"  # 0.13/0.14: derived from the pod phase
+            obj["status"].update(status)
 
         self._patch_er_status(runner.name, online)
 
@@ -664,6 +704,7 @@ class ArcScaleSet:
         """The ephemeral runner process exits after its job; the controller cleans up."""
         runner.cancel_timers()
         runner.phase = RunnerPhase.EXITING
+        self._note_finished()
         runner.timers.append(
             self.loop.call_later(self.timings.runner_exit, self._runner_exits, runner)
         )

@@ -22,13 +22,15 @@ listener pod) after ``restart_delay``: new session, new scaler (first patch auth
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from listener.arc_version import ArcVersion
 from listener.gate import CapacityGate
-from listener.scaler import RunnerNotFound, Scaler
+from listener.scaler import RunnerNotFound, Scaler, WriteConflict
 from providers.actions.models import JobCompleted, JobStarted
 from providers.demand.statistics import needs_refresh
 from simulator.engine.loop import EventLoop, Timer
@@ -63,6 +65,7 @@ class StoreScalerWriter:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
         self.patches = 0
+        self.reads = 0
 
     def patch_ephemeral_runner_set(self, namespace: str, name: str, body: bytes) -> None:
         self._patch("EphemeralRunnerSet", namespace, name, body)
@@ -73,10 +76,22 @@ class StoreScalerWriter:
         except NotFound:
             raise RunnerNotFound(f"ephemeralrunners {namespace}/{name} not found") from None
 
+    def get_ephemeral_runner(self, namespace: str, name: str) -> dict[str, Any]:
+        """ARC 0.15's read before the JobStarted patch (a copy, as a GET would give)."""
+        obj = self.store.find("EphemeralRunner", namespace, name)
+        if obj is None:
+            raise RunnerNotFound(f"ephemeralrunners {namespace}/{name} not found")
+        self.reads += 1
+        return copy.deepcopy(obj)
+
     def _patch(self, kind: str, namespace: str, name: str, body: bytes) -> None:
         patch = json.loads(body)
+        wanted = (patch.get("metadata") or {}).get("resourceVersion")
 
         def change(obj: Obj) -> None:
+            # The API server's merge-patch precondition: a stale resourceVersion is a 409.
+            if wanted is not None and wanted != obj["metadata"].get("resourceVersion"):
+                raise WriteConflict(f"{kind} {namespace}/{name}: the object has been modified")
             merge_patch(obj, patch)
 
         self.store.mutate(kind, namespace, name, change, verb="patch")
@@ -97,6 +112,7 @@ class ListenerModel:
         max_runners: int,
         timings: ListenerTimings,
         gate: CapacityGate | None = None,
+        arc_version: ArcVersion | None = None,
     ) -> None:
         self.loop = loop
         self.service = service
@@ -106,6 +122,8 @@ class ListenerModel:
         self.ers_name = ers_name
         self.min_runners = min_runners
         self.max_runners = max_runners
+        #: None: the scaler learns the ARC version from the runners it reads (production's way).
+        self.arc_version = arc_version
         self.writer = StoreScalerWriter(store)
         self.scaler = self._scaler()
         #: X-ScaleSetMaxCapacity source. Without a reconciler nobody sets it, so it reads the
@@ -160,6 +178,7 @@ class ListenerModel:
             name=self.ers_name,
             min_runners=min(self.min_runners, self.max_runners),
             max_runners=self.max_runners,
+            arc_version=self.arc_version,
         )
 
     def start(self) -> None:

@@ -23,6 +23,7 @@ from providers.actions.errors import (
     MessageDecodeError,
     QueueTokenExpiredError,
     RetriesExhaustedError,
+    ScaleSetGoneError,
     SessionConflictError,
     TransportError,
 )
@@ -299,11 +300,29 @@ class TestSessionFaults:
         assert sleeps.delays == [5, 10, 20]
 
     def test_other_session_errors_are_not_retried(self, face: ActionsFace, sleeps) -> None:
-        face.fail_next("create_session", Fault.http(404))
+        face.fail_next("create_session", Fault.http(400))
         client = pat_client(face, sleeps)
-        with pytest.raises(ActionsHttpError, match=r"create session: POST .* HTTP 404"):
+        with pytest.raises(ActionsHttpError, match=r"create session: POST .* HTTP 400"):
             run(opened_then_closed(client, sleeps))
         assert sleeps.delays == []
+
+    def test_a_scale_set_gone_from_the_service_ends_the_run_saying_how_to_recover(
+        self, face: ActionsFace, sleeps
+    ) -> None:
+        """ARC #4571: a deleted or re-registered scale set is not retried against; the
+        operator is told what rebuilds it (0.15) or what to do before 0.15."""
+        body = json.dumps(
+            {"typeName": "RunnerScaleSetNotFoundException", "message": "not found"}
+        ).encode()
+        face.fail_next("create_session", Fault.http(404, body))
+        client = pat_client(face, sleeps)
+        with pytest.raises(ScaleSetGoneError) as info:
+            run(opened_then_closed(client, sleeps))
+        text = str(info.value)
+        assert "runner scale set 42 no longer exists" in text
+        assert "RunnerScaleSetNotFoundException" in text
+        assert "kubectl delete autoscalinglistener" in text
+        assert sleeps.delays == [] and len(face.requests_to("create_session")) == 1
 
 
 class TestTransportFaults:

@@ -3,6 +3,7 @@ fail-open fallback (docs/design.md#demand-sources) logged once per outage."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 
@@ -172,6 +173,38 @@ class TestFallback:
 
         with pytest.raises(HudError, match="not plausible"):
             sum_for_labels(rows, ["a"])
+
+    @pytest.mark.parametrize(
+        ("labels", "expected"),
+        [
+            (["arc-gpu"], 3),  # a one-label scale set: its row only
+            (["arc-gpu", "linux.g5", "gpu"], 3 + 5 + 7),  # multi-label (ARC 0.14 #4408)
+            (["ARC-GPU", "Linux.G5"], 3 + 5),  # runs-on labels are case-insensitive
+            (["arc-gpu", "arc-gpu"], 3),  # a label given twice counts once
+            (["arc-gpu", "self-hosted"], 3),  # the generic label says nothing
+            (["nothing-queued"], 0),
+        ],
+    )
+    def test_a_scale_set_counts_the_rows_of_every_one_of_its_labels(
+        self, labels: list[str], expected: int
+    ) -> None:
+        from providers.hud.client import sum_for_labels
+
+        rows = parse_rows(
+            json.dumps(
+                [
+                    {"runner_label": label, "num_queued_jobs": n}
+                    for label, n in (
+                        ("arc-gpu", 3),
+                        ("linux.g5", 5),
+                        ("gpu", 7),
+                        ("self-hosted", 100),
+                        ("other", 40),
+                    )
+                ]
+            ).encode()
+        )
+        assert sum_for_labels(rows, labels) == expected
 
 
 class TestOutageLogging:

@@ -74,6 +74,11 @@ def test_label_matching_follows_runs_on_routing() -> None:
     assert job_matches(["self-hosted", "ARC-Runners"], ["arc-runners"])
     assert not job_matches(["self-hosted"], ["arc-runners"])
     assert not job_matches(["arc-runners", "gpu"], ["arc-runners"])
+    # A multi-label scale set (ARC 0.14 #4408) takes a job whose labels are all among its own.
+    multi = ["arc-gpu", "linux", "gpu"]
+    assert job_matches(["self-hosted", "linux", "GPU"], multi)
+    assert job_matches(["arc-gpu"], multi)
+    assert not job_matches(["linux", "gpu", "big-disk"], multi)
     assert (
         count_queued([job(1, "queued", "arc-runners"), job(2, "completed", "arc-runners")], LABELS)
         == 1

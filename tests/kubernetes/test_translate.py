@@ -201,6 +201,29 @@ def test_runner_pods_by_owner_or_by_label_and_workflow_pods_by_runner_label():
     assert s.idle_runners == 1  # runner-a: Running, no job; runner-b has a job
 
 
+@pytest.mark.parametrize(
+    ("status", "idle"),
+    [
+        ({"phase": "Running", "ready": True}, True),  # ARC 0.13/0.14: phase from the pod
+        ({"phase": "Pending", "ready": True, "runnerId": 7}, True),  # 0.15: online, no job
+        ({"phase": "Running", "ready": True, "jobId": "j"}, False),  # 0.15 after JobStarted
+        ({"phase": "Pending", "ready": True, "jobId": "j"}, False),  # a listener without phase
+        ({"phase": "Pending", "ready": False}, False),  # not online yet
+        ({"phase": "Succeeded", "ready": True}, False),
+        ({"phase": "Failed", "ready": True}, False),
+        ({"phase": "Outdated", "ready": True}, False),
+        ({"phase": "Running", "ready": True, "deleting": True}, False),
+    ],
+)
+def test_idle_runners_are_online_without_a_job_in_every_arc_version(status, idle):
+    """Prevents a 0.15 regression: idle runners stay Pending there, and were counted as 0."""
+    runner = o.ephemeral_runner("arc-runners-runner-a")
+    if status.pop("deleting", False):
+        runner["metadata"]["deletionTimestamp"] = "2026-05-01T10:00:00Z"
+    runner["status"] = status
+    assert snap(o.DictSource(o.ers(), runner)).idle_runners == int(idle)
+
+
 def test_placeholders_in_a_separate_namespace_are_found_there_only():
     target = ScaleSetTarget(
         ers_name=o.ERS,

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from listener.arc_version import ArcVersion
+from listener.kube_writer import KubernetesScalerWriter
 from listener.scaler import (
     MAX_INT32,
-    KubernetesScalerWriter,
     RunnerNotFound,
     Scaler,
     ScalerError,
@@ -76,7 +77,16 @@ class RecordingWriter:
 
 
 def scaler(writer: RecordingWriter, min_runners: int = 0, max_runners: int = 10) -> Scaler:
-    return Scaler(writer, namespace=NS, name=ERS, min_runners=min_runners, max_runners=max_runners)
+    """A scaler told it runs under ARC 0.14: the JobStarted patch without a read (the 0.15
+    read-then-promote flow is specified in test_scaler_015.py)."""
+    return Scaler(
+        writer,
+        namespace=NS,
+        name=ERS,
+        min_runners=min_runners,
+        max_runners=max_runners,
+        arc_version=ArcVersion.V0_14,
+    )
 
 
 def ers(patch_id: int, replicas: int | None) -> bytes:
