@@ -30,8 +30,11 @@ COPY listener/ listener/
 # repository, without resolving anything again (--no-deps), refused if it holds any top-level
 # package besides the four above (pyproject's packages.find also matches simulator* and
 # tuning* for source installs); bytecode is compiled now so nothing is written at run time.
-# pip and setuptools are removed: the running image installs nothing. `python3`, not
-# `python`: Debian's own python3 has no `python` command.
+# pip and setuptools are removed: the running image installs nothing. So are the kubernetes
+# client's asyncio twin (kubernetes/aio, ~70 MB) and aiohttp with the packages only it needs
+# (~15 MB): kubernetes declares them, the listener uses the synchronous client only, and
+# tests/ship/test_image.py runs every subcommand and a listener on what is left.
+# `python3`, not `python`: Debian's own python3 has no `python` command.
 # Refresh the lock with: pip-compile --generate-hashes --strip-extras --allow-unsafe
 #   --no-emit-index-url --no-emit-find-links --no-header -o requirements.lock pyproject.toml
 RUN python3 -m venv /opt/venv \
@@ -43,7 +46,9 @@ RUN python3 -m venv /opt/venv \
                    and t not in ('state_machine', 'reconciler', 'providers', 'listener')); \
     sys.exit(f'the wheel holds more than run needs: {extra}' if extra else 0)" \
  && /opt/venv/bin/pip install --no-deps /wheels/*.whl \
- && /opt/venv/bin/pip uninstall --yes pip setuptools \
+ && /opt/venv/bin/pip uninstall --yes setuptools aiohttp aiohttp-retry aiohappyeyeballs \
+      aiosignal attrs frozenlist multidict propcache yarl pip \
+ && rm -r /opt/venv/lib/python3*/site-packages/kubernetes/aio \
  && printf '%s\n' '#!/bin/sh' \
       '# ARC starts the listener as /ghalistener (controller env LISTENER_ENTRYPOINT).' \
       'exec /opt/venv/bin/arc-capacity-listener run "$@"' > /opt/venv/bin/ghalistener \

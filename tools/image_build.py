@@ -55,6 +55,12 @@ RUN_FLAGS = (
     "--read-only-tmpfs=false",
 )
 DEBOOTSTRAP_TIMEOUT = 600.0
+#: Where the base's rootfs tarball is kept between runs (debootstrap takes 40 s on a quiet
+#: machine, minutes on a busy one), and for how long before it is made again (security
+#: updates). ``ARC_IMAGE_CACHE`` overrides the directory; an empty value turns caching off.
+CACHE_ENV = "ARC_IMAGE_CACHE"
+DEFAULT_CACHE = Path.home() / ".cache" / "arc-capacity-listener" / "image"
+CACHE_MAX_AGE = 7 * 86_400.0
 BUILD_TIMEOUT = 900.0
 
 #: Run in the image by its own Python: what it holds, as JSON (tests and bench/image.py).
@@ -74,7 +80,7 @@ print(json.dumps({
     "importable": {m: importlib.util.find_spec(m) is not None
                    for m in ("listener", "reconciler", "state_machine", "providers",
                              "simulator", "tuning", "tests", "bench", "tools", "matplotlib",
-                             "pip", "setuptools")},
+                             "pip", "setuptools", "kubernetes.aio", "aiohttp", "yarl")},
     "venv_bytes": size(sys.prefix),
     "sizes": {e: size(os.path.join(site, e)) for e in entries},
 }))
@@ -188,12 +194,40 @@ def make_rootfs_tar(workdir: Path) -> Path:
     return tarball
 
 
+def cache_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The rootfs cache directory (:data:`CACHE_ENV`), or None when caching is off."""
+    value = environ.get(CACHE_ENV)
+    if value is None:
+        return DEFAULT_CACHE
+    return Path(value) if value else None
+
+
+def rootfs_tar(workdir: Path, cache: Path | None, now: float | None = None) -> tuple[Path, bool]:
+    """The base's rootfs tarball: the cached one if younger than :data:`CACHE_MAX_AGE`, else
+    a new one (stored in ``cache`` atomically, so concurrent sessions never read half a
+    file). Returns (path, whether it came from the cache)."""
+    name = f"{SUITE}-minbase-{'-'.join(BASE_PACKAGES)}.tar"
+    cached = cache / name if cache is not None else None
+    now = time.time() if now is None else now
+    if cached is not None and cached.is_file() and now - cached.stat().st_mtime < CACHE_MAX_AGE:
+        return cached, True
+    tarball = make_rootfs_tar(workdir)
+    if cached is None:
+        return tarball, False
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_name(f"{name}.{os.getpid()}.partial")
+    shutil.move(tarball, partial)
+    os.replace(partial, cached)
+    return cached, False
+
+
 def build_base(engine: Engine, tarball: Path, tag: str = BASE_TAG) -> str:
     """Import the rootfs tarball as a local image (no registry involved)."""
     lines = ["FROM scratch", f"ADD {tarball.name} /"]
     if HOST_CA_BUNDLE.is_file():
         lines.append("ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt")
-    containerfile = tarball.parent / "Containerfile.base"
+    engine.root.mkdir(parents=True, exist_ok=True)
+    containerfile = engine.root / "Containerfile.base"
     containerfile.write_text("\n".join(lines) + "\n")
     result = _run(
         engine.buildah(
@@ -204,6 +238,18 @@ def build_base(engine: Engine, tarball: Path, tag: str = BASE_TAG) -> str:
     if result.returncode != 0:
         raise ImageBuildError(f"importing the base failed: {_tail(result)}")
     return tag
+
+
+def remove_in_background(path: Path) -> None:
+    """Delete ``path`` without waiting: a vfs store is gigabytes of small files (tens of
+    seconds to delete on a busy machine), nothing the caller needs to wait for."""
+    subprocess.Popen(
+        ["rm", "-rf", "--one-file-system", str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 @dataclass(frozen=True)
