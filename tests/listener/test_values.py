@@ -113,3 +113,9 @@ def test_the_shipped_example_values_carry_the_same_listener_resources() -> None:
     shipped = yaml.safe_load((ROOT / "config" / "values-capacity-aware.yaml").read_text())
     (listener,) = shipped["listenerTemplate"]["spec"]["containers"]
     assert listener["resources"] == LISTENER_RESOURCES
+
+
+def test_the_sizing_doc_shows_the_resources_values_writes() -> None:
+    """Prevents docs/image.md from recommending other figures than the ones shipped."""
+    text = (ROOT / "docs" / "image.md").read_text()
+    assert yaml.safe_dump({"resources": LISTENER_RESOURCES}, sort_keys=False) in text
