@@ -31,6 +31,7 @@ typecheck: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
+	$(BIN)/python -m tools.alert_rules
 
 bench: $(STAMP)
 	$(BIN)/python bench/reconcile_step.py

@@ -29,11 +29,17 @@ SCENARIOS = ("burst", "drain", "ice-failover", "scale-to-zero", "shared-nodepool
 SOURCES = ("statistics", "hud", "both")
 
 
+#: The listener's ``demand.sources`` for each row ("both" combines by the larger answer).
+SOURCE_LISTS = {"statistics": ["statistics"], "hud": ["hud"], "both": ["hud", "statistics"]}
+
+
 def with_source(scenario: Scenario, source: str) -> Scenario:
     strategies = scenario.strategies
-    sim = strategies.capacity_aware_sim.model_copy(update={"demand_source": source})
+    settings = strategies.capacity_aware
+    demand = settings.demand.model_copy(update={"sources": SOURCE_LISTS[source]})
+    capacity_aware = settings.model_copy(update={"demand": demand})
     return scenario.model_copy(
-        update={"strategies": strategies.model_copy(update={"capacity_aware_sim": sim})}
+        update={"strategies": strategies.model_copy(update={"capacity_aware": capacity_aware})}
     )
 
 

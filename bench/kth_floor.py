@@ -17,7 +17,7 @@ maximum over ``k`` and seeds, with the ``k`` where it occurs:
    design's own floor: a pair is confirmed (both placeholders Running) before GitHub hears of
    the slot, then the runner replaces the placeholder.
 
-Nothing is asserted; the figures go in the README.
+Nothing is asserted; the figures go in docs/benchmarks.md.
 """
 
 from __future__ import annotations

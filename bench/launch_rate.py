@@ -42,8 +42,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     scenario = load_scenario(args.scenario)
-    rate = scenario.strategies.capacity_aware.node_launch_rate
-    print(f"{scenario.name}: capacity-aware nodeLaunchRate = {rate:g} nodes/min")
+    rates = ", ".join(
+        f"{ss.name} {scenario.capacity_aware_for(ss.name).node_launch_rate:g}"
+        for ss in scenario.scale_sets
+    )
+    print(f"{scenario.name}: capacity-aware nodeLaunchRate (nodes/min per scale set) = {rates}")
     print(f"{'strategy':<15} {'NodeClaims':>10} {'max per 60 s':>13} {'95% running s':>14}")
     for strategy in STRATEGIES:
         world = World(scenario, strategy, seed=args.seed)

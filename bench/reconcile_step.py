@@ -2,15 +2,22 @@
 
 Prints wall time per step (median of repeats) in steady state (every pair READY, nothing
 changes) and with 5% churn (5% of the pairs preempted and replaced each step), plus peak
-traced memory of the store + snapshot. Target (issue 2): <= 5 ms per step at 1 000 pairs,
-linear growth.
+traced memory of the store + snapshot. Target (issues 2 and 24): <= 5 ms per churn step at
+1 000 pairs, linear growth.
 
-Run: ``.venv/bin/python bench/reconcile_step.py``
+The machine is shared, so wall time per step grows with its load; the churn step's CPU time
+(``time.thread_time``, median of the same repeats) is printed beside it and moves far less.
+
+Run: ``.venv/bin/python bench/reconcile_step.py`` (``--pairs 1000`` for one size only;
+before/after figures and profiles: docs/benchmarks-step.md)
 """
 
 from __future__ import annotations
 
+import argparse
+import cProfile
 import gc
+import pstats
 import statistics
 import sys
 import time
@@ -67,9 +74,12 @@ def ready_world(n: int) -> tuple[Reconciler, dict[str, PairPods], ManualClock]:
     return rec, pods, clock
 
 
-def time_steps(n: int, churn: float, repeats: int) -> float:
+def time_steps(
+    n: int, churn: float, repeats: int, profile: cProfile.Profile | None = None
+) -> tuple[float, float]:
+    """Median wall and median CPU seconds of one step (``profile``: enabled around steps)."""
     rec, pods, clock = ready_world(n)
-    samples = []
+    samples, cpu = [], []
     for _ in range(repeats):
         clock.advance(1.0)
         if churn:
@@ -79,9 +89,14 @@ def time_steps(n: int, churn: float, repeats: int) -> float:
         snap = ClusterSnapshot(
             taken_at=clock.now(), max_runners=n, placeholders=dict(pods), demand=Demand(0)
         )
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        if profile is not None:
+            profile.enable()
         rec.step(snap)
+        if profile is not None:
+            profile.disable()
         samples.append(time.perf_counter() - started)
+        cpu.append(time.thread_time() - started_cpu)
         if churn:  # new pairs come up READY for the next round
             far = clock.now() + 10 * 86_400
             for record in rec.store.records():
@@ -92,7 +107,7 @@ def time_steps(n: int, churn: float, repeats: int) -> float:
                     )
             for pair_id in [p for p in pods if p not in rec.store]:
                 del pods[pair_id]
-    return statistics.median(samples)
+    return statistics.median(samples), statistics.median(cpu)
 
 
 def peak_memory(n: int) -> float:
@@ -106,15 +121,38 @@ def peak_memory(n: int) -> float:
     return peak / 1e6
 
 
+def print_profile(n: int, top: int) -> None:
+    """The hot paths of a churn step: cProfile over 200 steps, by own time and cumulative."""
+    profile = cProfile.Profile()
+    time_steps(n, 0.05, 200, profile)
+    for order in ("tottime", "cumulative"):
+        pstats.Stats(profile).strip_dirs().sort_stats(order).print_stats(top)
+
+
 def main() -> None:
-    print(f"{'pairs':>7} {'steady ms':>10} {'us/pair':>8} {'5% churn ms':>12} {'peak MB':>8}")
-    for n in (10, 100, 1_000, 10_000):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, nargs="*", default=[10, 100, 1_000, 10_000])
+    parser.add_argument(
+        "--profile",
+        type=int,
+        metavar="TOP",
+        help="instead: cProfile 200 churn steps at the first --pairs size, print TOP entries",
+    )
+    args = parser.parse_args()
+    if args.profile:
+        print_profile(args.pairs[0], args.profile)
+        return
+    print(
+        f"{'pairs':>7} {'steady ms':>10} {'us/pair':>8} {'5% churn ms':>12} "
+        f"{'churn CPU ms':>13} {'peak MB':>8}"
+    )
+    for n in args.pairs:
         repeats = 30 if n <= 1_000 else 7
-        steady = time_steps(n, 0.0, repeats)
-        churn = time_steps(n, 0.05, repeats)
+        steady, _ = time_steps(n, 0.0, repeats)
+        churn, churn_cpu = time_steps(n, 0.05, repeats)
         print(
             f"{n:>7} {steady * 1e3:>10.3f} {steady / n * 1e6:>8.2f} "
-            f"{churn * 1e3:>12.3f} {peak_memory(n):>8.1f}"
+            f"{churn * 1e3:>12.3f} {churn_cpu * 1e3:>13.3f} {peak_memory(n):>8.1f}"
         )
 
 

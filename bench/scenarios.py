@@ -21,7 +21,16 @@ maximum), in two views: whole run and burst windows only (definitions:
 simulator/measurement/kth.py; ``>=`` marks a lower bound: capacity-aware had not got k jobs
 running by the end of the run). A ratio <= 1.10 everywhere is issue 13's target.
 
+Then **cost** (issue 24): capacity-aware's billed node-hours and dollars as ratios to stock
+ARC's per seed, the price of its warm pool's idle reserved capacity, and whether dollars <=
+1.1x stock ARC's + that price; **pair breaks by cause** read from each run's event log
+(definitions: bench/cost_report.py, simulator/measurement/pair_breaks.py, reserve_cost.py);
+and at the end one summary row per scenario (failed / stuck / over-advertised, worst k-th
+ratio, fair p50, T95, node-hours and dollars as ratios to stock ARC, budget, breaks per seed).
+
 Run: ``.venv/bin/python bench/scenarios.py [--seeds 10] [--jobs 2] [--scenarios burst,drain]``
+(``--set cutPollOnRise=true`` measures a variant of every scenario's shared capacityAware
+block; ``--strategies baseline,capacity-aware`` runs a subset)
 (``--json FILE`` also writes every per-run figure; ``--from-json FILE`` prints the tables from
 such a file without simulating). Wall time: ice-failover dominates (about
 a minute of CPU per capacity-aware seed).
@@ -41,8 +50,17 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.cost_report import (
+    SUMMARY_HEADER,
+    cost_lines,
+    log_figures,
+    pair_lines,
+    summary_row,
+)
 from simulator.engine.world import World
 from simulator.measurement.kth import (
     JobTimes,
@@ -53,7 +71,7 @@ from simulator.measurement.kth import (
     job_times,
     whole_run_ratio,
 )
-from simulator.scenarios.scenario import Scenario, load_scenario, shipped
+from simulator.scenarios.scenario import Scenario, ScenarioError, load_scenario, shipped
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION, STRATEGIES
 from simulator.workload.figures import episode_summary, fair_summary
 
@@ -61,10 +79,12 @@ EXCLUDED = ("chaos",)
 TARGET_RATIO = 1.10
 
 
-def run_one(task: tuple[str, int, str]) -> dict[str, Any]:
+def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
     """One strategy of one scenario and seed (in a worker process)."""
-    name, seed, strategy = task
+    name, seed, strategy, block = task
     scenario = load_scenario(name)
+    if block:
+        scenario = scenario.with_capacity_aware(block, where="--set")
     world = World(scenario, strategy, seed=seed)
     results = world.run()
     jobs = [
@@ -78,6 +98,7 @@ def run_one(task: tuple[str, int, str]) -> dict[str, Any]:
         "results": {k: v for k, v in results.items() if k != "scale_sets"},
         "jobs": jobs,
         "episodes": world.accounting.episode_durations(),
+        "log": log_figures(world),
     }
 
 
@@ -160,7 +181,7 @@ HEADER = [
 
 
 def markdown_table(rows: list[list[str]]) -> str:
-    """The same table as Markdown (for the README)."""
+    """The same table as Markdown (for docs/benchmarks.md)."""
     out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     return "\n".join(out)
@@ -219,6 +240,34 @@ def ratio_lines(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]
     return lines
 
 
+def kth_worst(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]]) -> str:
+    """The worst whole-run k-th ratio of capacity-aware against stock ARC over seeds."""
+    ratios = [
+        whole_run_ratio(_jobs(runs[CAPACITY_AWARE]), _jobs(runs[BASELINE]), scenario.duration)
+        for runs in by_seed.values()
+        if CAPACITY_AWARE in runs and BASELINE in runs
+    ]
+    if not ratios:
+        return "-"
+    return format_ratio(max(ratios, key=lambda r: -1.0 if r.value is None else r.value))
+
+
+def _settings(parser: argparse.ArgumentParser, sets: list[str], names: list[str]) -> dict[str, Any]:
+    """``--set KEY=VALUE`` options as one block, checked against every scenario up front."""
+    block: dict[str, Any] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--set {item!r}: expected KEY=VALUE, e.g. cutPollOnRise=true")
+        block[key.strip()] = yaml.safe_load(value)
+    for name in names if block else ():
+        try:
+            load_scenario(name).with_capacity_aware(block, where="--set")
+        except ScenarioError as exc:
+            parser.error(f"scenario {name}: {exc}")
+    return block
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="seeds 1..N (default 10)")
@@ -232,6 +281,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="print the tables from runs saved with --json instead of simulating",
     )
     parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a capacityAware key merged over every scenario's shared block (VALUE is YAML, "
+        "e.g. --set cutPollOnRise=true): which setting moved a figure",
+    )
+    parser.add_argument(
+        "--strategies", default="", help=f"comma-separated subset of {', '.join(STRATEGIES)}"
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1:
         parser.error("--seeds and --jobs must be >= 1")
@@ -249,11 +309,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         report([n for n in names if n in saved], runs, seeds, markdown=args.markdown)
         return 0
     # Longest first so the pool is not left waiting on one ice-failover run at the end.
+    block = _settings(parser, args.set, names)
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] or list(STRATEGIES)
+    if set(strategies) - set(STRATEGIES):
+        parser.error(f"--strategies: choose from {', '.join(STRATEGIES)}")
     tasks = [
-        (name, seed, strategy)
+        (name, seed, strategy, block)
         for name in sorted(names, key=lambda n: -load_scenario(n).duration)
         for seed in range(1, args.seeds + 1)
-        for strategy in (CAPACITY_AWARE, *[s for s in STRATEGIES if s != CAPACITY_AWARE])
+        for strategy in sorted(strategies, key=lambda s: s != CAPACITY_AWARE)
     ]
     started = time.perf_counter()
     with Pool(args.jobs) as pool:
@@ -273,6 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def report(
     names: Sequence[str], runs: list[dict[str, Any]], seeds: int, *, markdown: bool = False
 ) -> None:
+    summary = [SUMMARY_HEADER]
     for name in names:
         scenario = load_scenario(name)
         mine = [r for r in runs if r["scenario"] == name]
@@ -289,6 +354,19 @@ def report(
             by_seed.setdefault(r["seed"], {})[r["strategy"]] = r
         print("k-th job ratio, capacity-aware / reference (t_k = time until k jobs running):")
         print("\n".join(ratio_lines(scenario, by_seed)))
+        print("cost, capacity-aware / stock ARC (billed from the launch request, list prices):")
+        print("\n".join(cost_lines(by_seed)))
+        print("pair breaks (capacity-aware; simulator/measurement/pair_breaks.py):")
+        print("\n".join(pair_lines(mine)))
+        row = summary_row(scenario, mine, kth_worst(scenario, by_seed))
+        if row is not None:
+            summary.append(row)
+    if len(summary) > 1:
+        print(
+            "\n== summary: capacity-aware against stock ARC (ratios; failed/stuck/over-adv "
+            "summed over seeds)"
+        )
+        print(markdown_table(summary) if markdown else render(summary))
 
 
 if __name__ == "__main__":

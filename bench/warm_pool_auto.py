@@ -33,7 +33,7 @@ from simulator.workload.metrics import percentile  # noqa: E402
 from tuning.replay import apply_dials  # noqa: E402
 from tuning.sweep import fair_percentiles  # noqa: E402
 
-#: The auto settings measured for the README (warmPool block of capacityAware).
+#: The auto settings measured in docs/benchmarks.md (warmPool block of capacityAware).
 DEFAULT_WARM_POOL = {"minPairs": 1, "maxPairs": 20, "missProbability": 0.2, "window": "3m"}
 VARIANTS = ("overprovision", "capacity-aware (fixed)", "capacity-aware (auto)")
 

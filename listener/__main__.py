@@ -1,4 +1,4 @@
-"""Command line: ``arc-capacity-listener {run,status,rbac,values,simulate,demo,tune}``
+"""Command line: ``arc-capacity-listener {run,status,rbac,values,verify,simulate,demo,tune}``
 (or ``python -m listener``).
 
 Kept thin: each subcommand parses its arguments and hands over to the module that owns it.
@@ -33,6 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write the Helm overlay that makes a scale set capacity-aware",
         add_help=False,
     )
+    sub.add_parser("verify", help="check and exercise placeholders on this cluster", add_help=False)
     sub.add_parser("simulate", help="run a scenario in the simulated world", add_help=False)
     sub.add_parser("demo", help="run every shipped scenario and write a report", add_help=False)
     sub.add_parser(
@@ -46,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from listener.values import main as values_main
 
         return values_main(rest)
+    if command == "verify":
+        from listener.verify.cli import main as verify_main
+
+        return verify_main(rest)
     if command == "rbac":
         from listener.rbac import main as rbac_main
 

@@ -42,11 +42,12 @@ from listener.arc_config import (
     load_listener_config,
     resolve_vault_credentials,
 )
-from listener.capacity_aware import CapacityAwarePart
+from listener.capacity_aware import CapacityAwarePart, scale_set_target
 from listener.capacity_config import load_capacity_aware
+from listener.gate import CapacityGate
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
-from listener.loop import CapacityGate, Listener, run_open_session
+from listener.loop import Listener, run_open_session
 from listener.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.scaler import KubernetesScalerWriter, Scaler
 from listener.startup import (
@@ -163,6 +164,7 @@ class ListenerApp:
             cut_on_drop=capacity.enabled and capacity.cut_poll_on_drop,
             cut_on_rise=capacity.enabled and capacity.cut_poll_on_rise,
             debounce=capacity.cut_poll_debounce,
+            cut_when_full=capacity.enabled and capacity.cut_poll_when_full,
         )
         self.credentials = config.credentials()
         #: The provider, reconciler and loop, once capacity-aware mode has started (phase D).
@@ -185,6 +187,12 @@ class ListenerApp:
         self.statistics = StatisticsDemand(on_change=self._wake_reconciler)
         if "statistics" in self.demand.order:
             self.demand.attach(self.statistics)
+        self.metrics.watch_readiness(self._ready)
+        if capacity.enabled:
+            self.metrics.watch_demand(
+                lambda: self.demand.current.queued_jobs,
+                {name: functools.partial(self._queued_from, name) for name in self.demand.order},
+            )
 
     # --- run ---------------------------------------------------------------------------
 
@@ -207,6 +215,7 @@ class ListenerApp:
             self.credentials,
             scale_set_id=self.config.runner_scale_set_id,
             root_ca=self.config.server_root_ca,
+            on_error=self.metrics.record_actions_error,
         )
         session = MessageSession(client)
         scaler = Scaler(
@@ -283,9 +292,7 @@ class ListenerApp:
 
     async def _elect(self, api_client: k8s.ApiClient) -> bool:
         """Phase B: True once we hold the Lease; False if stopped while waiting."""
-        namespace = (
-            self.capacity.placeholder_namespace or self.config.ephemeral_runner_set_namespace
-        )
+        namespace = scale_set_target(self.config, self.capacity).placeholder_namespace
         identity = f"{default_owner_name()}_{self.instance}"
         self.elector = LeaseElector(
             api_client,
@@ -418,7 +425,7 @@ class ListenerApp:
             self.instance,
             part.target.placeholder_namespace,
         )
-        self._wake = functools.partial(reconcile_loop.trigger, leading=True)
+        self._wake = reconcile_loop.demand_changed
         tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
         log.info("demand sources: %s (combine: %s)", self.demand.name, self.demand.policy)
         if blind_at_zero(self.capacity):
@@ -505,9 +512,13 @@ class ListenerApp:
             await remote.aclose()
 
     def _wake_reconciler(self) -> None:
-        """A demand source's answer changed: a leading trigger (reconciler/loop.py)."""
+        """A demand source's answer changed: a leading trigger (reconciler/schedule.py)."""
         if self._wake is not None:
             self._wake()
+
+    def _queued_from(self, source: str) -> int | None:
+        """One demand source's latest queued jobs (None while it fails): for the metrics."""
+        return self.demand.latest(source).queued_jobs
 
     def _demand(self) -> Demand:
         """The configured sources combined (providers/demand); all failing -> the floor."""

@@ -1,4 +1,5 @@
-"""ARC's listener config file (PROTOCOL §5.1): the JSON the controller writes, as a pydantic model.
+"""ARC's listener config file (docs/protocol.md#config-file): the JSON the controller writes,
+as a pydantic model.
 
 The file is read from ``$LISTENER_CONFIG_PATH`` (``/etc/gha-listener/config.json`` in the pod).
 Keys are snake_case; unknown keys are ignored and ``null`` means "not set", as in Go.
@@ -81,12 +82,13 @@ class CounterMetric(_Strict):
 
 class HistogramMetric(_Strict):
     labels: list[str] = Field(default_factory=list)
-    #: None = the default buckets of PROTOCOL §8.1.
+    #: None = the default buckets of docs/protocol.md#metrics.
     buckets: list[float] | None = None
 
 
 class MetricsConfig(_Strict):
-    """ARS ``spec.listenerMetrics`` (PROTOCOL §8.2); when present it replaces the default set."""
+    """ARS ``spec.listenerMetrics`` (docs/protocol.md#custom-metrics); when present it replaces
+    the default set."""
 
     counters: dict[str, CounterMetric] = Field(default_factory=dict)
     gauges: dict[str, CounterMetric] = Field(default_factory=dict)

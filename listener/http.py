@@ -11,10 +11,10 @@ thread beside the asyncio loop (the same shape as ARC's metrics server):
 - ``/debug/pairs``: JSON with the pair table and the capacity ledger, as published by the
   loop on a :class:`StatusBoard` after each reconcile step (read by the ``status`` command).
 
-Address rules (PROTOCOL §5.1/§8): ``metrics_addr`` is Go-style ``host:port`` (``:8080`` =
-every interface). ARC's ``metrics_addr: ""`` means "no metrics server"; the probes still
-need a port, so :func:`resolve_http_settings` then serves only the health endpoints on
-:data:`DEFAULT_HEALTH_ADDR`.
+Address rules (docs/protocol.md#config-file, docs/protocol.md#metrics): ``metrics_addr`` is Go-style
+``host:port`` (``:8080`` = every interface). ARC's ``metrics_addr: ""`` means "no metrics server";
+the probes still need a port, so :func:`resolve_http_settings` then serves only the health endpoints
+on :data:`DEFAULT_HEALTH_ADDR`.
 """
 
 from __future__ import annotations

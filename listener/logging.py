@@ -1,8 +1,8 @@
 """Structured logging for the listener: text or JSON lines, and a redaction filter.
 
 :func:`configure_logging` applies ``log_level`` / ``log_format`` of the listener config
-(PROTOCOL §5.1: ``debug``/``info``/``warn``/``error``, ``text``/``json``) to the root logger
-with one stream handler. Every record passes a :class:`RedactionFilter` first, which masks
+(docs/protocol.md#config-file: ``debug``/``info``/``warn``/``error``, ``text``/``json``) to the root
+logger with one stream handler. Every record passes a :class:`RedactionFilter` first, which masks
 
 - every secret value registered with :func:`register_secret` or by the Actions / HUD
   clients (the PAT, the App private key and its lines, installation, registration, admin

@@ -1,4 +1,5 @@
-"""The listener loop (PROTOCOL §4) with a capacity that changes at run time (DESIGN §6).
+"""The listener loop (docs/protocol.md#listener-loop) with a capacity that changes at run time
+(docs/design.md#capacity-cut).
 
 **Start** (the session is already open):
 1. Refuse a nil session id or a session without statistics.
@@ -15,11 +16,11 @@
    (record, then scaler); scale from ``totalAssignedJobs`` and record the result.
 Any error ends :meth:`Listener.run` (ARC's process then exits 1 and is recreated).
 
-**Capacity cut.** :class:`CapacityGate` is the reconciler's ``CapacitySink``. It clamps the
-requested value to ``[0, live maxRunners]``. When the value drops below the header of the poll in
-flight (and ``cut_on_drop``; likewise a rise with ``cut_on_rise``), it waits ``debounce`` seconds
-from the first change (changes in that window are coalesced; a change that is undone in the window
-does nothing) and then cuts: the in-flight GET is cancelled and re-issued with the new header.
+**Capacity cut.** The header comes from :class:`~listener.gate.CapacityGate`, the controller's
+capacity sink. When the value drops below the header of the poll in flight (and ``cut_on_drop``;
+likewise a rise with ``cut_on_rise``), it waits ``debounce`` seconds from the first change
+(changes in that window are coalesced; a change that is undone in the window does nothing) and
+then cuts: the in-flight GET is cancelled and re-issued with the new header.
 This is safe because the service redelivers any message that was not acked, and because an answer
 that arrived before the cancellation took effect is kept, not dropped.
 """
@@ -27,29 +28,20 @@ that arrived before the cancellation took effect is kept, not dropped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from listener.arc_config import ListenerConfig
+from listener.gate import CapacityGate
 from listener.scaler import Scaler, ScalerWriter
 from providers.actions.client import ActionsClient
+from providers.actions.decode import DecodedMessage
 from providers.actions.errors import MessageDecodeError
-from providers.actions.models import (
-    DecodedMessage,
-    JobAvailable,
-    JobCompleted,
-    JobStarted,
-    Session,
-    Statistics,
-)
+from providers.actions.models import JobAvailable, JobCompleted, JobStarted, Session, Statistics
 from providers.actions.session import MessageSession
 
 log = logging.getLogger(__name__)
-
-MAX_RUNNERS_LIMIT = 2_147_483_647
 
 
 class ListenerError(Exception):
@@ -60,7 +52,7 @@ class ListenerError(Exception):
 
 
 class ListenerMetrics(Protocol):
-    """Hooks of ARC's listener metrics (PROTOCOL §8) plus capacity cuts."""
+    """Hooks of ARC's listener metrics (docs/protocol.md#metrics) plus capacity cuts."""
 
     def record_statistics(self, stats: Statistics) -> None: ...
 
@@ -120,133 +112,6 @@ class JobScaler(Protocol):
     def handle_job_completed(self, msg: JobCompleted) -> None: ...
 
     def handle_desired_runner_count(self, count: int) -> int: ...
-
-
-# --- capacity --------------------------------------------------------------------------------
-
-
-class CapacityGate:
-    """The advertised capacity: set from any thread, read by the loop on every poll.
-
-    Implements ``reconciler.ports.CapacitySink``. ``value`` is what the next poll will send;
-    ``advertised`` is the header of the latest poll sent. Before the loop binds, changes are
-    just stored.
-    """
-
-    def __init__(
-        self,
-        max_runners: int,
-        *,
-        initial: int | None = None,
-        cut_on_drop: bool = True,
-        cut_on_rise: bool = False,
-        debounce: float = 0.25,
-    ) -> None:
-        if debounce < 0:
-            raise ValueError(f"debounce must be >= 0 seconds, got {debounce}")
-        self.cut_on_drop = cut_on_drop
-        self.cut_on_rise = cut_on_rise
-        self.debounce = debounce
-        self._lock = threading.Lock()
-        self._live_max = _clamp(max_runners, 0, MAX_RUNNERS_LIMIT)
-        self._requested = self._live_max if initial is None else initial
-        self._advertised: int | None = None
-        # Touched only on the event loop's thread:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._cut = asyncio.Event()
-        self._cut_direction = ""
-        self._in_flight: int | None = None
-        self._timer: asyncio.TimerHandle | None = None
-
-    @property
-    def value(self) -> int:
-        with self._lock:
-            return _clamp(self._requested, 0, self._live_max)
-
-    @property
-    def advertised(self) -> int | None:
-        return self._advertised
-
-    @property
-    def live_max_runners(self) -> int:
-        return self._live_max
-
-    def set_max_runners(self, capacity: int) -> None:
-        """The reconciler's capacity (latest wins); thread-safe."""
-        with self._lock:
-            self._requested = capacity
-        self._notify()
-
-    def set_live_max_runners(self, max_runners: int) -> None:
-        """Follow a live ``maxRunners`` change (0 is a hard cap: a drain); thread-safe."""
-        with self._lock:
-            self._live_max = _clamp(max_runners, 0, MAX_RUNNERS_LIMIT)
-        self._notify()
-
-    # --- loop side ---
-
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._cut = asyncio.Event()  # an asyncio.Event belongs to the loop that first awaits it
-
-    def unbind(self) -> None:
-        self.end_poll()
-        self._loop = None
-
-    def begin_poll(self) -> int:
-        """A poll is about to be sent: returns its header value and arms the cut."""
-        self._cancel_timer()
-        self._cut.clear()
-        value = self.value
-        self._in_flight = self._advertised = value
-        return value
-
-    def end_poll(self) -> None:
-        self._cancel_timer()
-        self._in_flight = None
-
-    async def wait_cut(self) -> str:
-        """Resolves with ``"drop"`` or ``"rise"`` when the poll in flight must be cut."""
-        await self._cut.wait()
-        return self._cut_direction
-
-    def _notify(self) -> None:
-        loop = self._loop
-        if loop is None:
-            return
-        # RuntimeError: the loop closed meanwhile, so nothing is in flight any more
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._on_change)
-
-    def _direction(self) -> str:
-        if self._in_flight is None:
-            return ""
-        value = self.value
-        if value < self._in_flight and self.cut_on_drop:
-            return "drop"
-        if value > self._in_flight and self.cut_on_rise:
-            return "rise"
-        return ""
-
-    def _on_change(self) -> None:
-        if self._timer is None and self._loop is not None and self._direction():
-            self._timer = self._loop.call_later(self.debounce, self._fire)
-
-    def _fire(self) -> None:
-        self._timer = None
-        direction = self._direction()
-        if direction:
-            self._cut_direction = direction
-            self._cut.set()
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-
-def _clamp(value: int, low: int, high: int) -> int:
-    return max(low, min(value, high))
 
 
 # --- the loop ---------------------------------------------------------------------------------
@@ -313,7 +178,8 @@ class Listener:
     async def _next_message(self) -> DecodedMessage | None:
         """One GetMessage, re-issued after every capacity cut until it answers."""
         while True:
-            capacity = self.gate.begin_poll()
+            assigned = self.latest.total_assigned_jobs if self.latest is not None else None
+            capacity = self.gate.begin_poll(assigned)
             poll = asyncio.ensure_future(self.source.get_message(self.last_message_id, capacity))
             cut = asyncio.ensure_future(self.gate.wait_cut())
             try:
@@ -455,7 +321,6 @@ async def run_open_session(session: ClosableSession, listener: Listener) -> None
 
 
 __all__ = [
-    "CapacityGate",
     "ClosableSession",
     "JobScaler",
     "Listener",

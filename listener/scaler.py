@@ -1,4 +1,4 @@
-"""ARC's listener scaler (PROTOCOL §6): the EphemeralRunnerSet merge-patch and the
+"""ARC's listener scaler (docs/protocol.md#scaler): the EphemeralRunnerSet merge-patch and the
 EphemeralRunner status patch, byte for byte what ARC sends.
 
 State: ``target_runners`` (-1), ``patch_seq`` (-1), ``dirty`` (False).
@@ -72,7 +72,7 @@ def go_json(value: Any) -> bytes:
 
 
 def ephemeral_runner_set_patch(patch_id: int, replicas: int) -> bytes:
-    """ARC's merge patch of ``EphemeralRunnerSet.spec`` (PROTOCOL §6 step 5)."""
+    """ARC's merge patch of ``EphemeralRunnerSet.spec`` (docs/protocol.md#scaler step 5)."""
     return go_json({"spec": {"patchID": patch_id, "replicas": replicas or None}})
 
 

@@ -1,11 +1,11 @@
 """Statistics while blind: refresh the message session when no message can bring them.
 
 The ``statistics`` demand source reads ``totalAvailableJobs`` from the statistics that every
-message carries (PROTOCOL §3.3). Messages only come when something happens to this scale set's
-jobs, so while every advertised slot is taken (0 advertised at scale-to-zero, or all slots
-assigned) a newly queued job produces no message and the listener would never learn of it.
-A session refresh (``PATCH .../sessions/{id}``, PROTOCOL §3.5) answers with the session and its
-current statistics; ARC itself only refreshes on a 401.
+message carries (docs/protocol.md#statistics). Messages only come when something happens to this
+scale set's jobs, so while every advertised slot is taken (0 advertised at scale-to-zero, or all
+slots assigned) a newly queued job produces no message and the listener would never learn of it.
+A session refresh (``PATCH .../sessions/{id}``, docs/protocol.md#sessions) answers with the session
+and its current statistics; ARC itself only refreshes on a 401.
 
 Rules, one tick every ``interval`` seconds (``demand.statisticsRefresh``; 0 = off):
 

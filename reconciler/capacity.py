@@ -1,4 +1,5 @@
-"""The capacity ledger (DESIGN §4): what we may tell GitHub, from what the scheduler confirmed.
+"""The capacity ledger (docs/design.md#capacity-ledger): what we may tell GitHub, from what the
+scheduler confirmed.
 
 Count halves, not pods:
 
@@ -95,9 +96,10 @@ def fail_closed_capacity(snapshot: ClusterSnapshot) -> int:
 
     Zero. A stale view can show placeholders and even runner pods that died with a lost node,
     so nothing it shows may back a slot. Lowering the header never revokes jobs already
-    assigned (PROTOCOL §2.2), so running jobs are untouched; GitHub simply assigns nothing new
-    to this scale set (another one with room takes the backlog) until the watches recover.
-    ``snapshot`` is taken so the policy can grow a safe refinement without changing callers.
+    assigned (docs/protocol.md#long-poll), so running jobs are untouched; GitHub simply assigns
+    nothing new to this scale set (another one with room takes the backlog) until the watches
+    recover. ``snapshot`` is taken so the policy can grow a safe refinement without changing
+    callers.
     """
     del snapshot
     return 0

@@ -26,7 +26,7 @@ Decisions accumulate in a :class:`Decision`; nothing is applied here.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
@@ -40,6 +40,9 @@ from state_machine.store import Change, Move, NewPair
 from state_machine.table import IN_FLIGHT, LIVE
 
 S = PairState
+# Read once per pair or pod per step, so bound to module names: on Python 3.11 (the image's)
+# reading an enum member off its class (``Half.STALLED``) costs ~150 ns, 30x a global.
+_STALLED, _LOST, _TIMED_OUT = Half.STALLED, Half.LOST, S.TIMED_OUT
 #: A timed-out pair's pods still standing this long after the timeout are deleted again.
 DELETE_RETRY_AFTER = 60.0
 
@@ -141,10 +144,15 @@ def _timeout_reason(timeout: float, pods: PairPods, snapshot: ClusterSnapshot) -
 
 
 def retire_blocked(inp: DecideInput, decision: Decision) -> None:
+    observed = inp.snapshot.placeholders
     for record in _records_in(inp, S.READY):
-        pods = inp.snapshot.placeholders.get(record.pair_id, PairPods())
-        if Half.STALLED in (classify(pods.runner), classify(pods.workflow)):
+        pods = observed.get(record.pair_id)
+        if pods is not None and (_stalled(pods.runner) or _stalled(pods.workflow)):
             decision.move(record, S.DELETED, "a pod sits on a node that no longer accepts it")
+
+
+def _stalled(pod: PlaceholderPod | None) -> bool:
+    return pod is not None and pod.half is _STALLED
 
 
 # 4 -------------------------------------------------------------------------------------
@@ -154,7 +162,7 @@ def sweep(inp: DecideInput, decision: Decision) -> None:
     for pair_id, pods in inp.snapshot.placeholders.items():
         if pair_id in inp.pairs:
             record = inp.pairs[pair_id]
-            if record.state is S.TIMED_OUT and inp.now - record.since >= DELETE_RETRY_AFTER:
+            if record.state is _TIMED_OUT and inp.now - record.since >= DELETE_RETRY_AFTER:
                 _delete(decision, pods, "retry delete of a timed-out pair")
             continue
         if inp.first_step and _adoptable(pods):
@@ -257,7 +265,7 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     live = decision.in_states(*LIVE)
     target = packed_target(want, len(live), inp.snapshot, inp.config)
     if len(live) < target:
-        taken = inp.snapshot.placeholders.keys() | decision.states.keys()
+        taken = (inp.snapshot.placeholders, decision.states)  # looked up, not merged: 2 000 keys
         for _ in range(target - len(live)):
             decision.add(_fresh_id(ids, taken), f"desired {want} pairs, have {len(live)}")
         return
@@ -282,10 +290,10 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
             return
 
 
-def _fresh_id(ids: Iterator[str], taken: Set[str]) -> str:
+def _fresh_id(ids: Iterator[str], taken: tuple[Container[str], ...]) -> str:
     """The next id no pair and no observed pod uses (an earlier instance may share a prefix)."""
     for pair_id in ids:
-        if pair_id not in taken:
+        if not any(pair_id in used for used in taken):
             return pair_id
     raise RuntimeError("pair id source exhausted")
 
@@ -313,7 +321,7 @@ class LaunchBudget:
 
 
 def launch_budget(inp: DecideInput, in_flight: int, unbound_in_flight: int) -> LaunchBudget:
-    """How many QUEUED pairs may be requested now: the ramp (DESIGN §10).
+    """How many QUEUED pairs may be requested now: the ramp (docs/design.md#launch-ramp).
 
     1. Safety valves: ``maxPairsInFlight`` minus pairs in flight, ``maxRequestsPerStep``.
     2. NodePool headroom: the fit estimate's new pairs (free allocatable + pool limits).
@@ -366,19 +374,29 @@ def renew_leases(inp: DecideInput, decision: Decision) -> None:
     expires_at = inp.now + inp.config.placeholder_ttl
     observed = inp.snapshot.placeholders
     for pair_id, state in decision.states.items():
-        if state not in _KEEPS_PODS or pair_id not in observed:
+        pods = observed.get(pair_id)
+        if pods is None or state not in _KEEPS_PODS:
             continue
-        pods = observed[pair_id]
-        due = tuple(
-            _ref(pod)
-            for pod in (pods.runner, pods.workflow)
-            if pod is not None
-            and pod.expires_at is not None
-            and pod.expires_at < renew_if_before
-            and pod.half is not Half.LOST
-        )
-        if due:
+        runner, workflow = pods.runner, pods.workflow
+        # Checked half by half first: nearly every pair has nothing due, and building the
+        # tuple of references for each of them was a fifth of decide's time at 1 000 pairs.
+        if _lease_due(runner, renew_if_before) or _lease_due(workflow, renew_if_before):
+            due = tuple(
+                _ref(p)
+                for p in (runner, workflow)
+                if p is not None and _lease_due(p, renew_if_before)
+            )
             decision.commands.append(RenewLease(pair_id, due, expires_at))
+
+
+def _lease_due(pod: PlaceholderPod | None, renew_if_before: float) -> bool:
+    """The pod's lease runs out before ``renew_if_before`` and the pod is still usable."""
+    return (
+        pod is not None
+        and pod.expires_at is not None
+        and pod.expires_at < renew_if_before
+        and pod.half is not _LOST
+    )
 
 
 #: States whose pods we keep (and so keep leasing); TIMED_OUT pods are on their way out.

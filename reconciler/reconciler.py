@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.clock import Clock
@@ -29,6 +29,7 @@ from reconciler.decide import DecideInput, decide
 from reconciler.ports import CapacitySink, Command, DeleteOrphan, Subscriber
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
+from reconciler.subscribers import notify_subscribers
 from reconciler.sync import sync
 from reconciler.warm_pool import WarmPoolSize, WarmPoolWindow, warm_pairs
 from state_machine.events import TransitionEvent
@@ -48,6 +49,8 @@ class Plan:
     commands: tuple[Command, ...]
     #: Why QUEUED pairs were left waiting (decide's launch budget), or None.
     launch_limited_by: str | None = None
+    #: The records after sync's changes (what decide read); the commit reuses them.
+    synced: Mapping[str, PairRecord] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,12 @@ def reconcile(
         DecideInput(view, snapshot, config, now, instance, first_step),
         ids,
     )
-    return Plan((*synced, *decision.changes), tuple(decision.commands), decision.launch_limited_by)
+    return Plan(
+        (*synced, *decision.changes),
+        tuple(decision.commands),
+        decision.launch_limited_by,
+        view,
+    )
 
 
 class Reconciler:
@@ -92,12 +100,17 @@ class Reconciler:
         self,
         config: ReconcilerConfig,
         *,
-        clock: Clock,
+        clock: Clock | None = None,
+        started_at: float | None = None,
         subscribers: Sequence[Subscriber] = (),
         sink: CapacitySink | None = None,
         instance: str = "i0",
         store: PairStore | None = None,
     ) -> None:
+        if started_at is None:
+            if clock is None:
+                raise TypeError("Reconciler needs a clock or started_at (the time it starts at)")
+            started_at = clock.now()
         self.config = config
         self.clock = clock
         self.subscribers = list(subscribers)
@@ -110,7 +123,7 @@ class Reconciler:
         self._seq = itertools.count(1)
         # Fed with every committed event, so switching to ``auto`` later has history.
         window = config.warm_pool.window if config.warm_pool is not None else 900.0
-        self.warm_window = WarmPoolWindow(window, started_at=clock.now())
+        self.warm_window = WarmPoolWindow(window, started_at=started_at)
         self.warm_pool = WarmPoolSize(config.proactive_capacity, "static")
 
     def _ids(self) -> Iterator[str]:
@@ -128,8 +141,12 @@ class Reconciler:
         self.warm_pool = size
         return replace(self.config, proactive_capacity=size.pairs)
 
-    def step(self, snapshot: ClusterSnapshot) -> StepResult:
-        now = self.clock.now()
+    def step(self, snapshot: ClusterSnapshot, *, now: float | None = None) -> StepResult:
+        """One step at ``now`` (default: the clock's time)."""
+        if now is None:
+            if self.clock is None:
+                raise TypeError("Reconciler.step needs now= when built without a clock")
+            now = self.clock.now()
         self.warm_window.observe_runners(
             (p.name for p in snapshot.runner_pods if p.alive),
             now,
@@ -145,7 +162,7 @@ class Reconciler:
                 first_step=self.steps == 0,
                 ids=self._ids(),
             )
-            events = tuple(self.store.commit(plan.changes, now))
+            events = tuple(self.store.commit(plan.changes, now, built=plan.synced))
         except Exception:
             self._publish_capacity(compute_ledger(snapshot, self.store.count([PairState.READY])))
             raise
@@ -169,31 +186,9 @@ class Reconciler:
         )
 
     def _notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> int:
-        if not events and not commands:
-            return 0
-        errors = 0
-        for subscriber in self.subscribers:
-            try:
-                subscriber.notify(events, commands)
-            except Exception:
-                errors += 1
-                log.exception(
-                    "subscriber %s failed; its effects are re-observed next step",
-                    type(subscriber).__name__,
-                )
-        return errors
+        return notify_subscribers(self.subscribers, events, commands)
 
     def _publish_capacity(self, ledger: CapacityLedger) -> None:
         self.published = ledger.capacity
         if self.sink is not None:
             self.sink.set_max_runners(ledger.capacity)
-
-    def publish_drop(self, capacity: int) -> bool:
-        """Publish ``capacity`` between steps if it is below the last published value (see
-        :mod:`reconciler.fast_drop`); rises wait for the next full step. True if published."""
-        if self.published is None or capacity >= self.published:
-            return False
-        self.published = capacity
-        if self.sink is not None:
-            self.sink.set_max_runners(capacity)
-        return True

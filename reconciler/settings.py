@@ -303,9 +303,14 @@ class CapacityAwareSettings(_Model):
     demand: DemandSettings = Field(default_factory=DemandSettings)
     #: Namespace of the placeholder pods; default (None) = the runner namespace.
     placeholder_namespace: str | None = None
-    #: Cut the in-flight long poll short when advertised capacity drops (DESIGN §6).
+    #: Cut the in-flight long poll short when advertised capacity drops
+    #: (docs/design.md#capacity-cut).
     cut_poll_on_drop: StrictBool = True
     cut_poll_on_rise: StrictBool = False
+    #: Cut it on a rise while the poll in flight can get no job (every advertised slot taken):
+    #: the first job after scale-to-zero or a slot handed over at maxRunners waits for no
+    #: long poll (listener/poll_cut.py).
+    cut_poll_when_full: StrictBool = True
     cut_poll_debounce: Seconds = Field(default=0.25, ge=0, le=10)
 
     @model_validator(mode="after")

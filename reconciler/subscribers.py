@@ -10,14 +10,24 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from reconciler.clock import Clock
-from reconciler.ports import Command, DeleteOrphan, PairSpec, PlaceholderWriter, PodRef, RenewLease
+from reconciler.ports import (
+    Command,
+    DeleteOrphan,
+    PairSpec,
+    PlaceholderWriter,
+    PodRef,
+    RenewLease,
+    Subscriber,
+)
 from reconciler.settings import ReconcilerConfig
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState
 from state_machine.table import HAS_PODS
+
+log = logging.getLogger(__name__)
 
 
 class PlaceholderSubscriber:
@@ -104,3 +114,26 @@ class RecordingSubscriber:
 
     def transitions(self) -> list[tuple[str, PairState | None, PairState]]:
         return [(e.pair_id, e.source, e.target) for e in self.events]
+
+
+def notify_subscribers(
+    subscribers: Iterable[Subscriber],
+    events: Sequence[TransitionEvent],
+    commands: Sequence[Command],
+) -> int:
+    """Hand one step's committed events and commands to every subscriber, in order; returns
+    how many failed. A failing subscriber is logged and does not stop the others: its effect
+    (or its absence) is observed in a later snapshot, never turned into a transition here."""
+    if not events and not commands:
+        return 0
+    errors = 0
+    for subscriber in subscribers:
+        try:
+            subscriber.notify(events, commands)
+        except Exception:
+            errors += 1
+            log.exception(
+                "subscriber %s failed; its effects are re-observed next step",
+                type(subscriber).__name__,
+            )
+    return errors

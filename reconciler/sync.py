@@ -24,7 +24,6 @@ REQUESTED), so out-of-order observations resolve without intermediate steps.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
 from state_machine.events import Kind
@@ -32,33 +31,30 @@ from state_machine.record import PairRecord
 from state_machine.states import PairState, Role
 from state_machine.store import Move, Observed
 
+# Each Half bound to a module name once: on Python 3.11 (the image's) reading ``Half.LOST``
+# is a descriptor lookup (~150 ns, 30x a global), and the rules below read several per pair
+# per step (a third of sync's time at 1 000 pairs, bench/reconcile_step.py).
+MISSING, PENDING, RUNNING = Half.MISSING, Half.PENDING, Half.RUNNING
+STALLED, LOST = Half.STALLED, Half.LOST
+
 _EMPTY = PairPods()
-_GONE = (Half.MISSING, Half.LOST)
-_ALIVE = (Half.PENDING, Half.RUNNING, Half.STALLED)
+_GONE = (MISSING, LOST)
+_ALIVE = (PENDING, RUNNING, STALLED)
 #: States in which a half may still be unseen, so first sightings are worth remembering.
 _WATCHING = frozenset((PairState.REQUESTED, PairState.PARTIAL))
 
 
 def classify(pod: PlaceholderPod | None) -> Half:
-    return Half.MISSING if pod is None else pod.half
+    return MISSING if pod is None else pod.half
 
 
-@dataclass(frozen=True, slots=True)
-class Halves:
-    """Both halves of one pair as observed now, and which of them the record saw before."""
-
-    runner: Half
-    workflow: Half
-    pods: PairPods
-    seen: frozenset[Role]
-
-    def vanished(self) -> tuple[Role, ...]:
-        """Halves that were seen and are missing now: preempted or deleted, gone for good."""
-        return tuple(
-            role
-            for role, half in ((Role.RUNNER, self.runner), (Role.WORKFLOW, self.workflow))
-            if half is Half.MISSING and role in self.seen
-        )
+def _vanished(runner: Half, workflow: Half, seen: frozenset[Role]) -> tuple[Role, ...]:
+    """Halves that were seen and are missing now: preempted or deleted, gone for good."""
+    return tuple(
+        role
+        for role, half in ((Role.RUNNER, runner), (Role.WORKFLOW, workflow))
+        if half is MISSING and role in seen
+    )
 
 
 def sync(pairs: Iterable[PairRecord], snapshot: ClusterSnapshot) -> list[Move | Observed]:
@@ -73,8 +69,13 @@ def sync(pairs: Iterable[PairRecord], snapshot: ClusterSnapshot) -> list[Move | 
             first_seen = _first_seen(record, pods)
             if first_seen:
                 changes.append(Observed(record.pair_id, first_seen))
-        halves = Halves(classify(pods.runner), classify(pods.workflow), pods, record.seen)
-        decided = rule(halves)
+        runner, workflow = pods.runner, pods.workflow  # classify(), inlined: once per half
+        decided = rule(
+            MISSING if runner is None else runner.half,
+            MISSING if workflow is None else workflow.half,
+            pods,
+            record.seen,
+        )
         if decided is not None:
             target, reason = decided
             changes.append(Move(record.pair_id, target, Kind.PASSIVE, reason))
@@ -87,73 +88,79 @@ def _first_seen(record: PairRecord, pods: PairPods) -> frozenset[Role]:
 
 
 Outcome = tuple[PairState, str] | None
+#: A rule sees both halves as classified, the pods (for reasons) and the halves seen before.
+#: Arguments, not one object per pair: sync runs every rule over every pair each step, and
+#: building a holder for them was half of sync's time at 1 000 pairs (bench/reconcile_step.py).
+Rule = Callable[[Half, Half, PairPods, frozenset[Role]], Outcome]
 
 
-def _gone_before_ready(h: Halves) -> Outcome:
+def _gone_before_ready(
+    runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Role]
+) -> Outcome:
     """A half LOST or vanished before the pair was READY: PREEMPTED, or DELETED if none lives."""
-    vanished = h.vanished()
-    if Half.LOST not in (h.runner, h.workflow) and not vanished:
+    vanished = _vanished(runner, workflow, seen)
+    if LOST not in (runner, workflow) and not vanished:
         return None
-    if h.runner not in _ALIVE and h.workflow not in _ALIVE:
-        return PairState.DELETED, _gone_reason(h, vanished) + "; nothing survives"
-    return PairState.PREEMPTED, _gone_reason(h, vanished)
+    if runner not in _ALIVE and workflow not in _ALIVE:
+        return PairState.DELETED, _gone_reason(pods, vanished) + "; nothing survives"
+    return PairState.PREEMPTED, _gone_reason(pods, vanished)
 
 
-def _requested(h: Halves) -> Outcome:
-    gone = _gone_before_ready(h)
+def _requested(runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Role]) -> Outcome:
+    gone = _gone_before_ready(runner, workflow, pods, seen)
     if gone is not None:
         return gone
-    if h.runner is Half.RUNNING and h.workflow is Half.RUNNING:
+    if runner is RUNNING and workflow is RUNNING:
         return PairState.READY, "both pods Running"
-    if Half.RUNNING in (h.runner, h.workflow):
-        return PairState.PARTIAL, f"{_running_half(h.runner)} pod Running, the other not yet"
+    if RUNNING in (runner, workflow):
+        return PairState.PARTIAL, f"{_running_half(runner)} pod Running, the other not yet"
     return None
 
 
-def _partial(h: Halves) -> Outcome:
-    gone = _gone_before_ready(h)
+def _partial(runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Role]) -> Outcome:
+    gone = _gone_before_ready(runner, workflow, pods, seen)
     if gone is not None:
         return gone
-    if h.runner is Half.RUNNING and h.workflow is Half.RUNNING:
+    if runner is RUNNING and workflow is RUNNING:
         return PairState.READY, "both pods Running"
-    if Half.RUNNING in (h.runner, h.workflow):
+    if RUNNING in (runner, workflow):
         return None
-    if Half.STALLED in (h.runner, h.workflow):
+    if STALLED in (runner, workflow):
         return PairState.REQUESTED, "the Running pod's node stopped accepting it"
     # Neither half runs any more and none is stalled: the one that ran has vanished.
     return PairState.PREEMPTED, "the Running pod vanished"
 
 
-def _ready(h: Halves) -> Outcome:
-    if Half.LOST in (h.runner, h.workflow):
-        return PairState.PREEMPTED, _lost_reason(h.pods)
-    if Half.MISSING in (h.runner, h.workflow):
-        gone = "runner" if h.runner is Half.MISSING else "workflow"
+def _ready(runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Role]) -> Outcome:
+    if LOST in (runner, workflow):
+        return PairState.PREEMPTED, _lost_reason(pods)
+    if MISSING in (runner, workflow):
+        gone = "runner" if runner is MISSING else "workflow"
         return PairState.PREEMPTED, f"{gone} placeholder deleted"
     return None
 
 
-def _preempted(h: Halves) -> Outcome:
-    if h.runner in _GONE and h.workflow in _GONE:
+def _preempted(runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Role]) -> Outcome:
+    if runner in _GONE and workflow in _GONE:
         return PairState.DELETED, "the surviving pod is gone too"
     return None
 
 
-def _timed_out(h: Halves) -> Outcome:
-    if h.runner is Half.MISSING and h.workflow is Half.MISSING:
+def _timed_out(runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Role]) -> Outcome:
+    if runner is MISSING and workflow is MISSING:
         return PairState.DELETED, "both pods confirmed gone"
     return None
 
 
 def _running_half(runner: Half) -> str:
-    return "runner" if runner is Half.RUNNING else "workflow"
+    return "runner" if runner is RUNNING else "workflow"
 
 
-def _gone_reason(h: Halves, vanished: tuple[Role, ...]) -> str:
+def _gone_reason(pods: PairPods, vanished: tuple[Role, ...]) -> str:
     if vanished:
         names = " and ".join(role.value for role in vanished)
         return f"{names} placeholder vanished before the pair was ready (seen, then gone)"
-    return _lost_reason(h.pods)
+    return _lost_reason(pods)
 
 
 def _lost_reason(pods: PairPods) -> str:
@@ -171,7 +178,7 @@ def _lost_reason(pods: PairPods) -> str:
     return "a placeholder was lost"
 
 
-_RULES: dict[PairState, Callable[[Halves], Outcome]] = {
+_RULES: dict[PairState, Rule] = {
     PairState.REQUESTED: _requested,
     PairState.PARTIAL: _partial,
     PairState.READY: _ready,

@@ -9,7 +9,7 @@ from state_machine.states import PairState
 
 
 class Kind(StrEnum):
-    """Who causes a transition (DESIGN §2)."""
+    """Who causes a transition (docs/design.md#the-loop)."""
 
     #: Proven by an observation in sync (a pod became Running, a pod disappeared).
     PASSIVE = "passive"

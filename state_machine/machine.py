@@ -2,9 +2,9 @@
 
 One shared :class:`transitions.Machine` validates every change against :data:`EDGES`. It
 drives a single reusable cursor model instead of one model per pair: ``add_model`` per pair
-costs ~0.2 ms and ~7.5 KB and grows superlinearly (DESIGN §9). The hot path validates with a
-set lookup over the edges read back from the machine; it runs only for pairs whose state
-really changes.
+costs ~0.2 ms and ~7.5 KB and grows superlinearly (docs/design.md#state-machine). The hot path
+validates with a set lookup over the edges read back from the machine; it runs only for pairs whose
+state really changes.
 """
 
 from __future__ import annotations
@@ -56,8 +56,10 @@ class PairMachine:
             auto_transitions=False,
             send_event=False,
         )
-        self._edges: frozenset[tuple[str, str]] = frozenset(
-            (source, transition.dest)
+        # Kept as PairState pairs (converted once here) so a check looks up the states it is
+        # given as they are, without reading ``.value`` twice per change.
+        self._edges: frozenset[tuple[PairState, PairState]] = frozenset(
+            (PairState(source), PairState(transition.dest))
             for event in self._machine.events.values()
             for source, transitions in event.transitions.items()
             for transition in transitions
@@ -71,7 +73,7 @@ class PairMachine:
         so the ``transitions`` machine stays the machine of record): firing a trigger on the
         cursor costs ~13 us per change, the lookup well under one.
         """
-        if (source.value, target.value) not in self._edges:
+        if (source, target) not in self._edges:
             raise InvalidTransition(pair_id, source, target)
 
     def fire(self, pair_id: str, source: PairState, target: PairState) -> None:

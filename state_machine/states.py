@@ -1,4 +1,4 @@
-"""The seven states of a placeholder pair (DESIGN §3, firm)."""
+"""The seven states of a placeholder pair (docs/design.md#state-machine)."""
 
 from __future__ import annotations
 

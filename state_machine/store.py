@@ -100,15 +100,29 @@ class PairStore:
 
     # --- writing -----------------------------------------------------------------------
 
-    def commit(self, changes: Sequence[Change], at: float) -> list[TransitionEvent]:
-        """Validate the whole batch, then apply it; returns the events in batch order."""
+    def commit(
+        self,
+        changes: Sequence[Change],
+        at: float,
+        *,
+        built: Mapping[str, PairRecord] | None = None,
+    ) -> list[TransitionEvent]:
+        """Validate the whole batch, then apply it; returns the events in batch order.
+
+        ``built``: records the caller already derived from this store's records by applying
+        a prefix of ``changes`` with the same ``observed``/``moved`` at ``at`` (the
+        reconciler's view after sync, which decide reads). A move whose result is there
+        (next version, same target, time and reason) takes that record instead of building
+        it again: otherwise every pair sync moves is copied twice per step.
+        """
         self._validate(changes)
+        built = built or {}
         events: list[TransitionEvent] = []
         for change in changes:
             if isinstance(change, Observed):
                 self._put(self._records[change.pair_id].observed(change.roles))
             else:
-                events.append(self._apply(change, at))
+                events.append(self._apply(change, at, built))
         for event in events:
             if event.target in TERMINAL:
                 self._drop(event.pair_id)
@@ -135,13 +149,17 @@ class PairStore:
         record = self._records.get(pair_id)
         return record.state if record else None
 
-    def _apply(self, change: NewPair | Move, at: float) -> TransitionEvent:
+    def _apply(
+        self, change: NewPair | Move, at: float, built: Mapping[str, PairRecord]
+    ) -> TransitionEvent:
         if isinstance(change, NewPair):
             record = PairRecord.new(change.pair_id, self.scale_set, at, change.reason)
             self._put(record)
             return _event(record, None, Kind.ACTIVE)
         before = self._records[change.pair_id]
-        after = before.moved(change.target, at, change.reason)
+        after = built.get(change.pair_id)
+        if after is None or not _is_move_of(after, before, change, at):
+            after = before.moved(change.target, at, change.reason)
         del self._by_state[before.state][before.pair_id]
         self._put(after)
         return _event(after, before.state, change.kind)
@@ -154,6 +172,17 @@ class PairStore:
         record = self._records.pop(pair_id, None)
         if record is not None:
             self._by_state[record.state].pop(pair_id, None)
+
+
+def _is_move_of(after: PairRecord, before: PairRecord, move: Move, at: float) -> bool:
+    """``after`` is what ``before.moved(move.target, at, move.reason)`` would build."""
+    return (
+        after.version == before.version + 1
+        and after.state is move.target
+        and after.since == at
+        and after.reason == move.reason
+        and after.seen == before.seen
+    )
 
 
 def _event(record: PairRecord, source: PairState | None, kind: Kind) -> TransitionEvent:

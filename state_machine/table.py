@@ -116,8 +116,3 @@ IN_FLIGHT = _states_where(s for s in ALL_STATES if RD in TARGETS[s] and s is not
 LIVE = _states_where(s for s in ALL_STATES if s is RD or RD in reachable_from(s))
 #: Pods were requested (may exist in the cluster) and must be cleaned up on the way out.
 HAS_PODS = _states_where(s for s in ALL_STATES if s is not Q and s not in TERMINAL)
-
-#: Every (source, target) an event may carry, the creation edge ``(None, QUEUED)`` included.
-TABLE_PAIRS_FOR_TESTS: frozenset[tuple[PairState | None, PairState]] = frozenset(
-    {(None, INITIAL), *((e.source, e.target) for e in EDGES)}
-)

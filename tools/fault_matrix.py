@@ -97,7 +97,7 @@ ISSUE_10 = (
         "type, missing statistics, deep nesting)",
         "Go-like decoding (null = zero value, zone-less time = UTC); a message still not "
         "understood is logged with its id, counted, acked and skipped",
-        f"`{_P}test_poison_messages_wedge_the_scale_set`, `actions_poison` above, "
+        f"`{_P}test_poison_messages_are_skipped_and_jobs_keep_flowing`, `actions_poison` above, "
         "`tests/actions/test_hardening.py`",
     ),
     (
@@ -106,16 +106,17 @@ ISSUE_10 = (
         "while the cache still looked fresh)",
         "every background task supervised (logged once, counted, restarted with backoff); "
         "informer crashes and dead threads make the cache stale (fail closed, not ready)",
-        "`tests/actions/test_hud_client.py::test_any_exception_other_than_hud_error_kills_the_"
-        "hud_poller`, `tests/kubernetes/test_cache.py::test_one_malformed_watch_line_kills_the_"
-        "informer`, `...::test_a_dead_informer_thread_makes_the_cache_stale`, "
+        "`tests/actions/test_hud_client.py::test_an_unexpected_error_in_the_hud_poller_is_an_"
+        "outage_and_polling_goes_on`, `tests/kubernetes/test_cache.py::test_a_malformed_watch_"
+        "line_is_counted_and_every_informer_keeps_applying_events`, "
+        "`...::test_a_dead_informer_thread_makes_the_cache_stale`, "
         "`tests/listener/test_supervise.py`",
     ),
     (
         "4",
         "bad credentials still created placeholders",
         "the session is opened (credentials proven) before the capacity side starts",
-        f"`{_P}test_bad_credentials_still_create_placeholders`",
+        f"`{_P}test_bad_credentials_stop_the_listener_before_it_writes_a_placeholder`",
     ),
     (
         "5",
@@ -123,7 +124,7 @@ ISSUE_10 = (
         "jump stalled the periodic reconcile",
         "every start-up phase races the stop signal; the reconcile schedule runs on the "
         "monotonic clock",
-        f"`{_P}test_sigterm_is_ignored_while_waiting_for_the_first_cache_sync`, "
+        f"`{_P}test_sigterm_ends_the_listener_while_waiting_for_the_first_cache_sync`, "
         f"`{_P}test_sigterm_is_honoured_while_waiting_for_the_lease`",
     ),
     (

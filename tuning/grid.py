@@ -7,7 +7,7 @@ complete ``capacityAware`` block before anything runs, so a typo fails at once w
 point and the key named. Any key of the block can be a dial: warm pool size
 (``proactiveCapacity``, a number or ``auto``), ``warmPool.schedule``, ``survivorWindow``,
 ``placeholderReadyTimeout``, ``doNotDisrupt``, ``hudFallbackQueuedJobs``... Keys starting with
-``sim.`` set the simulator's side instead (``sim.demand_source``: statistics, hud or both),
+``sim.`` set the simulator's side instead (``sim.fit_estimate``, ``sim.fit_refresh``),
 which in production is a deployment choice (a HUD URL or not) rather than a key of the block.
 """
 

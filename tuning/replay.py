@@ -74,7 +74,7 @@ def with_trace(base: Scenario, trace: Path, jobs: list[HistoryJob]) -> Scenario:
 
 
 #: Dials with this prefix set the simulator's side of the strategy (``capacity_aware_sim``,
-#: e.g. ``sim.demand_source``: where demand comes from), not the listener's block.
+#: e.g. ``sim.fit_refresh``: how often the fit estimate is recomputed), not the listener's block.
 SIM_PREFIX = "sim."
 
 

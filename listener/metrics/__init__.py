@@ -2,7 +2,7 @@
 
 What this package owns, in order, one module each:
 
-1. :mod:`~listener.metrics.families`: **the ARC families** (PROTOCOL §8.1), the twelve
+1. :mod:`~listener.metrics.families`: **the ARC families** (docs/protocol.md#metrics), the twelve
    ``gha_*`` metrics of ARC's listener with the same names, types, help strings, label sets,
    buckets and label-value rules, so existing dashboards and alerts keep working when the image
    is swapped; and **the capacity families** (prefix ``arc_capacity_``): pairs by state, the
@@ -12,9 +12,9 @@ What this package owns, in order, one module each:
    always registered and carry the scale-set labels so several listeners share one dashboard.
 2. :mod:`~listener.metrics.labels`: the label values (scale-set identity, workflow refs, wire
    timestamps), and :mod:`~listener.metrics.custom`: the ``metrics`` key of the listener config
-   (ARS ``spec.listenerMetrics``, PROTOCOL §8.2), which replaces the default ARC set: only the
-   listed metrics are registered, each with exactly the listed labels; unknown names are
-   logged and skipped; histogram buckets default to ARC's list.
+   (ARS ``spec.listenerMetrics``, docs/protocol.md#custom-metrics), which replaces the default ARC
+   set: only the listed metrics are registered, each with exactly the listed labels; unknown names
+   are logged and skipped; histogram buckets default to ARC's list.
 3. :mod:`~listener.metrics.registry`: :class:`PrometheusMetrics`, one fresh
    :class:`~prometheus_client.CollectorRegistry` with no process/platform collectors (like
    ARC's), and the hook methods the listener loop calls (``record_statistics``,

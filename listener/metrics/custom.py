@@ -1,5 +1,5 @@
-"""The ``metrics`` key of the listener config (ARS ``spec.listenerMetrics``, PROTOCOL §8.2):
-which ARC families to register, with which labels and buckets."""
+"""The ``metrics`` key of the listener config (ARS ``spec.listenerMetrics``,
+docs/protocol.md#custom-metrics): which ARC families to register, with which labels and buckets."""
 
 from __future__ import annotations
 

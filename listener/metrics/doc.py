@@ -125,6 +125,10 @@ def render_metrics_doc() -> str:
         f"time() - {PREFIX}last_successful_reconcile_timestamp_seconds > 300",
         "```",
         "",
+        "Alert rules over these metrics (a plain rules file and the same rules as a",
+        "PrometheusRule): [config/monitoring/](../config/monitoring/alert-rules.yaml), each",
+        "with a [runbook](troubleshooting.md#alerts); [installing them](operations.md#alerting).",
+        "",
     ]
     return "\n".join(lines)
 

@@ -1,5 +1,5 @@
-"""The metric families: ARC's ``gha_*`` set (PROTOCOL §8.1) and the ``arc_capacity_*`` set,
-with the bounded label values of the capacity families (see :mod:`listener.metrics`)."""
+"""The metric families: ARC's ``gha_*`` set (docs/protocol.md#metrics) and the ``arc_capacity_*``
+set, with the bounded label values of the capacity families (see :mod:`listener.metrics`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from state_machine.states import PairState
 
 MetricKind = Literal["counter", "gauge", "histogram"]
 
-# --- 1. ARC families (PROTOCOL §8.1) ---------------------------------------------------------
+# --- 1. ARC families (docs/protocol.md#metrics) ---------------------------------------------------
 
 #: ARC's ``defaultRuntimeBuckets`` (both job histograms).
 DEFAULT_BUCKETS: tuple[float, ...] = (
@@ -99,7 +99,7 @@ _ARC_BY_KIND: dict[str, dict[str, Family]] = {
     kind: {f.name: f for f in ARC_FAMILIES if f.kind == kind}
     for kind in ("counter", "gauge", "histogram")
 }
-#: The config section that lists each kind (PROTOCOL §8.2).
+#: The config section that lists each kind (docs/protocol.md#custom-metrics).
 _SECTIONS: dict[str, MetricKind] = {
     "counters": "counter",
     "gauges": "gauge",
@@ -168,6 +168,10 @@ _POLL_CUT_ALIASES = {"down": "drop", "decrease": "drop", "up": "rise", "increase
 HUD_ERROR_KINDS = ("timeout", "connect", "http", "decode", "other")
 API_WRITE_VERBS = ("create", "delete", "patch")
 BACKGROUND_TASKS = ("hud", "reconcile", "demand", "statistics", "other")
+#: ``kind`` of ``arc_capacity_actions_errors_total`` (providers/actions/retry.py failure_kind).
+ACTIONS_ERROR_KINDS = (
+    "transport", "throttled", "server", "conflict", "unauthorized", "client", "other",
+)  # fmt: skip
 NEW_PAIR = "new"  # ``from`` label of the creation edge (no source state)
 
 _CAP_S = SCALE_SET_LABELS
@@ -268,6 +272,29 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
     _cap("owner", "gauge",
          "1 while this process holds the scale set's Lease (owns its placeholders), else 0.",
          "on every Lease acquire and release"),
+    _cap("ready", "gauge",
+         "1 while /readyz answers 200 (message session open and, capacity-aware, the Lease "
+         "held and the watch caches synced and fresh), else 0.",
+         "read at each scrape, from the same check as `/readyz`"),
+    _cap("failing_closed", "gauge",
+         "1 while the Kubernetes watches have been down longer than recalculateInterval: the "
+         "advertised capacity is held at the fail-closed value and no decision is taken.",
+         "per reconcile attempt (every `recalculateInterval`, also while failing closed)"),
+    _cap("demand_queued_jobs", "gauge",
+         "Queued jobs for this scale set's labels, the configured demand sources combined "
+         "(what the reconciler sees); NaN while no source answers (decide uses the floor).",
+         "read at each scrape (capacity-aware only)"),
+    _cap("demand_source_up", "gauge",
+         "1 while this demand source answers, 0 while it fails or has not answered yet.",
+         "read at each scrape, one series per configured source (capacity-aware only); "
+         "`source` is `statistics`, `hud`, `github` or `http`", ("source",)),
+    _cap("actions_errors_total", "counter",
+         "Failed calls to the Actions service (admin token chain, sessions, messages, acquire "
+         "jobs), each failed attempt of a retried call included.",
+         "+1 per failed attempt; `kind` is one of "
+         + ", ".join(f"`{k}`" for k in ACTIONS_ERROR_KINDS)
+         + " (429 = `throttled`, 5xx = `server`, 409 = `conflict`, 401 = `unauthorized`: an "
+         "expired queue token, refreshed at once)", ("kind",)),
 )  # fmt: skip
 
 _CAPACITY = {f.name: f for f in CAPACITY_FAMILIES}

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 @dataclass(frozen=True, slots=True)
 class ScaleSetIdentity:
-    """The scale-set label values (PROTOCOL §8.1: from the config URL and the ERS)."""
+    """The scale-set label values (docs/protocol.md#metrics: from the config URL and the ERS)."""
 
     name: str
     namespace: str
@@ -23,8 +23,8 @@ class ScaleSetIdentity:
 
     @classmethod
     def from_config_url(cls, url: str, *, name: str, namespace: str) -> ScaleSetIdentity:
-        """Parse ``configure_url`` like PROTOCOL §1.1; an unparsable URL leaves them empty
-        (the config loader rejects it before metrics exist; labels must never raise)."""
+        """Parse ``configure_url`` like docs/protocol.md#config-url; an unparsable URL leaves them
+        empty (the config loader rejects it before metrics exist; labels must never raise)."""
         path = urlparse(url.strip("/")).path.strip("/")
         parts = path.split("/") if path else []
         if len(parts) == 1 and parts[0]:

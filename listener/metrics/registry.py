@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
@@ -19,6 +21,7 @@ from listener.metrics.custom import (
 from listener.metrics.families import (
     _CAP_S,
     _POLL_CUT_ALIASES,
+    ACTIONS_ERROR_KINDS,
     API_WRITE_VERBS,
     BACKGROUND_TASKS,
     CAPACITY_FAMILIES,
@@ -34,6 +37,8 @@ from reconciler.capacity import CapacityLedger
 from reconciler.clock import Clock
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState, Role
+
+log = logging.getLogger(__name__)
 
 
 class PrometheusMetrics:
@@ -132,8 +137,8 @@ class PrometheusMetrics:
     # -- capacity hooks --------------------------------------------------------------------
 
     def record_advertised(self, capacity: int) -> None:
-        """The value handed to the long poll (e.g. a ``LatestCapacity`` listener); also set
-        from each step's ledger. With capacity-aware mode off it is ``max_runners``."""
+        """The value handed to the long poll; also set from each step's ledger. With
+        capacity-aware mode off it is ``max_runners``."""
         self._cap_metric("advertised").set(capacity)
 
     def observe_ledger(self, ledger: CapacityLedger) -> None:
@@ -218,6 +223,36 @@ class PrometheusMetrics:
     def record_owner(self, owner: bool) -> None:
         self._cap_metric("owner").set(1 if owner else 0)
 
+    def record_failing_closed(self, failing: bool) -> None:
+        self._cap_metric("failing_closed").set(1 if failing else 0)
+
+    def record_actions_error(self, kind: str) -> None:
+        """One failed attempt of an Actions-service call (``failure_kind`` of its status)."""
+        value = kind if kind in ACTIONS_ERROR_KINDS else "other"
+        self._cap_metric("actions_errors_total", kind=value).inc()
+
+    # -- read at scrape time (the value is a question, not an event) -----------------------
+
+    def watch_readiness(self, ready: Callable[[], bool]) -> None:
+        """``arc_capacity_ready`` answers ``ready()`` at each scrape: the same check as
+        ``/readyz``, so an alert sees exactly what the kubelet sees."""
+        self._cap_metric("ready").set_function(_safe(lambda: 1.0 if ready() else 0.0, 0.0))
+
+    def watch_demand(
+        self,
+        combined: Callable[[], int | None],
+        sources: Mapping[str, Callable[[], int | None]],
+    ) -> None:
+        """``arc_capacity_demand_queued_jobs`` answers ``combined()`` (None = no source
+        answers: NaN) and ``arc_capacity_demand_source_up{source}`` whether each configured
+        source answers, at each scrape."""
+        self._cap_metric("demand_queued_jobs").set_function(
+            _safe(lambda: _nan_if_none(combined()), math.nan)
+        )
+        for name, queued in sources.items():
+            up = _safe(_answers(queued), 0.0)
+            self._cap_metric("demand_source_up", source=name).set_function(up)
+
     # -- internals -------------------------------------------------------------------------
 
     def _job_labels(self, msg: Any) -> dict[str, str]:
@@ -281,10 +316,40 @@ class PrometheusMetrics:
             self._cap_metric("placeholder_api_writes_total", verb=verb)
         for task in BACKGROUND_TASKS:
             self._cap_metric("background_task_failures_total", task=task)
+        for kind in ACTIONS_ERROR_KINDS:
+            self._cap_metric("actions_errors_total", kind=kind)
 
     def arc_families(self) -> dict[str, tuple[str, ...]]:
         """Installed ARC families and their label names (for tests and start-up logs)."""
         return {name: inst.labels for name, inst in self._arc.items()}
+
+
+def _nan_if_none(value: int | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _answers(queued: Callable[[], int | None]) -> Callable[[], float]:
+    return lambda: 0.0 if queued() is None else 1.0
+
+
+def _safe(read: Callable[[], float], fallback: float) -> Callable[[], float]:
+    """A scrape-time reader that cannot break the scrape: an exception gives ``fallback``
+    (logged once per reader), never a failed /metrics answer."""
+    failed = False
+
+    def guarded() -> float:
+        nonlocal failed
+        try:
+            return read()
+        except Exception as exc:
+            if not failed:
+                failed = True
+                log.warning(
+                    "metric reader failed (%s: %s); exporting %s", type(exc).__name__, exc, fallback
+                )
+            return fallback
+
+    return guarded
 
 
 def _go_unix(seconds: int | None) -> int:

@@ -1,4 +1,4 @@
-"""GitHub Actions scale-set protocol client (PROTOCOL §1-3), the listener's side of it.
+"""GitHub Actions scale-set protocol client (docs/protocol.md), the listener's side of it.
 
 - :mod:`.config_url`  ``configure_url`` parsing: scope, hosted vs GHES, API URLs.
 - :mod:`.auth`        PAT / GitHub App credentials and the admin-token chain.

@@ -1,4 +1,4 @@
-"""Credentials and the admin-token chain of the Actions service (PROTOCOL §1.3-1.6).
+"""Credentials and the admin-token chain of the Actions service (docs/protocol.md#authentication).
 
 The chain, re-run in full on every refresh (nothing is cached):
 1. App auth only: mint an RS256 JWT (``iat`` = now - 60 s, ``exp`` = iat + 9 min, ``iss`` =
@@ -30,7 +30,13 @@ from providers.actions.config_url import GitHubConfig
 from providers.actions.errors import AuthError, describe_url
 from providers.actions.models import AdminConnection, RunnerRegistrationRequest, TokenResponse
 from providers.actions.redact import REGISTRY, SecretRegistry
-from providers.actions.retry import RetryPolicy, Sleep, send_with_retry
+from providers.actions.retry import (
+    FailureObserver,
+    RetryPolicy,
+    Sleep,
+    failure_kind,
+    send_with_retry,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +81,7 @@ class AdminToken:
 
 
 def mint_app_jwt(auth: AppAuth, *, now: float) -> str:
-    """The GitHub App JWT of PROTOCOL §1.4 (claims ``iat``, ``exp``, ``iss`` only)."""
+    """The GitHub App JWT of docs/protocol.md#authentication (only ``iat``, ``exp``, ``iss``)."""
     iat = int(now) - JWT_BACKDATE
     claims = {"iat": iat, "exp": iat + JWT_LIFETIME, "iss": auth.app_id}
     try:
@@ -114,8 +120,11 @@ class AdminTokenSource:
         policy: RetryPolicy,
         sleep: Sleep = asyncio.sleep,
         registry: SecretRegistry = REGISTRY,
+        on_error: FailureObserver | None = None,
     ) -> None:
         self._http = http
+        #: Hears :func:`failure_kind` of every failed attempt (the metrics).
+        self._on_error = on_error
         self._config = config
         self._credentials = credentials
         self._user_agent = user_agent
@@ -244,9 +253,12 @@ class AdminTokenSource:
             policy=policy or self._policy,
             sleep=self._sleep,
             clock=self._clock,
+            on_failure=self._on_error,
         )
         ok = response.status_code == expect if expect is not None else response.is_success
         if not ok:
+            if self._on_error is not None:
+                self._on_error(failure_kind(response.status_code))
             raise AuthError(step, _github_message(response), status=response.status_code)
         try:
             return json.loads(response.content.lstrip(b"\xef\xbb\xbf") or b"null")

@@ -1,5 +1,6 @@
-"""Async client for the scale-set calls the listener makes (PROTOCOL §2): sessions, messages,
-acquire jobs. One method per call; no session state (that is :mod:`providers.actions.session`).
+"""Async client for the scale-set calls the listener makes (docs/protocol.md#service-calls):
+sessions, messages, acquire jobs. One method per call; no session state (that is
+:mod:`providers.actions.session`).
 
 Per call:
 - Actions-service calls (sessions, acquirejobs) first ask :class:`AdminTokenSource` for the
@@ -34,6 +35,13 @@ from pydantic import SecretStr, ValidationError
 from providers.actions import proxy
 from providers.actions.auth import AdminToken, AdminTokenSource, Credentials
 from providers.actions.config_url import GitHubConfig
+from providers.actions.decode import (
+    DecodedMessage,
+    decode_json,
+    decode_message,
+    find_message_id,
+    strip_bom,
+)
 from providers.actions.errors import (
     ActionsHttpError,
     MessageDecodeError,
@@ -41,19 +49,15 @@ from providers.actions.errors import (
     ResponseTooLargeError,
     describe_url,
 )
-from providers.actions.models import (
-    AcquireJobsResponse,
-    CreateSessionRequest,
-    DecodedMessage,
-    ErrorBody,
-    Session,
-    decode_json,
-    decode_message,
-    find_message_id,
-    strip_bom,
-)
+from providers.actions.models import AcquireJobsResponse, CreateSessionRequest, ErrorBody, Session
 from providers.actions.redact import REGISTRY, SecretRegistry
-from providers.actions.retry import RetryPolicy, Sleep, send_with_retry
+from providers.actions.retry import (
+    FailureObserver,
+    RetryPolicy,
+    Sleep,
+    failure_kind,
+    send_with_retry,
+)
 from reconciler.clock import SystemClock
 
 log = logging.getLogger(__name__)
@@ -67,7 +71,7 @@ SCALESET_VERSION = "v0.4.0"
 
 @dataclass(frozen=True, slots=True)
 class UserAgent:
-    """The JSON ``User-Agent`` of PROTOCOL §1.7 (key order matters: it is compared as text)."""
+    """The JSON ``User-Agent`` of docs/protocol.md#headers (key order matters: compared as text)."""
 
     scale_set_id: int
     system: str = "actions-runner-controller"
@@ -139,6 +143,7 @@ class ActionsClient:
         sleep: Sleep = asyncio.sleep,
         retry: RetryPolicy | None = None,
         registry: SecretRegistry = REGISTRY,
+        on_error: FailureObserver | None = None,
     ) -> None:
         if scale_set_id == 0:
             raise ValueError("scale_set_id must be non-zero (runner_scale_set_id in the config)")
@@ -151,6 +156,8 @@ class ActionsClient:
         self._sleep = sleep
         self._policy = retry or RetryPolicy()
         self._registry = registry
+        #: Hears :func:`failure_kind` of every failed attempt of a call (the metrics).
+        self._on_error = on_error
         self.admin = AdminTokenSource(
             self.http,
             config,
@@ -160,6 +167,7 @@ class ActionsClient:
             policy=self._policy,
             sleep=sleep,
             registry=registry,
+            on_error=on_error,
         )
 
     async def aclose(self) -> None:
@@ -194,7 +202,8 @@ class ActionsClient:
         last_message_id: int,
         max_capacity: int,
     ) -> DecodedMessage | None:
-        """Long-poll for one message; None for 202 (and for an empty 200, see PROTOCOL §2.2)."""
+        """Long-poll for one message; None for 202 and for an empty 200
+        (docs/protocol.md#long-poll)."""
         url = httpx.URL(queue_url)
         if last_message_id > 0:
             url = url.copy_merge_params({"lastMessageId": str(last_message_id)})
@@ -318,14 +327,18 @@ class ActionsClient:
         headers: dict[str, str],
         content: bytes | None = None,
     ) -> httpx.Response:
-        return await send_with_retry(
+        response = await send_with_retry(
             self.http,
             lambda: self.http.build_request(method, url, headers=headers, content=content),
             what=what,
             policy=self._policy,
             sleep=self._sleep,
             clock=self._clock,
+            on_failure=self._on_error,
         )
+        if response.status_code >= 400 and self._on_error is not None:
+            self._on_error(failure_kind(response.status_code))
+        return response
 
     def _http_error(
         self,

@@ -1,6 +1,6 @@
 """The ``configure_url`` of a scale set: its scope, whether it is GitHub-hosted, and its API URLs.
 
-Rules of PROTOCOL §1.1-1.3:
+Rules of docs/protocol.md#config-url and docs/protocol.md#authentication:
 1. Leading/trailing ``/`` are trimmed from the whole string, then it is parsed as a URL.
 2. The path (slashes trimmed) has 1 segment (organization), or 2 segments: ``enterprises/<e>``
    (enterprise, case-insensitive) or ``<owner>/<repo>`` (repository). Anything else is invalid.

@@ -114,7 +114,8 @@ class SessionConflictError(ActionsError):
 
 
 class RetriesExhaustedError(ActionsError):
-    """Every attempt of a retryable call failed (PROTOCOL §2.5 "giving up after N attempts")."""
+    """Every attempt of a retryable call failed ("giving up after N attempts",
+    docs/protocol.md#retries)."""
 
     def __init__(
         self,

@@ -1,4 +1,5 @@
-"""pydantic models of every wire object of the scale-set protocol (PROTOCOL §1-3), and the decoder.
+"""pydantic models of every wire object of the scale-set protocol (docs/protocol.md); the
+GetMessage decoder is providers/actions/decode.py.
 
 Field names are the service's camelCase JSON keys (``RunnerSetting`` keeps its capital R).
 Models are strict like Go's ``encoding/json``: a string where an int is expected is an error,
@@ -11,21 +12,16 @@ Timestamps are RFC 3339 strings with up to 9 fractional digits (the service send
 unset times are Go's zero time ``0001-01-01T00:00:00Z`` (:data:`ZERO_TIME`), kept as a value
 rather than ``None`` so that code ported from Go can compare against it (see :func:`is_zero_time`).
 
-:func:`decode_message` turns a GetMessage 200 body into a :class:`DecodedMessage`: it strips a
-UTF-8 BOM, checks the outer ``messageType``, decodes the ``body`` JSON *string* a second time and
-dispatches each element on its ``messageType``; unknown types are skipped (logged at debug).
 Tokens are :class:`pydantic.SecretStr` so a ``repr`` of a session never shows them.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Annotated, Any, Final, TypeVar
+from typing import Annotated, Any, Final
 
 from pydantic import (
     BaseModel,
@@ -33,7 +29,6 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
-    ValidationError,
     field_serializer,
     model_validator,
 )
@@ -51,13 +46,10 @@ JOB_MESSAGES_TYPE: Final = "RunnerScaleSetJobMessages"
 #: The service packs at most this many job messages into one outer message.
 MAX_JOB_MESSAGES_PER_MESSAGE: Final = 50
 
-_BOM = b"\xef\xbb\xbf"
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
     r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?$"
 )
-#: Finds the outer message id in a body that cannot be decoded as a whole (to ack it).
-_MESSAGE_ID = re.compile(rb'"messageId"\s*:\s*(\d{1,18})')
 
 
 def parse_rfc3339(value: Any) -> Any:
@@ -141,7 +133,7 @@ def _secret_out(value: SecretStr, info: Any) -> str:
     return value.get_secret_value() if context.get("reveal") else str(value)
 
 
-# --- Statistics and scale set (§3.3, §3.4) ------------------------------------------------
+# --- Statistics and scale set (docs/protocol.md#statistics) ---------------------------------------
 
 
 class Statistics(WireModel):
@@ -183,7 +175,7 @@ class RunnerScaleSet(WireModel):
         return names or ((self.name,) if self.name else ())
 
 
-# --- Sessions (§2.1, §3.5) ----------------------------------------------------------------
+# --- Sessions (docs/protocol.md#session-object) ---------------------------------------------------
 
 
 class CreateSessionRequest(WireModel):
@@ -210,7 +202,7 @@ class Session(WireModel):
         return self.session_id == NIL_SESSION_ID
 
 
-# --- Auth chain (§1.3-1.5) ---------------------------------------------------------------
+# --- Auth chain (docs/protocol.md#authentication) -------------------------------------------------
 
 
 class TokenResponse(WireModel):
@@ -245,7 +237,7 @@ class AdminConnection(WireModel):
 
 
 class ErrorBody(WireModel):
-    """Actions-service error document ``{"typeName", "message"}`` (§2.6)."""
+    """Actions-service error document ``{"typeName", "message"}`` (docs/protocol.md#errors)."""
 
     model_config = ConfigDict(strict=False)
 
@@ -258,7 +250,7 @@ class AcquireJobsResponse(WireModel):
     value: list[int] = Field(default_factory=list)
 
 
-# --- Messages (§3.1, §3.2) ---------------------------------------------------------------
+# --- Messages (docs/protocol.md#messages) ---------------------------------------------------------
 
 
 class RunnerScaleSetMessage(WireModel):
@@ -308,140 +300,12 @@ class JobCompleted(JobMessage):
     runner_name: str = ""
 
 
-_J = TypeVar("_J", bound=JobMessage)
-
 JOB_MESSAGE_TYPES: Final[dict[str, type[JobMessage]]] = {
     "JobAvailable": JobAvailable,
     "JobAssigned": JobAssigned,
     "JobStarted": JobStarted,
     "JobCompleted": JobCompleted,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class DecodedMessage:
-    """One outer message with its job messages decoded, in order, unknown types dropped."""
-
-    message: RunnerScaleSetMessage
-    statistics: Statistics
-    jobs: tuple[JobMessage, ...]
-    skipped_types: tuple[str, ...] = ()
-
-    @property
-    def message_id(self) -> int:
-        return self.message.message_id
-
-    def of_type(self, kind: type[_J]) -> list[_J]:
-        return [job for job in self.jobs if type(job) is kind]
-
-
-def strip_bom(raw: bytes) -> bytes:
-    return raw[len(_BOM) :] if raw.startswith(_BOM) else raw
-
-
-def decode_json(raw: bytes, *, what: str) -> Any:
-    """JSON-decode a response body after stripping a UTF-8 BOM; errors name ``what``."""
-    try:
-        return json.loads(strip_bom(raw).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MessageDecodeError(f"{what}: body is not valid JSON ({exc})") from None
-    except RecursionError:
-        raise MessageDecodeError(f"{what}: JSON nested too deeply") from None
-
-
-def find_message_id(raw: bytes) -> int | None:
-    """The outer ``messageId`` of a body that cannot be decoded whole (None if absent)."""
-    match = _MESSAGE_ID.search(raw)
-    return int(match.group(1)) if match else None
-
-
-def decode_message(raw: bytes) -> DecodedMessage:
-    """Decode a GetMessage 200 body (the caller treats an empty body as "no message").
-
-    Any failure is a :class:`MessageDecodeError`; its ``message_id`` is set whenever the
-    id can be read, so the caller can ack and skip the message (never wedge on it)."""
-    try:
-        return _decode_message(raw)
-    except MessageDecodeError as exc:
-        if exc.message_id is None:
-            exc.message_id = find_message_id(raw[:65536])
-        raise
-    except RecursionError:
-        raise MessageDecodeError(
-            "get message: nested too deeply", message_id=find_message_id(raw[:65536])
-        ) from None
-
-
-def _decode_message(raw: bytes) -> DecodedMessage:
-    data = decode_json(raw, what="get message")
-    try:
-        message = RunnerScaleSetMessage.model_validate(data)
-    except ValidationError as exc:
-        raise MessageDecodeError(f"get message: {_first_error(exc)}") from None
-    mid = message.message_id
-    if message.message_type != JOB_MESSAGES_TYPE:
-        raise MessageDecodeError(
-            f"message {mid}: unexpected messageType "
-            f"{message.message_type[:60]!r}; expected {JOB_MESSAGES_TYPE!r}",
-            message_id=mid,
-        )
-    if message.statistics is None:
-        raise MessageDecodeError(f"message {mid}: statistics missing", message_id=mid)
-    try:
-        jobs = decode_job_messages(message)
-    except MessageDecodeError as exc:
-        exc.message_id = mid
-        raise
-    return DecodedMessage(message, message.statistics, *jobs)
-
-
-def decode_job_messages(
-    message: RunnerScaleSetMessage,
-) -> tuple[tuple[JobMessage, ...], tuple[str, ...]]:
-    """Decode the ``body`` string: a JSON array of job messages (empty/``null`` = none)."""
-    if not message.body.strip():
-        return (), ()
-    try:
-        elements = json.loads(message.body)
-    except json.JSONDecodeError as exc:
-        raise MessageDecodeError(
-            f"message {message.message_id}: body is not a JSON array ({exc})"
-        ) from None
-    except RecursionError:
-        raise MessageDecodeError(f"message {message.message_id}: body nested too deeply") from None
-    if elements is None:
-        return (), ()
-    if not isinstance(elements, list):
-        raise MessageDecodeError(
-            f"message {message.message_id}: body is a JSON {type(elements).__name__}, "
-            "expected an array of job messages"
-        )
-    jobs: list[JobMessage] = []
-    skipped: list[str] = []
-    for index, element in enumerate(elements):
-        where = f"message {message.message_id}: job message {index}"
-        if not isinstance(element, dict):
-            raise MessageDecodeError(f"{where}: expected an object, got {type(element).__name__}")
-        kind = element.get("messageType")
-        model = JOB_MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
-        if model is None:
-            log.debug("%s: skipping unknown messageType %r", where, str(kind)[:60])
-            skipped.append(str(kind))
-            continue
-        try:
-            jobs.append(model.model_validate(element))
-        except ValidationError as exc:
-            raise MessageDecodeError(f"{where} ({kind}): {_first_error(exc)}") from None
-    return tuple(jobs), tuple(skipped)
-
-
-def _first_error(exc: ValidationError) -> str:
-    """One line naming the field and the problem, without echoing the input value."""
-    errors = exc.errors(include_url=False, include_input=False)
-    first = errors[0]
-    where = ".".join(str(p) for p in first["loc"]) or "<document>"
-    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"
 
 
 __all__ = [
@@ -453,7 +317,6 @@ __all__ = [
     "AcquireJobsResponse",
     "AdminConnection",
     "CreateSessionRequest",
-    "DecodedMessage",
     "ErrorBody",
     "JobAssigned",
     "JobAvailable",
@@ -470,12 +333,7 @@ __all__ = [
     "Statistics",
     "TokenResponse",
     "WireModel",
-    "decode_job_messages",
-    "decode_json",
-    "decode_message",
-    "find_message_id",
     "format_rfc3339",
     "is_zero_time",
     "parse_rfc3339",
-    "strip_bom",
 ]

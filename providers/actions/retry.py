@@ -1,4 +1,5 @@
-"""The retry policy of the Actions HTTP client (PROTOCOL §2.5, hashicorp retryablehttp v0.7.8).
+"""The retry policy of the Actions HTTP client (docs/protocol.md#retries, hashicorp retryablehttp
+v0.7.8).
 
 1. Up to ``max_retries + 1`` attempts (default 5).
 2. Retried: transport errors (not TLS certificate errors, unsupported schemes, invalid
@@ -80,6 +81,22 @@ class RetryPolicy:
         )
 
 
+#: Called with :func:`failure_kind` of every failed attempt (for the metrics).
+FailureObserver = Callable[[str], None]
+
+
+def failure_kind(status: int | None) -> str:
+    """The bounded metrics label of a failed attempt; ``None`` = no answer (transport)."""
+    if status is None or status == 0:
+        return "transport"
+    named = {429: "throttled", 409: "conflict", 401: "unauthorized"}
+    if status in named:
+        return named[status]
+    if 500 <= status <= 599:
+        return "server"
+    return "client" if 400 <= status <= 499 else "other"
+
+
 def is_retryable_status(status: int, policy: RetryPolicy) -> bool:
     if status in policy.extra_statuses:
         return True
@@ -149,12 +166,15 @@ async def send_with_retry(
     policy: RetryPolicy,
     sleep: Sleep = asyncio.sleep,
     clock: Callable[[], float],
+    on_failure: FailureObserver | None = None,
 ) -> httpx.Response:
     """Send ``build()`` (rebuilt per attempt, so bodies replay) under ``policy``.
 
     Returns the first response that is not retryable (any status: the caller judges it).
     Raises :class:`RetriesExhaustedError` when the last attempt was still retryable and
     :class:`TransportError` for a transport failure that must not be retried.
+    ``on_failure`` hears every transport failure and retryable status (the caller judges
+    what is returned).
     """
     attempts = policy.max_retries + 1
     for attempt in range(attempts):
@@ -162,6 +182,8 @@ async def send_with_retry(
         try:
             response = await send_bounded(client, request, policy, what=what)
         except httpx.HTTPError as exc:
+            if on_failure is not None:
+                on_failure(failure_kind(None))
             reason = non_retryable_transport_reason(exc)
             if reason is not None:
                 raise TransportError(
@@ -191,6 +213,8 @@ async def send_with_retry(
             continue
         if not is_retryable_status(response.status_code, policy):
             return response
+        if on_failure is not None:
+            on_failure(failure_kind(response.status_code))
         await response.aclose()
         if attempt + 1 >= attempts:
             raise RetriesExhaustedError(

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from providers.actions.client import ActionsClient
+from providers.actions.decode import DecodedMessage
 from providers.actions.errors import ActionsHttpError, QueueTokenExpiredError, SessionConflictError
-from providers.actions.models import DecodedMessage, Session, Statistics
+from providers.actions.models import Session, Statistics
 from providers.actions.retry import Sleep
 
 log = logging.getLogger(__name__)

@@ -62,13 +62,13 @@ class CombinedDemand:
 
     @property
     def current(self) -> Demand:
-        demands = [
-            _stamped(self._sources[name].current, name)
-            if name in self._sources
-            else Demand(queued_jobs=None, error="not started", source=name)
-            for name in self.order
-        ]
-        return combine(demands, self.policy)
+        return combine([self.latest(name) for name in self.order], self.policy)
+
+    def latest(self, name: str) -> Demand:
+        """One configured source's latest answer ("not started" until it is attached)."""
+        if name not in self._sources:
+            return Demand(queued_jobs=None, error="not started", source=name)
+        return _stamped(self._sources[name].current, name)
 
 
 def _stamped(demand: Demand, name: str) -> Demand:

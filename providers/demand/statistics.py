@@ -1,8 +1,8 @@
 """Demand from the scale set's own statistics (the default source: nothing to configure).
 
-Every message of the long poll carries the scale set's statistics (PROTOCOL §3.3). Jobs that
-match the scale set's labels but are not assigned to it yet are ``totalAvailableJobs``: with
-capacity gated by ``X-ScaleSetMaxCapacity`` they wait in GitHub's queue until the scale set
+Every message of the long poll carries the scale set's statistics (docs/protocol.md#statistics).
+Jobs that match the scale set's labels but are not assigned to it yet are ``totalAvailableJobs``:
+with capacity gated by ``X-ScaleSetMaxCapacity`` they wait in GitHub's queue until the scale set
 advertises room, so they are exactly the jobs a new placeholder pair would serve.
 
 The source is fed by the listener loop (:meth:`observe`) and reacts at message speed: a change
@@ -12,9 +12,9 @@ Before the first statistics arrive it reports an error, so decide falls back to 
 Messages only come when something happens to *this* scale set's jobs. While every advertised
 slot is taken (0 advertised at scale-to-zero, or all slots assigned), a newly queued job changes
 nothing the broker would tell us, so the statistics go stale exactly when they matter. Then the
-listener refreshes its message session (PATCH, PROTOCOL §3.5: the answer carries statistics)
-every ``demand.statisticsRefresh`` seconds; :func:`needs_refresh` is that rule, shared by the
-listener (listener/statistics_refresh.py) and the simulated world.
+listener refreshes its message session (PATCH, docs/protocol.md#sessions: the answer carries
+statistics) every ``demand.statisticsRefresh`` seconds; :func:`needs_refresh` is that rule, shared
+by the listener (listener/statistics_refresh.py) and the simulated world.
 """
 
 from __future__ import annotations

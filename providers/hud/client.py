@@ -19,8 +19,8 @@ of the scale set's labels (taken from the scale set at start-up). The labels are
 Failures never become 0 or "unlimited": a timeout, a non-200, a body that is not a JSON
 array of rows, a wrong type, or an absurd count (negative, > 10**6) makes
 :class:`HudDemandSource` report ``Demand(queued_jobs=None, error=...)``, on which the reconciler
-falls back to its configured floor (DESIGN §4). An outage is logged once when it starts and once
-when it ends, not on every poll.
+falls back to its configured floor (docs/design.md#demand-sources). An outage is logged once when it
+starts and once when it ends, not on every poll.
 """
 
 from __future__ import annotations

@@ -29,22 +29,19 @@ timeouts on every call, ``max_objects`` per target, bounded backoff.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import urllib3
 from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
 
-from providers.kubernetes.rises import placeholder_counts, raises_capacity
-from providers.kubernetes.slim import transform
-from providers.kubernetes.watch_targets import RESOURCES, CacheError, WatchTarget, list_call
+from providers.kubernetes.informer import Informers, Partition
+from providers.kubernetes.relevance import Verdict
+from providers.kubernetes.watch_targets import RESOURCES, CacheError, WatchTarget
 
 log = logging.getLogger(__name__)
 
@@ -52,39 +49,11 @@ Obj = dict[str, Any]
 #: ``list[Obj]`` spelled outside the class, whose ``list`` method shadows the builtin.
 ObjList = list[Obj]
 StrList = list[str]
-MAX_PAGES = 1000
-PAGE_SIZE = 500
 #: Deleted objects remembered for ``KubeCache.was_deleted``.
 TOMBSTONES = 4096
 
 
-class MalformedEventError(Exception):
-    """A watch event whose object is not an API object (the informer relists)."""
-
-
-# --- the store ----------------------------------------------------------------------------
-
-
-class _Partition:
-    __slots__ = ("absent", "down_since", "objects", "resource_version", "synced", "target")
-
-    def __init__(self, target: WatchTarget) -> None:
-        self.target = target
-        self.objects: dict[tuple[str, str], Obj] = {}
-        self.synced = False
-        self.absent = False
-        #: Last resourceVersion this target has seen (list, event or bookmark).
-        self.resource_version = ""
-        #: Monotonic time of the first failure since the API last answered (None = healthy).
-        self.down_since: float | None = None
-
-
-def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return meta.get("namespace") or "", meta.get("name") or ""
-
-
-class KubeCache:
+class KubeCache(Informers):
     """Watch-fed, thread-safe object cache; an ObjectSource for ``build_snapshot``."""
 
     def __init__(
@@ -93,7 +62,7 @@ class KubeCache:
         targets: Sequence[WatchTarget],
         *,
         on_change: Callable[[str], None] | None = None,
-        on_rise: Callable[[], None] | None = None,
+        on_event: Callable[[Verdict], None] | None = None,
         watch_timeout: int = 300,
         connect_timeout: float = 5.0,
         request_timeout: float = 60.0,
@@ -125,8 +94,9 @@ class KubeCache:
                 len(targets) + 8,
             )
         self.on_change = on_change
-        #: Called after ``on_change`` when a placeholder turned Running (rises.py).
-        self.on_rise = on_rise
+        #: Called after ``on_change`` with what the event means to the controller
+        #: (providers/kubernetes/relevance.py: a change decisions read, a rise, a loss).
+        self.on_event = on_event
         self.watch_timeout = watch_timeout
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
@@ -139,8 +109,8 @@ class KubeCache:
         # Re-entrant: wait_until's predicate may call list()/get() while holding it.
         self._lock = threading.RLock()
         self._synced_cond = threading.Condition(self._lock)
-        self._partitions = {t.key: _Partition(t) for t in targets}
-        self._by_kind: dict[str, list[_Partition]] = {}
+        self._partitions = {t.key: Partition(t) for t in targets}
+        self._by_kind: dict[str, list[Partition]] = {}
         for p in self._partitions.values():
             self._by_kind.setdefault(p.target.kind, []).append(p)
         #: Recently deleted objects: (kind, namespace, name) -> uid, bounded (see was_deleted).
@@ -269,287 +239,3 @@ class KubeCache:
         applies (events, bookmarks, lists, errors); False after ``timeout`` seconds."""
         with self._synced_cond:
             return self._synced_cond.wait_for(lambda: predicate(self), timeout=timeout)
-
-    # --- informer thread ------------------------------------------------------------------
-
-    def _backoff(self, attempt: int) -> float:
-        step = min(self.backoff_cap, self.backoff_base * (2 ** min(attempt, 30)))
-        return step * (0.5 + 0.5 * self._rng.random())
-
-    def _run(self, partition: _Partition) -> None:
-        try:
-            self._informer(partition)
-        finally:
-            # A thread that ends for any reason while the cache is running leaves a blind
-            # spot: mark it down so stale_for() grows and the listener fails closed.
-            if not self._stop.is_set():
-                with self._synced_cond:
-                    self._mark_down(partition)
-                    self._synced_cond.notify_all()
-                log.error("informer %s stopped unexpectedly", partition.target.key)
-
-    def _informer(self, partition: _Partition) -> None:
-        target = partition.target
-        call = list_call(self.api_client, target)
-        rv: str | None = None
-        attempt = 0
-        while not self._stop.is_set():
-            try:
-                if rv is None:
-                    rv = self._list(partition, call)
-                else:
-                    # Resume from the last version applied (events and bookmarks move it
-                    # forward even when the previous stream broke off with an exception).
-                    with self._lock:
-                        rv = partition.resource_version or rv
-                started = self._monotonic()
-                rv, events = self._watch(partition, call, rv)
-                # A watch that ends at once with nothing in it (a misbehaving server) must not
-                # turn this loop into a hot loop: treat it like an error for backoff purposes.
-                if events == 0 and self._monotonic() - started < 1.0:
-                    self._stop.wait(self._backoff(attempt))
-                    attempt += 1
-                else:
-                    attempt = 0
-            except ApiException as exc:
-                if exc.status == 410:
-                    self._count("relist_410")
-                    log.info(
-                        "watch %s: resourceVersion %s expired (410); relisting", target.key, rv
-                    )
-                    rv = None
-                    # An immediate relist is what client-go does; back off only if 410s repeat.
-                    if attempt:
-                        self._stop.wait(self._backoff(attempt))
-                    attempt += 1
-                    continue
-                if exc.status in (403, 404) and target.optional and rv is None:
-                    self._mark_absent(partition, exc.status)
-                    self._stop.wait(self.absent_retry)
-                    continue
-                self._count("error")
-                self._mark_down(partition)
-                log.warning(
-                    "watch %s: API error %s %s; retrying", target.key, exc.status, exc.reason
-                )
-                self._stop.wait(self._backoff(attempt))
-                attempt += 1
-            except (urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
-                if self._stop.is_set():
-                    break
-                self._count("reconnect")
-                self._mark_down(partition)
-                log.info(
-                    "watch %s: connection problem (%s); resuming from %s",
-                    target.key,
-                    type(exc).__name__,
-                    rv,
-                )
-                self._stop.wait(self._backoff(attempt))
-                attempt += 1
-            except Exception as exc:
-                # Supervision: anything else (a malformed event, a bug) must not end the
-                # informer silently. Logged with context, counted, marked down (so the cache
-                # turns stale and the listener fails closed), then a fresh relist after backoff:
-                # the partition may be half-updated, so resuming the watch is not safe.
-                if self._stop.is_set():
-                    break
-                self._count("crash")
-                self._mark_down(partition)
-                log.error(
-                    "informer %s failed (%s: %s); relisting after backoff",
-                    target.key,
-                    type(exc).__name__,
-                    exc,
-                    exc_info=self.stats["crash"] == 1,
-                )
-                rv = None
-                self._stop.wait(self._backoff(attempt))
-                attempt += 1
-
-    def _mark_down(self, partition: _Partition) -> None:
-        if partition.down_since is None:
-            partition.down_since = self._monotonic()
-
-    def stale_for(self) -> float:
-        """Seconds the longest-failing required watch has been unable to reach the API (0 when
-        all answer). A quiet but healthy watch is not stale: only failures count."""
-        now = self._monotonic()
-        with self._lock:
-            downs = [
-                p.down_since
-                for p in self._partitions.values()
-                if p.down_since is not None and not p.target.optional
-            ]
-        return max((now - d for d in downs), default=0.0)
-
-    def _count(self, what: str) -> None:
-        with self._synced_cond:
-            self.stats[what] += 1
-            self._synced_cond.notify_all()
-
-    def _selectors(self, target: WatchTarget) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if target.label_selector:
-            out["label_selector"] = target.label_selector
-        if target.field_selector:
-            out["field_selector"] = target.field_selector
-        return out
-
-    def _list(self, partition: _Partition, call: Callable[..., Any]) -> str:
-        target = partition.target
-        items: dict[tuple[str, str], Obj] = {}
-        cont: str | None = None
-        rv = ""
-        for _ in range(MAX_PAGES):
-            kwargs = self._selectors(target) | {
-                "limit": PAGE_SIZE,
-                "_preload_content": False,
-                "_request_timeout": (self.connect_timeout, self.request_timeout),
-            }
-            if cont:
-                kwargs["_continue"] = cont
-            self._count("list")
-            resp = call(**kwargs)
-            try:
-                body = json.loads(resp.data)
-            finally:
-                resp.release_conn()
-            for raw in body.get("items") or ():
-                if len(items) >= self.max_objects:
-                    self._count("overflow")
-                    break
-                obj = transform(target.kind, raw)
-                items[_key(obj)] = obj
-            meta = body.get("metadata") or {}
-            rv = meta.get("resourceVersion") or rv
-            cont = meta.get("continue")
-            if not cont:
-                break
-        with self._synced_cond:
-            changed = _differs(partition.objects, items) or partition.absent
-            for key in partition.objects.keys() - items.keys():
-                self._tombstone(target.kind, partition.objects[key])  # deleted while away
-            partition.objects = items
-            partition.absent = False
-            partition.synced = True
-            partition.down_since = None
-            partition.resource_version = rv
-            self._synced_cond.notify_all()
-        if changed:
-            self._notify(target.kind)
-        return rv
-
-    def _mark_absent(self, partition: _Partition, status: int) -> None:
-        with self._synced_cond:
-            first = not partition.absent
-            partition.absent = True
-            partition.synced = True
-            partition.objects = {}
-            self._synced_cond.notify_all()
-        if first:
-            self._count("absent")
-            log.warning(
-                "optional %s is unavailable (HTTP %s: %s); continuing without it",
-                partition.target.key,
-                status,
-                "CRD not installed" if status == 404 else "no RBAC to list it",
-            )
-
-    def _watch(self, partition: _Partition, call: Callable[..., Any], rv: str) -> tuple[str, int]:
-        """Stream from ``rv``; returns the last version seen and how many events came."""
-        target = partition.target
-        w = watch.Watch()
-        events = 0
-        with self._lock:
-            self._watches[target.key] = w
-        if self._stop.is_set():
-            return rv, events
-        self._count("watch")
-        try:
-            stream: Iterator[Any] = w.stream(
-                call,
-                resource_version=rv,
-                allow_watch_bookmarks=True,
-                timeout_seconds=self.watch_timeout,
-                _request_timeout=(self.connect_timeout, self.watch_timeout + 15),
-                **self._selectors(target),
-            )
-            for event in stream:
-                if not isinstance(event, dict):
-                    continue  # an undecodable line: skip it, the next event carries on
-                events += 1
-                partition.down_since = None  # the API answers again
-                rv = self._apply(partition, event) or rv
-                if self._stop.is_set():
-                    w.stop()
-                    break
-        finally:
-            with self._lock:
-                self._watches.pop(target.key, None)
-        return rv, events
-
-    def _apply(self, partition: _Partition, event: Mapping[str, Any]) -> str | None:
-        kind = partition.target.kind
-        etype = event.get("type")
-        raw = event.get("raw_object") or event.get("object") or {}
-        if not isinstance(raw, Mapping) or not isinstance(raw.get("metadata") or {}, Mapping):
-            raise MalformedEventError(
-                f"watch {partition.target.key}: {etype!r} event without an object"
-            )
-        new_rv = (raw.get("metadata") or {}).get("resourceVersion")
-        if etype == "BOOKMARK":
-            if new_rv:
-                with self._synced_cond:
-                    partition.resource_version = new_rv
-                    self._synced_cond.notify_all()
-            return new_rv
-        if etype not in ("ADDED", "MODIFIED", "DELETED"):
-            return None
-        obj = transform(kind, raw)
-        key = _key(obj)
-        rises = False
-        with self._synced_cond:
-            if kind == "Pod" and self.on_rise is not None:
-                before = placeholder_counts(partition.objects.get(key))
-                rises = raises_capacity(etype, obj, counted_before=before)
-            self._synced_cond.notify_all()
-            if new_rv:
-                partition.resource_version = new_rv
-            if etype == "DELETED":
-                partition.objects.pop(key, None)
-                self._tombstone(kind, obj)
-            elif key in partition.objects or len(partition.objects) < self.max_objects:
-                partition.objects[key] = obj
-            else:
-                self.stats["overflow"] += 1
-                log.error(
-                    "cache %s is full (%d objects); ignoring %s",
-                    partition.target.key,
-                    self.max_objects,
-                    key,
-                )
-        self._notify(kind)
-        if rises and self.on_rise is not None:
-            try:
-                self.on_rise()
-            except Exception:
-                log.exception("on_rise callback failed")
-        return new_rv
-
-    def _notify(self, kind: str) -> None:
-        if self.on_change is None:
-            return
-        try:
-            self.on_change(kind)
-        except Exception:
-            log.exception("on_change callback failed for %s", kind)
-
-
-def _differs(old: Mapping[tuple[str, str], Obj], new: Mapping[tuple[str, str], Obj]) -> bool:
-    if old.keys() != new.keys():
-        return True
-    return any(
-        old[k]["metadata"].get("resourceVersion") != new[k]["metadata"].get("resourceVersion")
-        for k in new
-    )

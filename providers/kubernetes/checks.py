@@ -1,4 +1,5 @@
-"""Start-up checks (DESIGN §5-6): is this cluster set up so that placeholders can work?
+"""Start-up checks (docs/design.md#start-up-checks): is this cluster set up so that placeholders
+can work?
 
 Each check returns typed :class:`Finding` values; an ERROR means capacity-aware mode would
 advertise wrong numbers or never get a pair READY, a WARNING means it works with a caveat.

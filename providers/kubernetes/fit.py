@@ -14,7 +14,7 @@ from typing import Any
 from providers.kubernetes import labels as L
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.nodes import NodeState, matches_selector, node_state
-from providers.kubernetes.object_fields import _meta, pod_phase
+from providers.kubernetes.object_fields import metadata_of, pod_phase
 from providers.kubernetes.packing import pairs_per_node, pool_hosts
 from providers.kubernetes.resources import (
     Resources,
@@ -28,7 +28,7 @@ from providers.kubernetes.translate import (
     Obj,
     ObjectSource,
     ScaleSetTarget,
-    _safe_list,
+    list_if_known,
 )
 from reconciler.snapshot import FitEstimate, PodPhase
 
@@ -63,7 +63,7 @@ def _pod_usage(pod: Obj) -> PodUsage | None:
         req = effective_requests(spec)
     except ValueError:
         return None
-    placeholder_of = (_meta(pod).get("labels") or {}).get(L.LABEL_SCALE_SET)
+    placeholder_of = (metadata_of(pod).get("labels") or {}).get(L.LABEL_SCALE_SET)
     return spec.get("nodeName") or None, req, spec.get("nodeSelector") or {}, placeholder_of
 
 
@@ -93,7 +93,7 @@ def _place_pending(
 
 def _node_capacity(node: Obj) -> tuple[str, NodeState, Resources | None]:
     """(name, state, allocatable) of a node; allocatable None when it does not parse."""
-    name = _meta(node).get("name", "")
+    name = metadata_of(node).get("name", "")
     try:
         allocatable: Resources | None = _allocatable(node, name)
     except ValueError:
@@ -123,7 +123,7 @@ def _versions(objs: Iterable[Obj]) -> tuple[tuple[Any, Any], ...] | None:
     """Every object's (uid, resourceVersion), or None when one lacks them."""
     out = []
     for obj in objs:
-        meta = _meta(obj)
+        meta = metadata_of(obj)
         uid, version = meta.get("uid"), meta.get("resourceVersion")
         if not uid or version is None:
             return None
@@ -166,7 +166,7 @@ def fit_estimate(
     every NodePool is assumed able to host the pair (over-estimates: safe, the scheduler stays
     the judge; this only bounds attempts).
     """
-    all_pools = list(_safe_list(source, "NodePool"))
+    all_pools = list(list_if_known(source, "NodePool"))
     if not all_pools:
         return None
     selectors = [s for s in (runner_selector, workflow_selector) if s is not None]
@@ -174,7 +174,7 @@ def fit_estimate(
     # 1. free allocatable on usable nodes.
     pod_usage = _pod_usage if memo is None else memo.pods
     node_capacity = _node_capacity if memo is None else memo.nodes
-    nodes = {_meta(n).get("name", ""): n for n in source.list("Node")}
+    nodes = {metadata_of(n).get("name", ""): n for n in source.list("Node")}
     used: dict[str, Resources] = {}
     ahead: list[tuple[Resources, Mapping[str, str]]] = []
     pending: Resources = {}
@@ -200,7 +200,7 @@ def fit_estimate(
         free = dict(allocatable) if allocatable is not None else _allocatable(node, name)
         for r, v in used.get(name, {}).items():
             free[r] = free.get(r, Decimal(0)) - v
-        free_nodes.append((_meta(node).get("labels") or {}, free))
+        free_nodes.append((metadata_of(node).get("labels") or {}, free))
     # Real pods and our own placeholders already waiting take free room first; what fits
     # nowhere waits for headroom (2.).
     add_into(pending, _place_pending(ahead, free_nodes))
@@ -226,7 +226,7 @@ def fit_estimate(
     for pool in pools:
         limits = (pool.get("spec") or {}).get("limits") or {}
         used_by_pool = (pool.get("status") or {}).get("resources") or {}
-        pool_name = _meta(pool).get("name", "?")
+        pool_name = metadata_of(pool).get("name", "?")
         for r in set(runner_requests) | set(workflow_requests):
             if r not in limits:
                 unlimited.add(r)

@@ -1,7 +1,7 @@
 """Label, annotation and priority-class names shared by everything that builds or reads
 placeholder pods (the Kubernetes provider, the simulated world, the docs).
 
-Real ARC names (runner/workflow pods) are quoted from PROTOCOL.md; ours use the
+Real ARC names (runner/workflow pods) are quoted from docs/protocol.md#crds; ours use the
 ``arc-capacity.dev`` prefix.
 """
 
@@ -36,11 +36,11 @@ ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LABEL_NODEPOOL = "karpenter.sh/nodepool"
 
 # The priority ladder: placeholders below the real pods they stand in for.
-# Deviation from DESIGN §5 (which has arc-runner at 0), measured in the simulator: with runner
-# pods below workflow pods, a workflow pod that finds no free placeholder preempts *another
-# running job's* runner pod (the lowest-priority pod on the node) and that job fails (all 12
-# failures of `drain`, all 6 of `burst`). Runner and workflow pods at the same value cannot
-# preempt each other, so real pods only ever preempt placeholders; a runner pod still prefers
+# docs/design.md#priority-ladder: arc-runner was at 0 in the first design, measured in the
+# simulator: with runner pods below workflow pods, a workflow pod that finds no free placeholder
+# preempts *another running job's* runner pod (the lowest-priority pod on the node) and that job
+# fails (all 12 failures of `drain`, all 6 of `burst`). Runner and workflow pods at the same value
+# cannot preempt each other, so real pods only ever preempt placeholders; a runner pod still prefers
 # the runner placeholder (-10) over the workflow one (10), because kube-scheduler picks the
 # node whose highest victim priority is lowest.
 DEFAULT_PRIORITY_CLASSES = {

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.kubernetes import labels as L
-from providers.kubernetes.object_fields import _condition
+from providers.kubernetes.object_fields import condition_of
 
 Obj = Mapping[str, Any]
 
@@ -50,7 +50,7 @@ def untolerated_taints(
 
 
 def node_ready(node: Obj) -> bool:
-    cond = _condition(node, "Ready")
+    cond = condition_of(node, "Ready")
     return cond is not None and cond.get("status") == "True"
 
 
@@ -113,7 +113,8 @@ class LazyNodeStates(Mapping[str, NodeState]):
 
 
 def node_blocked_for(node: Obj | None, tolerations: Sequence[Mapping[str, Any]]) -> bool:
-    """The node cannot (or soon will not) host this pod: DESIGN §4 "no longer counts".
+    """The node cannot (or soon will not) host this pod: it "no longer counts"
+    (docs/design.md#capacity-ledger).
 
     A missing node (deleted, or not yet in the cache) counts as blocked: the placeholder is
     then STALLED, never lost, so a cache lag costs capacity for one tick, not a pair.

@@ -1,6 +1,7 @@
 """Small readers of API objects (plain JSON dicts): metadata, labels, owners, RFC 3339
 timestamps, conditions, the pod phase. No imports from the rest of the provider, so every
-module can use them without an import cycle."""
+module can use them without an import cycle; they are public because the provider's modules
+share them."""
 
 from __future__ import annotations
 
@@ -17,18 +18,17 @@ Obj = Mapping[str, Any]
 _PHASES = {p.value: p for p in PodPhase}
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
+def metadata_of(obj: Obj) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _labels(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("labels") or {}
+def labels_of(obj: Obj) -> Mapping[str, str]:
+    return metadata_of(obj).get("labels") or {}
 
 
-def _owners(obj: Obj, kind: str) -> list[str]:
-    return [
-        o.get("name", "") for o in _meta(obj).get("ownerReferences") or () if o.get("kind") == kind
-    ]
+def owners_of(obj: Obj, kind: str) -> list[str]:
+    references = metadata_of(obj).get("ownerReferences") or ()
+    return [o.get("name", "") for o in references if o.get("kind") == kind]
 
 
 def parse_timestamp(text: Any) -> float | None:
@@ -47,7 +47,7 @@ def _parse_timestamp(text: str) -> float | None:
         return None
 
 
-def _float_or_none(value: Any) -> float | None:
+def float_or_none(value: Any) -> float | None:
     try:
         result = float(value)
     except (TypeError, ValueError):
@@ -55,7 +55,7 @@ def _float_or_none(value: Any) -> float | None:
     return result if math.isfinite(result) else None
 
 
-def _condition(obj: Obj, cond_type: str) -> Mapping[str, Any] | None:
+def condition_of(obj: Obj, cond_type: str) -> Mapping[str, Any] | None:
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if cond.get("type") == cond_type:
             return cond

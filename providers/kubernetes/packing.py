@@ -21,9 +21,8 @@ from decimal import Decimal
 from typing import Any
 
 from providers.kubernetes.instance_types import shape
-from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.nodes import matches_selector
-from providers.kubernetes.object_fields import _meta, parse_timestamp
+from providers.kubernetes.object_fields import metadata_of, parse_timestamp
 from providers.kubernetes.resources import Resources, add_into, quantity
 from reconciler.snapshot import LaunchFacts
 
@@ -50,7 +49,7 @@ def pool_hosts(pool: Mapping[str, Any], node_selector: Mapping[str, str]) -> boo
     """The pool's nodes carry every label the pair's nodeSelector asks for (template labels
     or a single-valued ``In`` requirement)."""
     template = _template(pool)
-    labels = dict(_meta(template).get("labels") or {})
+    labels = dict(metadata_of(template).get("labels") or {})
     for req in (template.get("spec") or {}).get("requirements") or ():
         values = req.get("values") or []
         if req.get("operator") == "In" and len(values) == 1:
@@ -68,7 +67,7 @@ def allowed_types(pool: Mapping[str, Any]) -> tuple[str, ...]:
 def _remaining(pool: Mapping[str, Any]) -> Resources:
     spec_limits = (pool.get("spec") or {}).get("limits") or {}
     used = (pool.get("status") or {}).get("resources") or {}
-    name = _meta(pool).get("name", "?")
+    name = metadata_of(pool).get("name", "?")
     return {
         r: quantity(v, where=f"nodepool {name} spec.limits.{r}")
         - quantity(used.get(r, 0), where=f"nodepool {name} status.resources.{r}")
@@ -121,7 +120,7 @@ def pairs_per_node(
 
 def claim_facts(claim: Mapping[str, Any]) -> tuple[float | None, bool, bool, Decimal | None]:
     """(creation time, terminating, initialized, CPU it was sized for) of one NodeClaim."""
-    meta = _meta(claim)
+    meta = metadata_of(claim)
     conditions = (claim.get("status") or {}).get("conditions") or ()
     initialized = any(
         c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions
@@ -162,48 +161,3 @@ def launch_facts(
             if pair_cpu > 0 and cpu is not None:
                 covered += int(cpu // pair_cpu)
     return LaunchFacts(launched_last_minute=recent, launching=launching, covered_pairs=covered)
-
-
-class PlacementBounds:
-    """The two placement inputs of the launch ramp for one scale set, from the watch cache.
-
-    The fit estimate scans every pod, so it is recomputed at most every ``refresh`` seconds;
-    launch facts read only NodeClaims and are fresh on every call (the rate needs them so).
-    ``builder`` is anything with ``runner_requests``, ``workflow_requests`` and
-    ``runner_placement`` / ``workflow_placement`` (PlaceholderPodBuilder).
-    """
-
-    def __init__(self, source: Any, target: Any, builder: Any, *, refresh: float = 10.0) -> None:
-        self.source, self.target, self.builder, self.refresh = source, target, builder, refresh
-        self._fit: Any = None
-        self._fit_at = float("-inf")
-        self._memo: Any = None
-        self._claims = ObjectMemo(claim_facts)
-
-    def __call__(self, now: float) -> tuple[Any, LaunchFacts | None]:
-        from providers.kubernetes.fit import FitMemo, fit_estimate  # avoid an import cycle
-
-        if now - self._fit_at >= self.refresh:
-            self._fit_at = now
-            if self._memo is None:
-                self._memo = FitMemo()
-            workflow = self.builder.workflow_placement
-            self._fit = fit_estimate(
-                self.source,
-                self.target,
-                self.builder.runner_requests,
-                self.builder.workflow_requests,
-                tolerations=workflow.get("tolerations") or (),
-                runner_selector=self.builder.runner_placement.get("nodeSelector") or {},
-                workflow_selector=workflow.get("nodeSelector") or {},
-                memo=self._memo,
-            )
-        if self._fit is None:  # no NodePools: no Karpenter, no launch rate to honour
-            return None, None
-        pair_cpu = self.builder.runner_requests.get("cpu", Decimal(0)) + (
-            self.builder.workflow_requests.get("cpu", Decimal(0))
-        )
-        claims = self.source.list("NodeClaim")
-        facts = launch_facts(claims, now=now, pair_cpu=pair_cpu, facts=self._claims)
-        self._claims.age()
-        return self._fit, facts

@@ -1,4 +1,5 @@
-"""Build the two placeholder pods of a pair (DESIGN §5) as API JSON dicts, ready to POST.
+"""Build the two placeholder pods of a pair (docs/design.md#placeholder-pods) as API JSON dicts,
+ready to POST.
 
 Choices made here (and why):
 
@@ -179,7 +180,8 @@ class PlaceholderPodBuilder:
         owner_ns = meta.get("namespace")
         if owner_ns and owner_ns != self.namespace:
             # A cross-namespace owner is treated as absent by the garbage collector, which
-            # would delete the placeholder at once (DESIGN §5): no reference at all instead.
+            # would delete the placeholder at once (docs/design.md#placeholder-pods): no
+            # reference at all instead.
             return None
         missing = [k for k in ("name", "uid") if not meta.get(k)] + [
             k for k in ("apiVersion", "kind") if not owner.get(k)

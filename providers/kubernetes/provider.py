@@ -33,8 +33,8 @@ from kubernetes import client
 
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.checks import Finding, run_startup_checks
-from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, PlaceholderSpecError
+from providers.kubernetes.placement import PlacementBounds
 from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
 from providers.kubernetes.watch_targets import WatchTarget, default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter

@@ -5,7 +5,7 @@ placeholder that starts to count in the capacity ledger (reconciler/capacity.py)
 its pair READY: one more slot for ``X-ScaleSetMaxCapacity`` while a job may be waiting for it
 (a cold job's pair, a refill of the warm pool). Debouncing held every such rise back by up to
 ``watchDebounce``; it now runs a step at once, at most one per ``min_gap``
-(reconciler/loop.py).
+(reconciler/schedule.py).
 
 Real runner and workflow pods that bind on free room raise the ledger too (the job that held
 a slot since its assignment gives the pair back). Triggering on them as well let about 14%

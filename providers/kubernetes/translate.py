@@ -2,7 +2,7 @@
 
 Pure functions over an :class:`ObjectSource`: the watch-fed cache in production, the
 simulated world's ObjectStore in the simulator, plain dicts in tests. The translation only
-records facts (DESIGN §4 counting happens in ``reconciler.capacity``):
+records facts (docs/design.md#capacity-ledger counting happens in ``reconciler.capacity``):
 
 1. Scale-set identity: the EphemeralRunnerSet (ERS) of the target, the ARS name (explicit,
    else the ERS's ``actions.github.com/scale-set-name`` label, else the ERS name) and the live
@@ -39,13 +39,14 @@ from providers.kubernetes.nodes import (
     node_state,
 )
 from providers.kubernetes.object_fields import (
-    _float_or_none,
-    _labels,
-    _meta,
-    _owners,
+    float_or_none,
+    labels_of,
+    metadata_of,
+    owners_of,
     parse_timestamp,
     pod_phase,
 )
+from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import (
     ClusterSnapshot,
     Demand,
@@ -53,7 +54,6 @@ from reconciler.snapshot import (
     LaunchFacts,
     PairPods,
     PlaceholderPod,
-    PodPhase,
     RunnerPod,
     WorkflowPod,
 )
@@ -63,19 +63,6 @@ log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 
-#: Kinds a source is asked for (the cache watches exactly these, plus optional ``Event``).
-KINDS = (
-    "Pod",
-    "Node",
-    "EphemeralRunnerSet",
-    "EphemeralRunner",
-    "AutoscalingRunnerSet",
-    "NodePool",
-    "NodeClaim",
-    "PriorityClass",
-)
-
-_PHASES = {p.value: p for p in PodPhase}
 _ROLES = {r.value: r for r in Role}
 #: Upper bound reported when a NodePool sets no limit on any resource the pair needs.
 UNBOUNDED_PAIRS = 10_000
@@ -97,6 +84,28 @@ class ScaleSetTarget:
     min_runners: int = 0
     ars_name: str | None = None
 
+    @classmethod
+    def of(
+        cls,
+        settings: CapacityAwareSettings,
+        *,
+        ers_name: str,
+        runner_namespace: str,
+        max_runners: int,
+        min_runners: int = 0,
+        ars_name: str | None = None,
+    ) -> ScaleSetTarget:
+        """The target of one scale set; placeholders live in ``placeholderNamespace``, by
+        default the runners' own namespace (the one place that default is applied)."""
+        return cls(
+            ers_name=ers_name,
+            runner_namespace=runner_namespace,
+            placeholder_namespace=settings.placeholder_namespace or runner_namespace,
+            max_runners=max_runners,
+            min_runners=min_runners,
+            ars_name=ars_name,
+        )
+
 
 # --- the snapshot ---------------------------------------------------------------------------
 
@@ -105,7 +114,7 @@ def _find(source: ObjectSource, kind: str, namespace: str | None, name: str | No
     if not name:
         return None
     for obj in source.list(kind, namespace):
-        if _meta(obj).get("name") == name:
+        if metadata_of(obj).get("name") == name:
             return obj
     return None
 
@@ -115,7 +124,7 @@ def scale_set_name(ers: Obj | None, target: ScaleSetTarget) -> str:
     if target.ars_name:
         return target.ars_name
     if ers is not None:
-        label = _labels(ers).get(L.LABEL_ARC_SCALE_SET_NAME)
+        label = labels_of(ers).get(L.LABEL_ARC_SCALE_SET_NAME)
         if label:
             return label
     return target.ers_name
@@ -125,7 +134,7 @@ def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -
     """(maxRunners, minRunners): the AutoscalingRunnerSet spec wins over the config."""
     ars_name = target.ars_name
     if not ars_name and ers is not None:
-        owners = _owners(ers, "AutoscalingRunnerSet")
+        owners = owners_of(ers, "AutoscalingRunnerSet")
         ars_name = owners[0] if owners else scale_set_name(ers, target)
     ars = _find(source, "AutoscalingRunnerSet", target.runner_namespace, ars_name)
     max_runners, min_runners = target.max_runners, target.min_runners
@@ -140,15 +149,15 @@ def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -
 
 def _runner_view(er: Obj) -> tuple[tuple[str, ...], str | None, str, bool]:
     """An EphemeralRunner's ERS owners, scale-set-name label, name, and whether it is idle."""
-    meta = _meta(er)
+    meta = metadata_of(er)
     status = er.get("status") or {}
     idle = (
         status.get("phase") == "Running"
         and not status.get("jobId")
         and not meta.get("deletionTimestamp")
     )
-    owners = tuple(_owners(er, "EphemeralRunnerSet"))
-    return owners, _labels(er).get(L.LABEL_ARC_SCALE_SET_NAME), meta.get("name", ""), idle
+    owners = tuple(owners_of(er, "EphemeralRunnerSet"))
+    return owners, labels_of(er).get(L.LABEL_ARC_SCALE_SET_NAME), meta.get("name", ""), idle
 
 
 def _our_runners(
@@ -210,14 +219,14 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod 
         uid=meta.get("uid", ""),
         pair_id=lab.get(L.LABEL_PAIR, ""),
         role=role,
-        phase=_PHASES.get(status.get("phase") or "Pending", PodPhase.UNKNOWN),
+        phase=pod_phase(pod),
         node_name=node_name,
         deleting=bool(meta.get("deletionTimestamp")),
         disruption_target=disruption,
         node_blocked=blocked,
         unschedulable_message=message,
         instance=lab.get(L.LABEL_INSTANCE, ""),
-        expires_at=_float_or_none(annotations.get(L.ANNOTATION_EXPIRES_AT)),
+        expires_at=float_or_none(annotations.get(L.ANNOTATION_EXPIRES_AT)),
         created_at=parse_timestamp(meta.get("creationTimestamp")) or 0.0,
     )
 
@@ -250,7 +259,7 @@ class PodView:
     )  # fmt: skip
 
     def __init__(self, pod: Obj) -> None:
-        meta = _meta(pod)
+        meta = metadata_of(pod)
         lab = meta.get("labels") or {}
         spec = pod.get("spec") or {}
         #: Placeholder side: our scale-set label, the pod parsed as if its node accepted it.
@@ -276,7 +285,7 @@ class PodView:
                 phase=pod_phase(pod),
                 deleting=deleting,
             )
-        self.runner_owners = tuple(_owners(pod, "EphemeralRunner"))
+        self.runner_owners = tuple(owners_of(pod, "EphemeralRunner"))
         self.ephemeral = lab.get(L.LABEL_EPHEMERAL_RUNNER)
         self.arc_scale_set = lab.get(L.LABEL_ARC_SCALE_SET_NAME)
         self.runner = RunnerPod(
@@ -347,7 +356,7 @@ def build_snapshot(
     """One immutable snapshot of this scale set's slice of the cluster (see module doc)."""
     ers = _find(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
     scale_set = scale_set_name(ers, target)
-    max_runners, min_runners = live_limits(source, target, ers)
+    max_runners, _ = live_limits(source, target, ers)
     if memo is None:
         view: Callable[[Obj], PodView] = PodView
         runner_names, idle = _our_runners(source, target, scale_set)
@@ -394,7 +403,6 @@ def build_snapshot(
     return ClusterSnapshot(
         taken_at=now,
         max_runners=max_runners,
-        min_runners=min_runners,
         placeholders=group_pairs(placeholders),
         runner_pods=tuple(runner_pods),
         workflow_pods=tuple(workflow_pods),
@@ -422,13 +430,13 @@ def capacity_signals_from(
     source that does not hold Events contributes nothing.
     """
     found: list[tuple[float, str]] = []
-    for event in _safe_list(source, "Event"):
+    for event in list_if_known(source, "Event"):
         if event.get("reason") != "InsufficientCapacityError":
             continue
         at = (
             parse_timestamp(event.get("lastTimestamp"))
             or parse_timestamp(event.get("eventTime"))
-            or parse_timestamp(_meta(event).get("creationTimestamp"))
+            or parse_timestamp(metadata_of(event).get("creationTimestamp"))
         )
         if at is None or now - at > window:
             continue
@@ -454,7 +462,8 @@ def capacity_signals_from(
     return tuple(seen)
 
 
-def _safe_list(source: ObjectSource, kind: str) -> Iterable[Obj]:
+def list_if_known(source: ObjectSource, kind: str) -> Iterable[Obj]:
+    """The objects of ``kind``, or none when the source does not hold that kind at all."""
     try:
         return source.list(kind)
     except KeyError:

@@ -3,7 +3,7 @@ scale set (label-selected), and the real client's list call for a target."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,19 @@ class WatchTarget:
     #: Tolerated when the API answers 404/403 on the first list (CRD absent, no RBAC).
     optional: bool = False
 
+    def selects(self, obj: Mapping[str, Any]) -> bool:
+        """Whether a LIST of this target returns ``obj``: its namespace, label selector
+        (``k=v``, ``k==v``, ``k!=v``, ``k``, ``!k`` terms) and ``metadata.name`` /
+        ``metadata.namespace`` field selector, as the API server matches them. Used where the
+        objects are in process (the simulated world's view of its store)."""
+        meta = obj.get("metadata") or {}
+        if self.namespace is not None and meta.get("namespace") != self.namespace:
+            return False
+        labels = meta.get("labels") or {}
+        return all(_label_term(term, labels) for term in _terms(self.label_selector)) and all(
+            _field_term(term, meta) for term in _terms(self.field_selector)
+        )
+
     @property
     def key(self) -> str:
         parts = [self.kind, self.namespace or "*"]
@@ -65,8 +78,35 @@ class WatchTarget:
         return "/".join(parts)
 
 
+def _terms(selector: str | None) -> list[str]:
+    return [term.strip() for term in (selector or "").split(",") if term.strip()]
+
+
+def _label_term(term: str, labels: Mapping[str, str]) -> bool:
+    for op in ("!=", "==", "="):
+        if op in term:
+            key, value = (part.strip() for part in term.split(op, 1))
+            return (labels.get(key) != value) if op == "!=" else (labels.get(key) == value)
+    if term.startswith("!"):
+        return term[1:].strip() not in labels
+    if any(c in term for c in " ()"):
+        raise CacheError(f"label selector term {term!r}: set-based terms are not supported here")
+    return term in labels
+
+
+def _field_term(term: str, meta: Mapping[str, Any]) -> bool:
+    field_name, sep, value = term.partition("=")
+    fields = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace")}
+    if not sep or field_name.strip() not in fields:
+        raise CacheError(
+            f"field selector term {term!r}: only metadata.name/namespace= is supported"
+        )
+    return fields[field_name.strip()] == value.lstrip("=").strip()
+
+
 def default_targets(target: ScaleSetTarget) -> list[WatchTarget]:
-    """What the reconciler of one scale set needs to see (DESIGN §2), label-selected.
+    """What the reconciler of one scale set needs to see (docs/design.md#architecture),
+    label-selected.
 
     Runner pods and workflow pods are selected by ARC's labels (``actions-ephemeral-runner``,
     ``runner-pod``) so unrelated pods of the namespace are never held in memory.

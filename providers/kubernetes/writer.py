@@ -14,7 +14,7 @@
 Calls run on a small thread pool (bounded concurrency) and every call has a request
 timeout. Failures other than the idempotent ones are logged and counted, never raised:
 the subscriber must go on with the other pairs, and the outcome (or its absence) is
-observed in the next snapshot (DESIGN §2). Every API call is counted by verb in
+observed in the next snapshot (docs/design.md#the-loop). Every API call is counted by verb in
 :attr:`KubernetesPlaceholderWriter.calls` and every outcome in ``outcomes``.
 """
 

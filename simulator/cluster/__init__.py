@@ -1,4 +1,5 @@
-"""The CLUSTER half of the simulated world: kube-scheduler, kubelet and Karpenter (DESIGN §7).
+"""The CLUSTER half of the simulated world: kube-scheduler, kubelet and Karpenter
+(docs/design.md#simulator).
 
 Controllers over the shared :class:`~simulator.engine.store.ObjectStore`, driven by the
 virtual-time :class:`~simulator.engine.loop.EventLoop`. They react to store changes

@@ -89,7 +89,12 @@ class Cluster:
         self.state = ClusterState(store, loop.now, self.emit, categorize=categorize)
         self._usage = Usage(loop.now)
         self.scheduler = Scheduler(
-            loop, self.state, self.emit, retry=spec.timings.scheduler_retry, scoring=spec.scoring
+            loop,
+            self.state,
+            self.emit,
+            retry=spec.timings.scheduler_retry,
+            scoring=spec.scoring,
+            preemption=spec.preemption,
         )
         self.kubelet = Kubelet(
             loop,

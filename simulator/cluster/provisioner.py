@@ -15,7 +15,9 @@ Batching (``provisioning/batcher.go``): a trigger for a pod not yet seen in the 
 opens the window or resets its idle timer; a repeat trigger of the same pod within one window
 does nothing. The batch runs when no new pod triggered for ``timings.batch_idle`` (1 s) or the
 window is ``timings.batch_max`` (10 s) old. So under a stream of waiting pods (each
-re-triggering every 10 s at its own phase) windows stay open towards the 10 s maximum.
+re-triggering every 10 s at its own phase) windows stay open towards the 10 s maximum, and
+each opens as the last one closes: the pod that opened a window re-triggers at that instant
+(see :meth:`Provisioner.trigger`).
 
 Scheduling simulation of one batch (``provisioning/scheduling``), pods sorted by cpu then
 memory, largest first:
@@ -185,12 +187,26 @@ class Provisioner(Observer):
     # --- batching ---------------------------------------------------------------------
 
     def trigger(self, elem: str) -> None:
-        """``Batcher.Trigger``: only an element new to this window opens or extends it."""
+        """``Batcher.Trigger``: only an element new to this window opens or extends it.
+
+        A trigger at the very instant the window reaches its maximum belongs to the next
+        window. It happens every round under a stream of waiting pods: the pod that opened a
+        window re-triggers (the pod controller's 10 s requeue) exactly when the window's 10 s
+        maximum ends. Upstream the maximum timer starts when ``Wait`` receives that pod's
+        trigger, before its reconcile returns and registers the requeue, so the timer fires
+        first: ``Wait`` returns, clears its elements, and the requeued trigger opens the next
+        window (``batcher.go``). Run first, it was swallowed as a repeat and the next window
+        opened only at the next trigger, so the windows drifted (10.0, 20.5, 30.7 s with a
+        pod every 0.7 s, where batcher.go gives 10.0, 20.0, 30.0 s).
+        """
+        now = self.loop.now()
+        if self._window_start is not None and now >= self._window_start + self.max:
+            self.loop.call_at(now, self.trigger, elem)  # runs after the close, same instant
+            return
         if elem in self._elems:
             return
         self.triggers += 1
         self._elems.add(elem)
-        now = self.loop.now()
         if self._window_start is None:
             self._window_start = now
         at = min(now + self.idle, self._window_start + self.max)

@@ -150,8 +150,12 @@ class Scheduler(Observer):
         *,
         retry: float,
         scoring: str = "LeastAllocated",
+        preemption: bool = True,
     ) -> None:
         self.loop = loop
+        #: False: a scheduler profile without the DefaultPreemption PostFilter plugin (no
+        #: pod ever preempts; the Unschedulable message has no "preemption:" part).
+        self.preemption = preemption
         self.state = state
         self.store = state.store
         self.emit = emit
@@ -307,7 +311,7 @@ class Scheduler(Observer):
                 message = "no nodes available to schedule pods."
             else:
                 message = f"0/{len(nodes)} nodes are available: {entry.reasons.text()}."
-                post = self._ineligible(pod)
+                post = self._ineligible(pod) if self.preemption else ""
                 if post is None:
                     if entry.post_seen < 0:
                         scope = nodes
@@ -328,7 +332,7 @@ class Scheduler(Observer):
                     entry.post.update(statuses)
                     entry.post_seen = now_seq
                     post = f"preemption: 0/{len(nodes)} nodes are available: {entry.post.text()}."
-                message = f"{message} {post}"
+                message = f"{message} {post}" if post else message
             if pod.nominated is None:
                 entry.message, entry.msg_seen = message, now_seq
             self._park(pod, message)

@@ -236,6 +236,8 @@ class ClusterSpec(_Frozen):
         default_factory=_default_priority_classes
     )
     scoring: Literal["LeastAllocated", "MostAllocated"] = "LeastAllocated"
+    #: False: the scheduler profile lacks DefaultPreemption (nothing is ever preempted).
+    preemption: bool = True
     vm_memory_overhead: float = Field(default=0.075, ge=0, lt=1)
 
     @model_validator(mode="after")

@@ -2,11 +2,14 @@
 virtual time (see simulator/scenarios/strategies.py for the three strategies side by side).
 
 - :class:`CapacityAware`: the strategy; one :class:`CapacityAwareDriver` per scale set.
-- :class:`CapacityAwareDriver`: builds snapshots over :class:`~simulator.driver.store_view.
-  StoreCacheView`, steps the :class:`~reconciler.reconciler.Reconciler` on the production
-  :class:`~reconciler.loop.Schedule`, feeds demand (HUD polls, statistics from the listener's
-  messages and, while blind, its session refreshes), runs the fast drop path, and exposes
-  public fault hooks (:class:`DriverHooks`).
+- :class:`CapacityAwareDriver`: the simulator's driver of the production scale-set controller
+  (:class:`~reconciler.controller.ScaleSetController`, the same object the listener drives
+  with asyncio: it owns the schedule, fail-closed, the drop guard and the published value).
+  The driver only moves bytes in virtual time: it feeds the controller the cache view's
+  changes and the demand the listener's configuration names (statistics from the listener's
+  messages and, while blind, its session refreshes; the HUD feed), builds the snapshot each
+  piece of work needs, runs the subscribers and publishes the output into the listener's
+  gate. Public fault hooks: :class:`DriverHooks`.
 - :class:`StepLog`: one ``reconcile_step`` event per step (what the breakdown tool reads).
 """
 
@@ -15,46 +18,30 @@ from __future__ import annotations
 import logging
 import random
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from listener.loop import CapacityGate
+from listener.poll_cut import PollCut
 from providers.demand.combine import Combine, combine
 from providers.demand.statistics import StatisticsDemand
-from providers.kubernetes.packing import PlacementBounds
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.placement import PlacementBounds
 from providers.kubernetes.translate import ScaleSetTarget, SnapshotMemo, build_snapshot
-from reconciler.capacity import fail_closed_capacity
-from reconciler.fast_drop import DropGuard
-from reconciler.loop import Schedule
-from reconciler.reconciler import Reconciler
+from reconciler.clock import Clock
+from reconciler.controller import Output, ScaleSetController, Work, controller_timings
+from reconciler.ports import PlaceholderWriter
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand, FitEstimate, LaunchFacts
-from reconciler.subscribers import PlaceholderSubscriber
+from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers
 from simulator.driver.store_view import StoreCacheView, StorePlaceholderWriter
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import Timer
 from simulator.scenarios.strategies import CAPACITY_AWARE, ScaleSetContext, Strategy
 from simulator.workload.hud import HudUnavailable
-from simulator.workload.listener import ListenerModel
 from state_machine.states import PairState
 
 log = logging.getLogger(__name__)
-
-
-class _GateSink:
-    """CapacitySink: the reconciler's capacity into the listener's gate, with a cut check."""
-
-    def __init__(self, gate: CapacityGate, listener: ListenerModel) -> None:
-        self.gate = gate
-        self.listener = listener
-
-    def set_max_runners(self, capacity: int) -> None:
-        before = self.gate.value
-        self.gate.set_max_runners(capacity)
-        if self.gate.value != before:
-            self.listener.capacity_changed()
 
 
 def _instance_id(rng: random.Random) -> str:
@@ -84,15 +71,21 @@ class CapacityAwareDriver:
         *,
         use_fit: bool,
         fit_refresh: float,
-        demand_source: str = "both",
     ) -> None:
         self.ctx = ctx
-        self.demand_source = demand_source
         self.settings = settings
         self.use_fit = use_fit
         self.fit_refresh = fit_refresh
         spec = ctx.spec
-        self.namespace = settings.placeholder_namespace or spec.namespace
+        self.target = ScaleSetTarget.of(
+            settings,
+            ers_name=spec.name,
+            runner_namespace=spec.namespace,
+            max_runners=spec.max_runners,
+            min_runners=spec.min_runners,
+            ars_name=spec.name,
+        )
+        self.namespace = self.target.placeholder_namespace
         self.config = settings.reconciler_config(spec.name)
         self.instance = _instance_id(ctx.rng)
         ers = ctx.arc.ers()
@@ -105,34 +98,31 @@ class CapacityAwareDriver:
             workflow_pod_spec=spec.workflow_pod_spec(),
         )
         self.writer = StorePlaceholderWriter(ctx.store, self.builder)
-        self.target = ScaleSetTarget(
-            ers_name=spec.name,
-            runner_namespace=spec.namespace,
-            placeholder_namespace=self.namespace,
-            max_runners=spec.max_runners,
-            min_runners=spec.min_runners,
-            ars_name=spec.name,
-        )
         self.source: StoreCacheView | None = None
-        self.sink = _GateSink(ctx.listener.gate, ctx.listener)
-        self.reconciler = Reconciler(
+        #: Wall time: snapshots' ``taken_at`` and pair timestamps (a clock fault skews it);
+        #: the controller's schedule runs on the loop's own time, like the listener's
+        #: monotonic clock.
+        self.wall: Clock = ctx.loop
+        self.controller = ScaleSetController(
             self.config,
-            clock=ctx.loop,
-            subscribers=[
-                PlaceholderSubscriber(
-                    self.writer, namespace=self.namespace, clock=ctx.loop, config=self.config
-                )
-            ],
-            sink=self.sink,
+            controller_timings(settings),
             instance=self.instance,
-        )
-        self.drop_guard = DropGuard(self.reconciler, self._drop_snapshot)
-        self.schedule = Schedule(
-            interval=settings.recalculate_interval,
-            jitter=settings.recalculate_jitter,
-            debounce=settings.watch_debounce,
+            started_at=ctx.loop.now(),
             rng=random.Random(ctx.rng.random()),
         )
+        self.reconciler = self.controller.reconciler
+        self.subscribers = [
+            PlaceholderSubscriber(
+                self.writer, namespace=self.namespace, clock=ctx.loop, config=self.config
+            )
+        ]
+        self.sources = settings.demand.resolved_sources(settings.hud.url)
+        unmodelled = set(self.sources) - {"statistics", "hud", "http"}
+        if unmodelled:
+            raise ValueError(
+                f"scale set {spec.name}: demand source(s) {sorted(unmodelled)} are not modelled "
+                "by the simulator (statistics, hud and http are)"
+            )
         self.hud_demand = Demand(queued_jobs=None, error="HUD not polled yet", source="hud")
         self.statistics = StatisticsDemand(on_change=self.lead)
         #: Fault injection: rewrites each HUD answer (an outage, a slow or absurd feed).
@@ -141,48 +131,62 @@ class CapacityAwareDriver:
         self._placement: PlacementBounds | None = None
         #: Pod, node and runner parses reused across this driver's snapshots (same facts).
         self._memo = SnapshotMemo()
-        self.steps = 0
-        self.step_errors = 0
         self.step_log = StepLog(ctx.log, ctx.spec.name)
         self.hooks = DriverHooks()
         self.paused = False
+
+    @property
+    def steps(self) -> int:
+        return self.controller.steps
+
+    @property
+    def step_errors(self) -> int:
+        return self.controller.errors
 
     def start(self) -> None:
         ctx = self.ctx
         self.source = StoreCacheView(
             ctx.store, ctx.router, self.target, self.trigger, on_lost=self._lost, on_rise=self.lead
         )
-        if self.demand_source in ("statistics", "both"):
+        if "statistics" in self.sources:
             ctx.listener.statistics_observers.append(
                 lambda stats: self.statistics.observe(stats["totalAvailableJobs"])
             )
             if self.settings.demand.statistics_refresh > 0:
                 self._refresh_statistics()
-        if self.demand_source in ("hud", "both"):
+        if {"hud", "http"} & set(self.sources):
             self._poll_hud()
         self._arm()
 
     @property
     def demand(self) -> Demand:
-        """The demand decide sees: the configured source(s); with both, the larger known
-        value wins (each undercounts in its own way: HUD lags by its poll, statistics arrive
-        only with messages); unknown only when every source is."""
-        if self.demand_source == "hud":
-            return self.hud_demand
-        if self.demand_source == "statistics":
-            return self.statistics.current
-        return combine([self.statistics.current, self.hud_demand], Combine.MAX)
+        """The demand decide sees: the sources the listener's configuration names, combined
+        by its policy (providers/demand/combine.py); the simulated HUD serves both the
+        ``hud`` and the ``http`` source (an endpoint serving HUD's rows)."""
+        answers = {
+            "statistics": self.statistics.current,
+            "hud": self.hud_demand,
+            "http": self.hud_demand,
+        }
+        picked = list({id(answers[name]): answers[name] for name in self.sources}.values())
+        return combine(picked, Combine(self.settings.demand.combine))
 
-    # --- triggers -----------------------------------------------------------------------
+    # --- inputs to the controller ---------------------------------------------------------
 
     def trigger(self) -> None:
-        self.schedule.trigger(self.ctx.loop.now())
+        """A change the reconciler's decisions read (debounced)."""
+        self.controller.changed(self.ctx.loop.now())
         self._arm()
 
     def lead(self) -> None:
-        """A leading trigger (reconciler/loop.py), as in the production listener: a demand
-        source's answer changed, or a placeholder turned Running (providers/kubernetes/rises.py)."""
-        self.schedule.trigger(self.ctx.loop.now(), leading=True)
+        """A leading trigger, as in the production listener: a demand source's answer
+        changed, or a placeholder turned Running (providers/kubernetes/rises.py)."""
+        self.controller.changed(self.ctx.loop.now(), leading=True)
+        self._arm()
+
+    def _lost(self) -> None:
+        """A pod that backed capacity stopped backing it: a drop check before the debounce."""
+        self.controller.changed(self.ctx.loop.now(), lost=True)
         self._arm()
 
     def pause(self) -> None:
@@ -196,41 +200,23 @@ class CapacityAwareDriver:
         """Allow steps again; the next :meth:`trigger` (or HUD change) schedules one."""
         self.paused = False
 
-    def _lost(self) -> None:
-        """A placeholder stopped backing capacity: check the ledger now, not after the
-        debounce (coalesced: one check per instant, after the world's own handlers ran)."""
-        if self.drop_guard.poke():
-            self.ctx.loop.call_later(0.0, self.drop_guard.check)
-
-    def _failing_closed(self) -> bool:
-        """The production listener's fail-closed rule (listener/capacity_aware.py): a cache
-        whose watches have been down for more than one interval may hide a lost placeholder."""
-        stale_for = getattr(self._source(), "stale_for", None)
-        return callable(stale_for) and stale_for() > self.settings.recalculate_interval
-
-    def _drop_snapshot(self) -> ClusterSnapshot | None:
-        """What the drop check reads: no fit (cheap); nothing while failing closed (0 is
-        advertised already), as in the production listener."""
-        if self._failing_closed():
-            return None
-        return build_snapshot(
-            self._source(),
-            self.target,
-            now=self.ctx.loop.now(),
-            demand=self.demand,
-            memo=self._memo,
+    def restart(
+        self, instance: str, builder: PlaceholderPodBuilder, writer: PlaceholderWriter, clock: Clock
+    ) -> None:
+        """A new listener process (after a crash): a new instance id and controller, its own
+        placeholder writer; it adopts the pairs it finds, as the listener does at start."""
+        self.instance, self.builder, self.wall = instance, builder, clock
+        self.controller = ScaleSetController(
+            self.config,
+            controller_timings(self.settings),
+            instance=instance,
+            started_at=clock.now(),
+            rng=random.Random(self.ctx.rng.random()),
         )
-
-    def _arm(self) -> None:
-        if self.paused:
-            return
-        due = self.schedule.due_at()
-        timer = self._timer
-        if timer is not None and timer.active:
-            if timer.at <= due:
-                return
-            timer.cancel()
-        self._timer = self.ctx.loop.call_at(due, self._step)
+        self.reconciler = self.controller.reconciler
+        self.subscribers = [
+            PlaceholderSubscriber(writer, namespace=self.namespace, clock=clock, config=self.config)
+        ]
 
     def _refresh_statistics(self) -> None:
         """Every ``demand.statisticsRefresh``: read statistics by a session refresh when no
@@ -254,7 +240,18 @@ class CapacityAwareDriver:
             self.lead()
         ctx.loop.call_later(self.settings.hud.poll_interval, self._poll_hud)
 
-    # --- one step ------------------------------------------------------------------------
+    # --- the controller's work --------------------------------------------------------------
+
+    def _arm(self) -> None:
+        if self.paused:
+            return
+        due = self.controller.next_wake(self.ctx.loop.now())
+        timer = self._timer
+        if timer is not None and timer.active:
+            if timer.at <= due:
+                return
+            timer.cancel()
+        self._timer = self.ctx.loop.call_at(due, self._step)
 
     def _source(self) -> StoreCacheView:
         if self.source is None:
@@ -262,6 +259,11 @@ class CapacityAwareDriver:
         if self.hooks.source is not None:
             return self.hooks.source(self.source)  # type: ignore[no-any-return]
         return self.source
+
+    def _stale_for(self) -> float:
+        """How long the cache's watches have been down (a stale-cache fault), else 0."""
+        stale_for = getattr(self._source(), "stale_for", None)
+        return float(stale_for()) if callable(stale_for) else 0.0
 
     def _bounds(self, now: float) -> tuple[FitEstimate | None, LaunchFacts | None]:
         if not self.use_fit:
@@ -272,45 +274,56 @@ class CapacityAwareDriver:
             )
         return self._placement(now)
 
-    def _step(self) -> None:
-        if self.hooks.step is not None:
-            self.hooks.step(self._run_step)
-        else:
-            self._run_step()
-
-    def _run_step(self) -> None:
-        self._timer = None
-        now = self.ctx.loop.now()
-        source = self._source()
-        fit, launches = self._bounds(now)
-        snapshot = build_snapshot(
-            source,
+    def _snapshot(self, *, fit: bool) -> ClusterSnapshot:
+        now = self.wall.now()
+        bounds = self._bounds(now) if fit else (None, None)
+        return build_snapshot(
+            self._source(),
             self.target,
             now=now,
             demand=self.demand,
-            fit=fit,
-            launches=launches,
+            fit=bounds[0],
+            launches=bounds[1],
             memo=self._memo,
         )
-        # Failing closed: advertise only what fail_closed_capacity allows, take no decisions.
-        if self._failing_closed():
-            self.sink.set_max_runners(fail_closed_capacity(snapshot))
-            self.step_log.emit(self, snapshot, self.step_log.in_flight(self))
-            self.steps += 1
-            self.schedule.ran(self.ctx.loop.now())
-            self._arm()
-            return
-        in_flight_before = self.step_log.in_flight(self)
-        result = None
-        try:
-            result = self.reconciler.step(snapshot)
-        except Exception:  # the production loop logs and retries next tick; so do we
-            self.step_errors += 1
-            log.exception("reconcile step failed for %s", self.ctx.spec.name)
-        self.step_log.emit(self, snapshot, in_flight_before, result)
-        self.steps += 1
-        self.schedule.ran(self.ctx.loop.now())
+
+    def _step(self) -> None:
+        if self.hooks.step is not None:
+            self.hooks.step(self._work)
+        else:
+            self._work()
+
+    def _work(self) -> None:
+        self._timer = None
+        now = self.ctx.loop.now()
+        work = self.controller.due(now)
+        if work is Work.DROP_CHECK:
+            self.publish(
+                self.controller.check_drop(
+                    now, self._snapshot(fit=False), stale_for=self._stale_for()
+                )
+            )
+        elif work is Work.STEP:
+            snapshot = self._snapshot(fit=True)
+            in_flight_before = self.step_log.in_flight(self)
+            output = self.controller.step(now, snapshot, stale_for=self._stale_for())
+            self.publish(output)
+            self.step_log.emit(self, snapshot, in_flight_before, output.result)
         self._arm()
+
+    def publish(self, output: Output) -> None:
+        """Carry out an output: the subscribers first (placeholder writes), then the capacity
+        into the listener's gate (a change may cut its long poll)."""
+        notify_subscribers(self.subscribers, output.events, output.commands)
+        if output.capacity is not None:
+            self.set_capacity(output.capacity)
+
+    def set_capacity(self, capacity: int) -> None:
+        gate = self.ctx.listener.gate
+        before = gate.value
+        gate.set_max_runners(capacity)
+        if gate.value != before:
+            self.ctx.listener.capacity_changed()
 
 
 # --- measurement only: the reconcile_step event (issue 13, bench/wait_breakdown.py) ---------
@@ -433,7 +446,8 @@ class StepLog:
 
 class CapacityAware(Strategy):
     name = CAPACITY_AWARE
-    # The product's install puts runner and workflow pods on the priority ladder (DESIGN §5).
+    # The product's install puts runner and workflow pods on the priority ladder
+    # (docs/design.md#priority-ladder).
     runner_priority_class = "arc-runner"
     workflow_priority_class = "arc-workflow"
 
@@ -443,26 +457,30 @@ class CapacityAware(Strategy):
         *,
         use_fit: bool = True,
         fit_refresh: float = 10.0,
-        demand_source: str = "both",
+        per_scale_set: Mapping[str, CapacityAwareSettings] | None = None,
     ) -> None:
         self.settings = settings
+        #: A scale set's own block (scenario.capacity_aware_for); others use ``settings``.
+        self.per_scale_set = dict(per_scale_set or {})
         self.use_fit = use_fit
         self.fit_refresh = fit_refresh
-        self.demand_source = demand_source
         self.drivers: list[CapacityAwareDriver] = []
 
     def attach(self, ctx: ScaleSetContext) -> None:
+        settings = self.per_scale_set.get(ctx.spec.name, self.settings)
         gate = ctx.listener.gate
-        gate.cut_on_drop = self.settings.cut_poll_on_drop
-        gate.cut_on_rise = self.settings.cut_poll_on_rise
-        gate.debounce = self.settings.cut_poll_debounce
+        gate.cut_rule = PollCut(
+            settings.cut_poll_on_drop,
+            settings.cut_poll_on_rise,
+            settings.cut_poll_debounce,
+            settings.cut_poll_when_full,
+        )
         gate.set_max_runners(0)  # nothing is confirmed before the first step
         driver = CapacityAwareDriver(
             ctx,
-            self.settings,
+            settings,
             use_fit=self.use_fit,
             fit_refresh=self.fit_refresh,
-            demand_source=self.demand_source,
         )
         self.drivers.append(driver)
         ctx.loop.call_soon(driver.start)

@@ -2,22 +2,21 @@
 
 - :class:`StorePlaceholderWriter`: the ``PlaceholderWriter`` port over the ObjectStore (the
   calls the production writer makes on the API server, counted).
-- :class:`StoreCacheView`: the store seen as the production ``KubeCache`` sees the cluster
-  (the same kinds, label selectors and kept fields), so ``build_snapshot`` reads the simulated
-  world exactly as it reads a real one; it wakes the driver on relevant changes and reports
-  lost placeholders at once (the fast drop path).
+- :class:`StoreCacheView`: the store seen through the production cache's watch targets and
+  judged by its event rule, so ``build_snapshot`` reads the simulated world exactly as it
+  reads a real one and the controller wakes on the same events.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
-from providers.kubernetes.rises import raises_capacity
+from providers.kubernetes.relevance import Facts, judge
 from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.watch_targets import WatchTarget, default_targets
 from reconciler.ports import PairSpec, PodRef
 from simulator.engine.store import AlreadyExists, Conflict, NotFound, Obj, ObjectStore
 from simulator.workload.pods import (
@@ -70,109 +69,17 @@ class StorePlaceholderWriter:
                 self.store.mutate("Pod", ref.namespace, ref.name, change, uid=ref.uid)
 
 
-#: What the production cache holds (``providers.kubernetes.watch_targets.default_targets``).
-CACHED_KINDS = frozenset(
-    {
-        "Pod",
-        "Node",
-        "EphemeralRunnerSet",
-        "EphemeralRunner",
-        "PriorityClass",
-        "AutoscalingRunnerSet",
-        "NodePool",
-        "NodeClaim",
-    }
-)
-#: Kinds besides pods whose changes can wake the loop (see :func:`_object_facts`).
-WATCHED_KINDS = ("Node", "AutoscalingRunnerSet")
-
-
-def _condition_status(obj: Obj, cond_type: str) -> str | None:
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == cond_type:
-            return str(cond.get("status"))
-    return None
-
-
-#: A placeholder just created: Pending, unbound. Its ADDED event is the reconciler's own
-#: write coming back; sync has nothing to do with a Pending half, so it does not wake the loop.
-_FRESH_PLACEHOLDER = (False, False, False, False, False)
-
-
-def _pod_facts(pod: Obj) -> tuple[Any, ...]:
-    """What decisions and the ledger read from a pod; a change of anything else cannot matter.
-
-    Placeholders: bound, Running, terminating, DisruptionTarget, ended (sync's half
-    classification). Real runner and workflow pods: bound, terminating, ended (a bound pod
-    holds its slot whether Pending or Running); a new runner pod matters at once (it counts
-    against maxRunners headroom), an unbound workflow pod does not.
-    """
-    meta = pod["metadata"]
-    phase = (pod.get("status") or {}).get("phase")
-    bound = bool((pod.get("spec") or {}).get("nodeName"))
-    deleting = bool(meta.get("deletionTimestamp"))
-    ended = phase in ("Succeeded", "Failed")
-    if L.LABEL_SCALE_SET in (meta.get("labels") or {}):
-        return (
-            bound,
-            phase == "Running",
-            deleting,
-            _condition_status(pod, "DisruptionTarget") == "True",
-            ended,
-        )
-    return (bound, deleting, ended)
-
-
-def _counts(facts: tuple[Any, ...] | None) -> bool:
-    """The pod's facts say it backs capacity in the ledger: a placeholder bound, Running and
-    not leaving; a real runner or workflow pod bound and not leaving (it holds its slot)."""
-    if facts is None:
-        return False
-    if len(facts) == len(_FRESH_PLACEHOLDER):
-        bound, running, deleting, disrupted, ended = facts
-        return bool(bound and running and not (deleting or disrupted or ended))
-    bound, deleting, ended = facts
-    return bool(bound and not (deleting or ended))
-
-
-def _object_facts(obj: Obj) -> tuple[Any, ...] | None:
-    """What the reconciler's decisions read from other kinds; None: nothing.
-
-    Nodes: readiness, cordon, taints. The AutoscalingRunnerSet: the live min/max runners.
-    The EphemeralRunnerSet (the scaler patches it on every poll), EphemeralRunners (they only
-    feed the idle-runner warning figure), NodeClaims (explanations only), NodePools (the fit
-    estimate, refreshed on its own period) and PriorityClasses do not wake the loop.
-    """
-    kind = obj["kind"]
-    if kind == "Node":
-        spec = obj.get("spec") or {}
-        return (
-            _condition_status(obj, "Ready"),
-            bool(spec.get("unschedulable")),
-            repr(spec.get("taints")),
-        )
-    if kind == "AutoscalingRunnerSet":
-        spec = obj.get("spec") or {}
-        return (spec.get("maxRunners"), spec.get("minRunners"))
-    return None
-
-
 class StoreCacheView:
     """The ObjectSource the reconciler reads: the store seen through the production cache's
-    label selectors (``providers.kubernetes.watch_targets.default_targets``).
+    watch targets (``providers.kubernetes.watch_targets.default_targets``: the same kinds,
+    namespaces and selectors), so ``build_snapshot`` reads the simulated world exactly as it
+    reads a real one.
 
-    Pods: this scale set's placeholders (``arc-capacity.dev/scale-set=<ers>`` in the
-    placeholder namespace), ARC runner pods (``actions-ephemeral-runner=True``) and workflow
-    pods (``runner-pod`` label) of the runner namespace. The other cached kinds are read from
-    the store as is; kinds the cache does not watch (Events) list empty, as in production.
-
-    ``on_change`` (the loop's trigger) is called for *relevant* changes only: a watched
-    object added or removed, or a change of a fact the reconciler reads (see
-    :func:`_pod_facts`, :func:`_object_facts`). The production cache notifies on every watch
-    event; the debounced schedule makes the two equivalent except that irrelevant events
-    (chiefly the scaler's ERS patch on every poll) do not cause extra steps here.
-    ``on_rise`` is called, as by the production cache, for a pod event that can raise
-    capacity (:func:`providers.kubernetes.rises.raises_capacity`).
+    Every store event of a watched object is judged by the production cache's own rule
+    (``providers.kubernetes.relevance.judge``): ``on_change`` for a change decisions read,
+    ``on_rise`` for a placeholder that started to count, ``on_lost`` for a pod that stopped
+    backing capacity. The production cache keeps the previous object to judge against; the
+    store mutates its objects in place, so this view keeps the previous *facts* instead.
     """
 
     def __init__(
@@ -191,72 +98,66 @@ class StoreCacheView:
         self.on_lost = on_lost
         #: Called for a pod event that can raise capacity (providers/kubernetes/rises.py).
         self.on_rise = on_rise
+        self._targets: dict[str, list[WatchTarget]] = {}
+        for watched in default_targets(target):
+            self._targets.setdefault(watched.kind, []).append(watched)
+        #: Kinds watched whole (no namespace, no selector): the store's list is the cache's.
+        self._unfiltered = {
+            kind
+            for kind, watched in self._targets.items()
+            if all(not (w.namespace or w.label_selector or w.field_selector) for w in watched)
+        }
         self._pods: dict[tuple[str, str], Obj] = {}
-        self._facts: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        self._facts: dict[tuple[str, str, str], Facts] = {}
         router.on_change(self._on_pod)
-        store.subscribe(self._on_object, kinds=WATCHED_KINDS)
+        others = tuple(kind for kind in self._targets if kind != "Pod")
+        store.subscribe(self._on_object, kinds=others)
 
-    def _selected(self, pod: Obj) -> bool:
-        meta = pod["metadata"]
-        labels = meta.get("labels") or {}
-        namespace = meta.get("namespace")
-        if namespace == self.target.placeholder_namespace and (
-            labels.get(L.LABEL_SCALE_SET) == self.target.ers_name
-        ):
-            return True
-        return namespace == self.target.runner_namespace and (
-            labels.get(L.LABEL_EPHEMERAL_RUNNER) == "True" or L.LABEL_WORKFLOW_RUNNER_POD in labels
-        )
+    def _selected(self, obj: Obj) -> bool:
+        return any(watched.selects(obj) for watched in self._targets.get(obj["kind"], ()))
 
     def _on_pod(self, event_type: str, pod: Obj) -> None:
         if not self._selected(pod):
             return
         meta = pod["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
-        counted = _counts(self._facts.get(("Pod", *key)))
         if event_type == "DELETED":
             self._pods.pop(key, None)
-            self._facts.pop(("Pod", *key), None)
-            if counted and self.on_lost is not None:
-                self.on_lost()
-            self.on_change()
-            return
-        self._pods[key] = pod
-        facts = _pod_facts(pod)
-        if counted and not _counts(facts) and self.on_lost is not None:
-            self.on_lost()
-        if self.on_rise is not None and raises_capacity(event_type, pod, counted_before=counted):
-            self.on_rise()
-        if event_type == "ADDED" and (
-            facts == _FRESH_PLACEHOLDER
-            or (facts == (False, False, False) and L.LABEL_WORKFLOW_RUNNER_POD in meta["labels"])
-        ):
-            self._facts[("Pod", *key)] = facts  # see _FRESH_PLACEHOLDER / _pod_facts
-            return
-        self._changed(("Pod", *key), facts)
+        else:
+            self._pods[key] = pod
+        self._judge("Pod", key, event_type, pod)
 
     def _on_object(self, event_type: str, obj: Obj) -> None:
-        facts = _object_facts(obj)
-        if facts is None:
+        if not self._selected(obj):
             return
         meta = obj["metadata"]
-        key = (obj["kind"], meta.get("namespace", ""), meta["name"])
-        if event_type == "DELETED":
-            self._facts.pop(key, None)
-            self.on_change()
-        else:
-            self._changed(key, facts)
+        self._judge(obj["kind"], (meta.get("namespace", ""), meta["name"]), event_type, obj)
 
-    def _changed(self, key: tuple[str, str, str], facts: tuple[Any, ...]) -> None:
-        if self._facts.get(key) != facts:
-            self._facts[key] = facts
+    def _judge(self, kind: str, key: tuple[str, str], event_type: str, obj: Obj) -> None:
+        full_key = (kind, *key)
+        verdict, after = judge(kind, event_type, self._facts.get(full_key), obj)
+        if after is None:
+            self._facts.pop(full_key, None)
+        else:
+            self._facts[full_key] = after
+        if verdict.lost and self.on_lost is not None:
+            self.on_lost()
+        if verdict.rise and self.on_rise is not None:
+            self.on_rise()
+        if verdict.relevant:
             self.on_change()
 
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
-        if kind not in CACHED_KINDS:
+        targets = self._targets.get(kind)
+        if targets is None:
             return []  # not watched by the production cache (e.g. Events): it has none
-        if kind != "Pod":
-            return self.store.list(kind, namespace)
-        if namespace is None:
-            return list(self._pods.values())
-        return [p for (ns, _), p in self._pods.items() if ns == namespace]
+        if kind == "Pod":
+            if namespace is None:
+                return list(self._pods.values())
+            return [p for (ns, _), p in self._pods.items() if ns == namespace]
+        objects = self.store.list(kind, namespace)
+        if all(
+            w.namespace is None and not w.label_selector and not w.field_selector for w in targets
+        ):
+            return objects
+        return [obj for obj in objects if self._selected(obj)]

@@ -1,4 +1,4 @@
-"""The simulated world's JSON-lines event log (DESIGN §7 output contract).
+"""The simulated world's JSON-lines event log (docs/design.md#simulator, output contract).
 
 Every line is one JSON object with ``t`` (virtual seconds since the run started, rounded to
 milliseconds), ``type``, ``strategy`` and the ids it concerns. Keys keep insertion order and

@@ -3,7 +3,7 @@
 Outputs in ``out_dir``:
 
 - ``results.json``: ``scenario``, ``seed``, ``duration_seconds`` and ``strategies`` keyed
-  ``baseline``, ``overprovision``, ``capacity-aware`` (DESIGN §7 output contract; the
+  ``baseline``, ``overprovision``, ``capacity-aware`` (docs/design.md#simulator output contract; the
   definitions are in :mod:`simulator.workload.metrics`). No wall-clock figure is
   written, so the same seed gives a byte-identical file.
 - ``events.jsonl``: the event log of every strategy, in that order (one JSON object a line).

@@ -44,7 +44,7 @@ def check_world(world: World) -> list[ScaleSetFindings]:
     out = []
     for driver in strategy.drivers:
         store = world.clusters[world.scale_sets[driver.target.ers_name].cluster].store
-        findings = run_startup_checks(store, driver.target, strategy.settings.priority_classes)
+        findings = run_startup_checks(store, driver.target, driver.settings.priority_classes)
         out.append(ScaleSetFindings(driver.target.ers_name, tuple(findings)))
     return out
 

@@ -67,6 +67,10 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("ClusterRole", "clusterroles", _RBAC, "v1", False),
         KindInfo("ClusterRoleBinding", "clusterrolebindings", _RBAC, "v1", False),
         KindInfo("Lease", "leases", "coordination.k8s.io", "v1", True),
+        # Stored and served only (verify reads them); their admission plugins (LimitRanger,
+        # ResourceQuota) are not modelled.
+        KindInfo("LimitRange", "limitranges", "", "v1", True),
+        KindInfo("ResourceQuota", "resourcequotas", "", "v1", True),
     )
 }
 

@@ -54,6 +54,7 @@ from simulator.cluster import (
     NodePoolSpec,
     Timings,
 )
+from simulator.cluster.garbage import GarbageCollector
 from simulator.cluster.spec import default_catalog
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
@@ -64,6 +65,7 @@ from simulator.faces.hud import HudFace, Rows, rows_for
 from simulator.faces.k8s import K8sFace
 from simulator.workload.actions import ActionsService, Job, JobState
 from simulator.workload.arc import ArcScaleSet, ArcTimings, ContainerMode, ScaleSetSpec
+from simulator.workload.hook_template import install_hook_template
 from simulator.workload.jobs import DurationDist, JobSpec, burst
 from simulator.workload.pods import PodRouter
 
@@ -123,6 +125,14 @@ class LiveSpec:
     seed: int = 7
     pat: str = FAKE_PAT
     hud_token: str = FAKE_HUD_TOKEN
+    #: False: the scheduler profile lacks DefaultPreemption (nothing is ever preempted).
+    preemption: bool = True
+    #: False: no node autoscaler (no NodePool, so no node is ever launched).
+    autoscaler: bool = True
+    #: The container-hook template (config/hook-template.yaml's shape) as a ConfigMap, mounted
+    #: into the runner template by ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE, as the quickstart
+    #: installs it; its ``$job`` requests are ``workflow_requests``.
+    hook_template: bool = True
 
     def check(self) -> None:
         catalog = {it.name for it in default_catalog()}
@@ -152,13 +162,18 @@ def cluster_spec(spec: LiveSpec) -> ClusterSpec:
         zones=("us-east-1a",),
         instance_types=(instance,),
         nodepools=(
-            NodePoolSpec(
-                name=POOL,
-                instance_types=(instance.name,),
-                limits={"cpu": 64},
-                consolidate_after=None,  # nodes stay: only the ICE window changes capacity
-            ),
+            (
+                NodePoolSpec(
+                    name=POOL,
+                    instance_types=(instance.name,),
+                    limits={"cpu": 64},
+                    consolidate_after=None,  # nodes stay: only the ICE window changes capacity
+                ),
+            )
+            if spec.autoscaler
+            else ()
         ),
+        preemption=spec.preemption,
         ice_windows=(
             IceWindow(instance_type=instance.name, start=spec.ice_start, end=spec.ice_end),
         ),
@@ -272,6 +287,14 @@ class LiveWorld:
             log=self.log,
         )
         self.arc.install()
+        if spec.hook_template:
+            install_hook_template(
+                store,
+                scale_set=spec.scale_set,
+                namespace=spec.namespace,
+                workflow_requests=spec.workflow_requests,
+            )
+        self.garbage = GarbageCollector(loop, store).start()
         self.jobs_planned = self._plan_jobs()
         for job in self.jobs_planned:
             loop.call_at(loop.start + job.at, self.service.submit, job)
@@ -461,7 +484,8 @@ class LiveWorld:
     def listener_config(
         self, metrics_addr: str, *, log_level: str = "info", log_format: str = "json"
     ) -> dict[str, Any]:
-        """Every key ARC's controller writes (PROTOCOL §5.1), PAT auth, for this world."""
+        """Every key ARC's controller writes (docs/protocol.md#config-file), PAT auth, for this
+        world."""
         spec = self.spec
         return {
             "configure_url": self.actions.configure_url("acme"),

@@ -115,12 +115,12 @@ class WorldChaos:
         loop = self.world.loop
         clock = SkewClock(loop.now)
         self.clocks.append(clock)
-        self._set_clock(driver.reconciler, clock)
+        self._set_clock(driver, clock)
         stale = StaleSource(_LateSource(driver), clock=loop.now)
         self.stale.append(stale)
         kill = KillSwitch(FaultyWriter(driver.writer, self.gate, loop))
         self.kills.append(kill)
-        self._set_writer(driver.reconciler, kill)
+        self._set_writer(driver, kill)
 
         def guarded_step(
             step: Callable[[], None], driver: Any = driver, index: int = index
@@ -142,15 +142,15 @@ class WorldChaos:
         driver.hooks.step = guarded_step
 
     @staticmethod
-    def _set_clock(reconciler: Any, clock: SkewClock) -> None:
-        reconciler.clock = clock
-        for sub in reconciler.subscribers:
+    def _set_clock(driver: Any, clock: SkewClock) -> None:
+        driver.wall = clock
+        for sub in driver.subscribers:
             if hasattr(sub, "clock"):
                 sub.clock = clock
 
     @staticmethod
-    def _set_writer(reconciler: Any, writer: PlaceholderWriter) -> None:
-        for sub in reconciler.subscribers:
+    def _set_writer(driver: Any, writer: PlaceholderWriter) -> None:
+        for sub in driver.subscribers:
             if hasattr(sub, "writer"):
                 sub.writer = writer
 
@@ -253,9 +253,8 @@ class WorldChaos:
         # for this scale set until the new pod's first poll (which sends 0 until its first
         # step confirms capacity: CapacityGate(initial=0)). Through the sink, so the
         # simulated listener re-polls at once like a cut.
-        driver.sink.set_max_runners(0)
-        old = driver.reconciler
-        old.subscribers = []  # the dead process does nothing more
+        driver.set_capacity(0)
+        driver.subscribers = []  # the dead process does nothing more
         restart = (fault.params.restart_after if fault is not None else None) or 5.0
         self._step_paused(driver, True)
         loop.call_later(restart, self._restart, driver, index)
@@ -269,14 +268,11 @@ class WorldChaos:
 
     def _restart(self, driver: Any, index: int) -> None:
         from providers.kubernetes.placeholders import PlaceholderPodBuilder
-        from reconciler.reconciler import Reconciler
-        from reconciler.subscribers import PlaceholderSubscriber
         from simulator.driver.store_view import StorePlaceholderWriter
 
         self.record.restarts += 1
         alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
         instance = "".join(self.rng.choice(alphabet) for _ in range(5))
-        old_builder = driver.builder
         ers = driver.ctx.arc.ers()
         builder = PlaceholderPodBuilder(
             driver.settings,
@@ -286,23 +282,11 @@ class WorldChaos:
             owner=ers if driver.namespace == driver.ctx.spec.namespace else None,
             workflow_pod_spec=driver.ctx.spec.workflow_pod_spec(),
         )
-        del old_builder
         writer = StorePlaceholderWriter(driver.ctx.store, builder)
         kill = KillSwitch(FaultyWriter(writer, self.gate, self.world.loop))
         self.kills[index] = kill
-        clock = self.clocks[index]
-        driver.builder, driver.writer, driver.instance = builder, writer, instance
-        driver.reconciler = Reconciler(
-            driver.config,
-            clock=clock,
-            subscribers=[
-                PlaceholderSubscriber(
-                    kill, namespace=driver.namespace, clock=clock, config=driver.config
-                )
-            ],
-            sink=driver.sink,
-            instance=instance,
-        )
+        driver.writer = writer
+        driver.restart(instance, builder, kill, self.clocks[index])
         self._step_paused(driver, False)
         driver.trigger()
         self.record.events.append(
@@ -315,7 +299,7 @@ class WorldChaos:
         """A second listener pod for the same scale set (a rolling update, a stuck pod): its
         session is refused (409) so it advertises nothing, but its reconciler runs."""
         from providers.kubernetes.placeholders import PlaceholderPodBuilder
-        from reconciler.reconciler import Reconciler
+        from reconciler.controller import ScaleSetController, controller_timings
         from reconciler.subscribers import PlaceholderSubscriber
         from simulator.driver.store_view import StorePlaceholderWriter
 
@@ -333,20 +317,20 @@ class WorldChaos:
             writer = StorePlaceholderWriter(driver.ctx.store, builder)
             second = _SecondListener(
                 driver,
-                Reconciler(
+                ScaleSetController(
                     driver.config,
-                    clock=self.world.loop,
-                    subscribers=[
-                        PlaceholderSubscriber(
-                            writer,
-                            namespace=driver.namespace,
-                            clock=self.world.loop,
-                            config=driver.config,
-                        )
-                    ],
-                    sink=None,
+                    controller_timings(driver.settings),
                     instance=instance,
+                    started_at=self.world.loop.now(),
                 ),
+                [
+                    PlaceholderSubscriber(
+                        writer,
+                        namespace=driver.namespace,
+                        clock=self.world.loop,
+                        config=driver.config,
+                    )
+                ],
                 interval=driver.settings.recalculate_interval,
             )
             self.seconds.append(second)
@@ -359,7 +343,7 @@ class WorldChaos:
             self._note(
                 fault,
                 f"second listener exited after {second.steps} steps "
-                f"({second.errors} failed), holding {len(second.reconciler.store)} "
+                f"({second.errors} failed), holding {len(second.controller.reconciler.store)} "
                 "pairs",
             )
         self.seconds = []

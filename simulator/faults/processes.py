@@ -66,15 +66,26 @@ class _LateSource:
 
 
 class _SecondListener:
-    """A second reconciler stepping every interval on the same store (no sink)."""
+    """A second listener process on the same store: its own scale-set controller stepping
+    every interval; its session is refused (409), so the capacity it would publish goes
+    nowhere, but its subscribers write placeholders."""
 
-    def __init__(self, driver: Any, reconciler: Any, *, interval: float) -> None:
+    def __init__(
+        self, driver: Any, controller: Any, subscribers: list[Any], *, interval: float
+    ) -> None:
         self.driver = driver
-        self.reconciler = reconciler
+        self.controller = controller
+        self.subscribers = subscribers
         self.interval = interval
         self._timer: Any = None
-        self.steps = 0
-        self.errors = 0
+
+    @property
+    def steps(self) -> int:
+        return int(self.controller.steps)
+
+    @property
+    def errors(self) -> int:
+        return int(self.controller.errors)
 
     def start(self) -> None:
         self._timer = self.driver.ctx.loop.call_soon(self._step)
@@ -85,14 +96,12 @@ class _SecondListener:
 
     def _step(self) -> None:
         from providers.kubernetes.translate import build_snapshot
+        from reconciler.subscribers import notify_subscribers
 
         loop = self.driver.ctx.loop
         snapshot = build_snapshot(
             self.driver.source, self.driver.target, now=loop.now(), demand=self.driver.demand
         )
-        try:
-            self.reconciler.step(snapshot)
-        except Exception:  # like the production loop: logged, retried next interval
-            self.errors += 1
-        self.steps += 1
+        output = self.controller.step(loop.now(), snapshot, stale_for=0.0)
+        notify_subscribers(self.subscribers, output.events, output.commands)
         self._timer = loop.call_later(self.interval, self._step)

@@ -34,6 +34,8 @@ Skeleton (see config/scenarios/ for complete files)::
                    tolerations: [...]}
         warm_slots: 4                           # overprovision pool size (optional)
         changes: [{at: 90m, max_runners: 0}]    # e.g. a drain
+        capacity_aware: {workflowResources: {cpu: "3", nvidia.com/gpu: "1"}}  # merged over
+                                                # strategies.capacity_aware (overrides.py)
     jobs:
       - labels: [linux-gpu]
         duration: {median: 8m, sigma: 0.6, min: 1m, max: 1h}
@@ -45,7 +47,7 @@ Skeleton (see config/scenarios/ for complete files)::
     listener: {long_poll: 50s}
     strategies:
       overprovision: {slots: 4}
-      capacity_aware: {proactiveCapacity: 4, cutPollOnRise: true, ...}  # the Helm block
+      capacity_aware: {enabled: true, proactiveCapacity: 4, ...}  # the Helm block
       capacity_aware_sim: {fit_estimate: true, fit_refresh: 60s}
 """
 
@@ -70,6 +72,7 @@ from providers.kubernetes.resources import QuantityError, quantity
 from reconciler.settings import CapacityAwareSettings, Seconds
 from simulator.cluster import ClusterSpec
 from simulator.cluster.spec import default_catalog
+from simulator.scenarios.overrides import merge_settings
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "config" / "scenarios"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -139,6 +142,9 @@ class ScaleSetModel(_Model):
     #: Warm slots for the ``overprovision`` strategy (default: strategies.overprovision.slots).
     warm_slots: int | None = Field(default=None, ge=0)
     changes: list[MaxRunnersChange] = Field(default_factory=list)
+    #: This scale set's own ``capacityAware`` keys, merged over ``strategies.capacity_aware``
+    #: (merge rule and validation: simulator/scenarios/overrides.py).
+    capacity_aware: dict[str, Any] | None = None
 
     @field_validator("name", "namespace")
     @classmethod
@@ -282,9 +288,6 @@ class CapacityAwareModel(_Model):
     fit_estimate: bool = True
     #: Recompute the fit estimate at most this often (it scans every pod).
     fit_refresh: Seconds = Field(default=10.0, ge=0)
-    #: Where queued-job demand comes from: the scale set's own statistics (the listener's
-    #: default), the HUD feed, or both (the larger known value wins).
-    demand_source: Literal["statistics", "hud", "both"] = "both"
 
 
 class Strategies(_Model):
@@ -318,6 +321,31 @@ class Scenario(_Model):
                 return ss.warm_slots
         return self.strategies.overprovision.slots
 
+    def capacity_aware_for(self, scale_set: str) -> CapacityAwareSettings:
+        """The ``capacityAware`` block this scale set's listener runs with: its own
+        ``capacity_aware`` keys merged over ``strategies.capacity_aware``. Blocks are validated
+        when the scenario is loaded (:func:`parse_scenario`), so this only fails for a name
+        that is not a scale set of the scenario."""
+        for ss in self.scale_sets:
+            if ss.name == scale_set:
+                return merge_settings(self.strategies.capacity_aware, ss.capacity_aware)
+        known = ", ".join(ss.name for ss in self.scale_sets)
+        raise ScenarioError(f"scenario {self.name}: no scale set {scale_set!r}; known: {known}")
+
+    def with_capacity_aware(self, block: dict[str, Any], *, where: str) -> Scenario:
+        """This scenario with ``block`` merged over ``strategies.capacity_aware`` (a variant a
+        bench measures); ``where`` names the block's origin in the error of a bad key."""
+        path: tuple[int | str, ...] = ("strategies", "capacity_aware")
+        try:
+            shared = merge_settings(self.strategies.capacity_aware, block)
+            for i, ss in enumerate(self.scale_sets):
+                path = ("scale_sets", i, "capacity_aware")
+                merge_settings(shared, ss.capacity_aware)
+        except ValidationError as exc:
+            raise ScenarioError(format_errors(exc, where, prefix=path)) from None
+        strategies = self.strategies.model_copy(update={"capacity_aware": shared})
+        return self.model_copy(update={"strategies": strategies})
+
 
 # --- loading -------------------------------------------------------------------------------
 
@@ -337,17 +365,24 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def format_errors(exc: ValidationError, where: str) -> str:
-    """One line per problem: ``<where>: <field path>: <reason> (got <value>)``."""
+def format_errors(exc: ValidationError, where: str, prefix: tuple[int | str, ...] = ()) -> str:
+    """One line per problem: ``<where>: <field path>: <reason> (got <value>)``; ``prefix`` is
+    the path of the validated part inside the file."""
     lines = []
     for err in exc.errors(include_url=False):
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        own = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        loc = prefix + own
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing":
             message = "required field is missing"
         elif err["type"] == "extra_forbidden":
-            message = "unknown field (check the spelling; fields: simulator/scenarios/scenario.py)"
-        elif loc:  # a whole-model error would echo the whole document
+            home = (
+                "reconciler/settings.py, camelCase"
+                if "capacity_aware" in loc
+                else "simulator/scenarios/scenario.py"
+            )
+            message = f"unknown field (check the spelling; fields: {home})"
+        elif own:  # a whole-model error would echo the whole document
             message += f" (got {_shown(err.get('input'))})"
         lines.append(f"{where}: {_path(loc)}: {message}")
     return "\n".join(lines)
@@ -396,7 +431,20 @@ def parse_scenario(data: Any, *, where: str, base_dir: Path | None = None) -> Sc
     problems = cross_references(scenario)
     if problems:
         raise ScenarioError("\n".join(f"{where}: {path}: {reason}" for path, reason in problems))
+    _check_scale_set_blocks(scenario, where)
     return scenario
+
+
+def _check_scale_set_blocks(scenario: Scenario, where: str) -> None:
+    """Every scale set's merged ``capacity_aware`` block must be one the listener accepts."""
+    lines = []
+    for i, ss in enumerate(scenario.scale_sets):
+        try:
+            merge_settings(scenario.strategies.capacity_aware, ss.capacity_aware)
+        except ValidationError as exc:
+            lines.append(format_errors(exc, where, prefix=("scale_sets", i, "capacity_aware")))
+    if lines:
+        raise ScenarioError("\n".join(lines))
 
 
 def load_scenario(path: str | Path) -> Scenario:

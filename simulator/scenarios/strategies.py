@@ -16,13 +16,13 @@
   production cache's selectors), creating pods built by
   :class:`providers.kubernetes.placeholders.PlaceholderPodBuilder` through
   :class:`~simulator.driver.store_view.StorePlaceholderWriter`, stepped on the schedule of
-  :class:`reconciler.loop.Schedule` (periodic ``recalculateInterval`` with jitter, plus
+  :class:`reconciler.schedule.Schedule` (periodic ``recalculateInterval`` with jitter, plus
   debounced triggers on relevant changes). Its capacity goes to the listener's
   :class:`listener.loop.CapacityGate`; demand comes from the HUD every ``hud.pollInterval``
   (an outage gives ``Demand(None, error)``: the reconciler falls back). Runner and workflow
-  pods use the product's PriorityClasses (``arc-runner`` / ``arc-workflow``, DESIGN §5).
-  It lives in :mod:`simulator.driver.capacity_aware`; this module has the shared strategy
-  interface and the two references.
+  pods use the product's PriorityClasses (``arc-runner`` / ``arc-workflow``,
+  docs/design.md#priority-ladder). It lives in :mod:`simulator.driver.capacity_aware`; this module
+  has the shared strategy interface and the two references.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The GitHub Actions service, as the runner scale sets see it (DESIGN §7, PROTOCOL §3).
+"""The GitHub Actions service, as the runner scale sets see it (docs/design.md#simulator,
+docs/protocol.md#messages).
 
 Semantics modelled:
 
@@ -19,7 +20,8 @@ Semantics modelled:
 - A job finishes as ``succeeded`` or ``failed`` (``JobCompleted``); an ephemeral runner is
   deregistered after its job.
 - Wire shapes: :meth:`poll`, :meth:`statistics` and :meth:`acquire` are the ``JobFeed`` the
-  Actions HTTP face serves; they return PROTOCOL §3.2 job message dicts and §3.3 statistics.
+  Actions HTTP face serves; they return job message dicts (docs/protocol.md#messages) and
+  statistics (docs/protocol.md#statistics).
 
 Everything runs on the world's event loop thread; the service never calls back into a runner
 re-entrantly except through ``on_job`` (the runner schedules its own work).
@@ -38,7 +40,7 @@ from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.workload.jobs import JobSpec
 
-#: Go's zero time, sent for timestamps that are not set yet (PROTOCOL §3.2).
+#: Go's zero time, sent for timestamps that are not set yet (docs/protocol.md#messages).
 ZERO_TIME = "0001-01-01T00:00:00Z"
 #: First runnerRequestId handed out (any positive int64 works; large ones look realistic).
 FIRST_REQUEST_ID = 1_000_001
@@ -396,8 +398,8 @@ class ActionsService:
         return messages
 
     def close_session(self, scale_set_id: int) -> None:
-        """DELETE of the message session (the listener's exit, PROTOCOL §0 step 6): the
-        service stops assigning against the capacity its last poll advertised until a new
+        """DELETE of the message session (the listener's exit, docs/protocol.md#sequence step 6):
+        the service stops assigning against the capacity its last poll advertised until a new
         session polls."""
         ss = self.scale_set(scale_set_id)
         if ss.session_closed or not ss.has_polled:

@@ -3,12 +3,12 @@
 One :class:`ArcScaleSet` per runner scale set, over its cluster's ObjectStore:
 
 1. **Objects.** An AutoscalingRunnerSet and an EphemeralRunnerSet (ERS) in API JSON form
-   (PROTOCOL §7), the runner pod template at ``spec.ephemeralRunnerSpec.spec``.
-2. **ERS controller** (PROTOCOL §6): on every change of ``spec.replicas`` / ``spec.patchID``
-   and of its runners. Scaling runs only when ``patchID == 0`` or differs from the newest
-   runner's ``actions.github.com/patch-id``; it creates runners up to ``replicas`` and, with
-   ``patchID == 0`` only, deletes surplus *idle registered* runners (never unregistered ones
-   or ones with a job).
+   (docs/protocol.md#crds), the runner pod template at ``spec.ephemeralRunnerSpec.spec``.
+2. **ERS controller** (docs/protocol.md#scaler): on every change of ``spec.replicas`` /
+   ``spec.patchID`` and of its runners. Scaling runs only when ``patchID == 0`` or differs from the
+   newest runner's ``actions.github.com/patch-id``; it creates runners up to ``replicas`` and, with
+   ``patchID == 0`` only, deletes surplus *idle registered* runners (never unregistered ones or ones
+   with a job).
 3. **EphemeralRunner controller**: creates the runner pod (name = runner name, labels
    ``actions-ephemeral-runner=True`` and the scale-set name, owned by the EphemeralRunner,
    class ``arc-runner`` when the install sets one); deletes the EphemeralRunner once its pod

@@ -3,7 +3,8 @@
 Derived from the Actions service's queue (jobs queued and not yet assigned to any scale set,
 whose labels a runner with the asked labels could take). The feed is best effort: during an
 outage window it raises :class:`HudUnavailable`, and the capacity-aware listener must fall
-back to its configured floor (DESIGN §4: fail open, never to 0 and never to "unlimited").
+back to its configured floor (docs/design.md#demand-sources: fail open, never to 0 and never to
+"unlimited").
 """
 
 from __future__ import annotations

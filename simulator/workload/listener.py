@@ -1,4 +1,5 @@
-"""The ARC listener of one scale set, in virtual time (PROTOCOL §4 loop, §6 scaler).
+"""The ARC listener of one scale set, in virtual time (docs/protocol.md#listener-loop,
+docs/protocol.md#scaler).
 
 The production pieces run unchanged: ARC's scaler (:class:`listener.scaler.Scaler`, writing
 its exact merge-patch bytes through :class:`StoreScalerWriter`), the job message models of
@@ -11,9 +12,9 @@ with the same order of steps: poll with the gate's value, acquire ``JobAvailable
 Long-poll model: the service holds the capacity of the latest poll and fills the session up
 to it as jobs arrive; a poll "returns" as soon as messages are waiting (plus a handling
 latency) or after ``long_poll`` seconds with nothing (202). A capacity change cuts the open
-poll short like ``CapacityGate`` does (``cut_on_drop`` / ``cut_on_rise``, ``debounce`` after
-the first change, direction re-checked when it fires); otherwise it takes effect at the next
-poll.
+poll short by the rule ``CapacityGate`` uses (listener/poll_cut.py: ``cut_on_drop`` /
+``cut_on_rise``, ``debounce`` after the first change, direction re-checked when it fires);
+otherwise it takes effect at the next poll.
 
 A ``maxRunners`` change on the AutoscalingRunnerSet restarts the listener (ARC recreates the
 listener pod) after ``restart_delay``: new session, new scaler (first patch authoritative).
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from listener.loop import CapacityGate
+from listener.gate import CapacityGate
 from listener.scaler import RunnerNotFound, Scaler
 from providers.actions.models import JobCompleted, JobStarted
 from providers.demand.statistics import needs_refresh
@@ -112,7 +113,6 @@ class ListenerModel:
         self.gate = gate or CapacityGate(max_runners, cut_on_drop=False, cut_on_rise=False)
         self._timer: Timer | None = None
         self._cut_timer: Timer | None = None
-        self._in_flight: int | None = None
         self._restarting = False
         self.polls = 0
         self.cuts = 0
@@ -188,23 +188,14 @@ class ListenerModel:
         self._poll_at(self.loop.now() + self.timings.handling_latency)
 
     def capacity_changed(self) -> None:
-        """The gate's value changed (CapacityGate._on_change): arm a cut if it applies."""
-        if self._cut_timer is None and self._direction():
-            self._cut_timer = self.loop.call_later(self.gate.debounce, self._fire_cut)
-
-    def _direction(self) -> str:
-        if self._in_flight is None:
-            return ""
-        value = self.gate.value
-        if value < self._in_flight and self.gate.cut_on_drop:
-            return "drop"
-        if value > self._in_flight and self.gate.cut_on_rise:
-            return "rise"
-        return ""
+        """The gate's value changed: arm a cut when the shared rule says so
+        (listener/poll_cut.py, as ``CapacityGate`` does with asyncio timers)."""
+        if self._cut_timer is None and self.gate.cut_rule.changed(self.gate.value):
+            self._cut_timer = self.loop.call_later(self.gate.cut_rule.debounce, self._fire_cut)
 
     def _fire_cut(self) -> None:
         self._cut_timer = None
-        if self._direction():
+        if self.gate.cut_rule.fire(self.gate.value):
             self.cuts += 1
             self._poll_at(self.loop.now())
 
@@ -214,7 +205,7 @@ class ListenerModel:
         while the new listener starts)."""
         self.service.close_session(self.scale_set.id)
         self._restarting = True
-        self._in_flight = None
+        self.gate.end_poll()
         for timer in (self._timer, self._cut_timer):
             if timer is not None:
                 timer.cancel()
@@ -237,7 +228,8 @@ class ListenerModel:
             self._cut_timer = None
         self.polls += 1
         ss_id = self.scale_set.id
-        self._in_flight = header = self.gate.value
+        latest = self.latest_statistics
+        header = self.gate.begin_poll(latest["totalAssignedJobs"] if latest else None)
         messages = self.service.poll(ss_id, header)
         if messages:
             available = [

@@ -1,4 +1,5 @@
-"""GitHub App JWT, admin-token expiry and the lazy refresh rule (PROTOCOL §1.4-1.6)."""
+"""GitHub App JWT, admin-token expiry and the lazy refresh rule
+(docs/protocol.md#authentication, docs/protocol.md#admin-token)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Contract tests: the real httpx client against the loopback Actions face (PROTOCOL §0-2)."""
+"""Contract tests: the real httpx client against the loopback Actions face
+(docs/protocol.md#sequence)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ async def with_session(
 
 
 class TestProtocolSequence:
-    """PROTOCOL §0 end to end: auth chain, session, poll/ack/acquire/handle, delete."""
+    """docs/protocol.md#sequence end to end: auth, session, poll/ack/acquire/handle, delete."""
 
     def test_pat_sequence(self, face: ActionsFace, feed: ScriptedJobFeed, sleeps: SleepRecorder):
         client = pat_client(face, sleeps)
@@ -512,3 +513,48 @@ def tls_server_context(tmp_path: Path) -> tuple[str, ssl.SSLContext]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
     return ca.public_bytes(serialization.Encoding.PEM).decode(), context
+
+
+class TestErrorsAreCountedForTheMetrics:
+    def test_every_failed_attempt_is_heard_with_its_kind(self, face: ActionsFace, sleeps) -> None:
+        """arc_capacity_actions_errors_total sees retried attempts too: a 5xx storm that
+        ends in a success is still the degraded service an on-call is paged for."""
+        heard: list[str] = []
+        face.fail_next("get_message", Fault.server_error(503), times=2)
+        face.fail_next("acquire_jobs", Fault.too_many_requests(retry_after="1"))
+        face.fail_next("delete_message", Fault.http(404))
+
+        async def story() -> None:
+            client = pat_client(face, sleeps, on_error=heard.append)
+            session = session_for(client, sleeps)
+            try:
+                await session.open()
+                assert await session.get_message(0, 1) is None
+                assert await session.acquire_jobs([]) == []
+                with pytest.raises(ActionsHttpError, match="HTTP 404"):
+                    await session.delete_message(5)
+            finally:
+                await session.close()
+                await client.aclose()
+
+        run(story())
+        assert heard == ["server", "server", "throttled", "client"]
+
+    def test_failures_getting_the_admin_token_are_heard_too(self, face: ActionsFace, sleeps):
+        """The token chain (registration token, runner registration) is part of every
+        Actions call: a GitHub API outage there must show in the same counter."""
+        heard: list[str] = []
+        face.fail_next("registration_token", Fault.server_error(502))
+        face.fail_next("runner_registration", Fault.reset())
+
+        async def story() -> None:
+            client = pat_client(face, sleeps, on_error=heard.append)
+            session = session_for(client, sleeps)
+            try:
+                await session.open()
+            finally:
+                await session.close()
+                await client.aclose()
+
+        run(story())
+        assert heard == ["server", "transport"]

@@ -1,4 +1,4 @@
-"""configure_url parsing and API URLs (PROTOCOL §1.1-1.3)."""
+"""configure_url parsing and API URLs (docs/protocol.md#config-url)."""
 
 from __future__ import annotations
 

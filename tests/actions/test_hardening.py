@@ -16,12 +16,13 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
+from providers.actions.decode import decode_message
 from providers.actions.errors import (
     MessageDecodeError,
     ResponseTooLargeError,
     RetriesExhaustedError,
 )
-from providers.actions.models import ZERO_TIME, JobAssigned, decode_message, parse_rfc3339
+from providers.actions.models import ZERO_TIME, JobAssigned, parse_rfc3339
 from providers.actions.retry import RetryPolicy, send_with_retry
 from tests.actions.conftest import run
 

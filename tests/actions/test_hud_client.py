@@ -1,5 +1,5 @@
 """HUD demand: the queued_jobs_aggregate client against the loopback HUD face, and the
-fail-open fallback (DESIGN §4) logged once per outage."""
+fail-open fallback (docs/design.md#demand-sources) logged once per outage."""
 
 from __future__ import annotations
 
@@ -237,12 +237,12 @@ class TestOutageLogging:
             HudDemandSource(client(hud), ())
 
 
-def test_any_exception_other_than_hud_error_kills_the_hud_poller(
+def test_an_unexpected_error_in_the_hud_poller_is_an_outage_and_polling_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Regression (issue 10, failure 3): a bug or an unexpected library error used to end
-    the poller silently with demand frozen. Now it falls back like an outage, is counted,
-    logged once with its traceback, and the next poll goes on."""
+    """A bug or an unexpected library error in a poll falls back like an outage, is
+    counted, logged once with its traceback, and the next poll goes on. Prevents issue 10's
+    failure 3: such an error ended the poller silently, with demand frozen."""
 
     class Broken:
         calls = 0

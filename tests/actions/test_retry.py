@@ -1,4 +1,4 @@
-"""The retry policy of PROTOCOL §2.5, as a pure function and around a mock transport."""
+"""The retry policy of docs/protocol.md#retries, as a pure function and around a mock transport."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models and the message decoder, from the example payloads of PROTOCOL §3.6."""
+"""Wire models and the message decoder, from the example payloads of docs/protocol.md#examples."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from providers.actions.decode import decode_message
 from providers.actions.errors import MessageDecodeError
 from providers.actions.models import (
     ZERO_TIME,
@@ -16,7 +17,6 @@ from providers.actions.models import (
     JobCompleted,
     JobStarted,
     Session,
-    decode_message,
     format_rfc3339,
     is_zero_time,
     parse_rfc3339,

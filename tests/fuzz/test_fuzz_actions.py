@@ -19,8 +19,9 @@ from pydantic import SecretStr
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url
+from providers.actions.decode import DecodedMessage, decode_message
 from providers.actions.errors import ActionsError
-from providers.actions.models import JOB_MESSAGE_TYPES, DecodedMessage, Session, decode_message
+from providers.actions.models import JOB_MESSAGE_TYPES, Session
 from providers.actions.redact import SecretRegistry
 from providers.actions.retry import RetryPolicy
 from tests.fuzz.support import fuzz_settings, json_bytes, json_values, mutated, only_typed

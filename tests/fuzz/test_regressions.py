@@ -20,8 +20,8 @@ import pytest
 
 from listener.arc_config import ConfigError, parse_listener_config
 from listener.capacity_config import ENV_FILE, load_capacity_aware
+from providers.actions.decode import decode_message
 from providers.actions.errors import ActionsError
-from providers.actions.models import decode_message
 from providers.hud.client import HudError, parse_rows
 from reconciler.settings import SettingsError
 from simulator.faults import FaultPlanError, load_fault_plan, parse_fault_plan

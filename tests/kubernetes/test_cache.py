@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client, watch
 
 from providers.kubernetes.cache import KubeCache
+from providers.kubernetes.relevance import Verdict
 from providers.kubernetes.slim import slim_pod
 from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.watch_targets import WatchTarget, default_targets
@@ -63,15 +64,23 @@ def test_watch_events_update_the_cache_and_fire_on_change(
     assert cache.stats["list"] == len(default_targets(TARGET))  # still no relist
 
 
-def test_a_placeholder_turning_running_fires_on_rise_and_a_node_change_does_not(
+def test_a_placeholder_turning_running_is_a_rise_and_a_node_change_is_not(
     api: client.ApiClient, face: K8sFace, store: ObjectStore
 ):
-    """The leading trigger's source (providers/kubernetes/rises.py), through real watches."""
+    """The leading trigger's source (providers/kubernetes/relevance.py), through real watches:
+    a cordon and a fresh Pending placeholder are no rise; the placeholder turning Running is."""
     rises: list[int] = []
+    seen: list[Verdict] = []
+
+    def on_event(verdict: Verdict) -> None:
+        seen.append(verdict)
+        if verdict.rise:
+            rises.append(1)
+
     cache = KubeCache(
         api,
         default_targets(TARGET),
-        on_rise=lambda: rises.append(1),
+        on_event=on_event,
         watch_timeout=30,
         backoff_base=0.01,
         backoff_cap=0.05,
@@ -90,6 +99,7 @@ def test_a_placeholder_turning_running_fires_on_rise_and_a_node_change_does_not(
 
         assert cache.wait_until(pending_seen, WAIT)
         assert rises == []  # a Pending placeholder and a cordon raise nothing
+        assert any(v.relevant for v in seen)  # the cordon still wakes a (debounced) step
         store.mutate(
             "Pod", o.NS, "arc-runners-ph-abcde-1-r", lambda p: p["status"].update(phase="Running")
         )
@@ -227,12 +237,12 @@ def test_stale_for_reports_how_long_the_api_has_been_unreachable(cache: KubeCach
 # --- supervision (issue 10, failure 3) -------------------------------------------------------
 
 
-def test_one_malformed_watch_line_kills_the_informer(
+def test_a_malformed_watch_line_is_counted_and_every_informer_keeps_applying_events(
     cache: KubeCache, store: ObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression: an event whose object is not an object used to end the informer thread
-    silently (has_synced stayed true, stale_for 0). Now it is counted, the target relists
-    and keeps applying events."""
+    """An event whose object is not an object is counted, the target relists and keeps
+    applying events. Prevents issue 10's failure 3: it ended the informer thread silently
+    while the cache still looked fresh (has_synced true, stale_for 0)."""
     original = watch.Watch.stream
     poisoned = threading.Event()
 

@@ -5,12 +5,14 @@ Each test names the kube-apiserver / apimachinery behaviour it mirrors."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from simulator.engine.store import ObjectStore
@@ -184,23 +186,66 @@ def test_a_pod_without_containers_or_with_an_invalid_name_is_invalid(api: client
 # --- watch cache (staging/src/k8s.io/apiserver/pkg/storage/cacher) ---------------------------
 
 
-def test_a_watch_from_a_future_resource_version_fails_as_too_large(
-    store: ObjectStore, rbac_face: K8sFace
-):
-    future = store.resource_version + 100
-    with api_for(rbac_face, "listener-token") as api, pytest.raises(ApiException) as err:
-        list(
-            watch.Watch().stream(
-                client.CoreV1Api(api).list_namespaced_pod,
-                "arc-runners",
-                resource_version=str(future),
-                timeout_seconds=5,
-            )
-        )
-    assert err.value.status == 504
-    assert err.value.reason == (
-        f"Timeout: Timeout: Too large resource version: {future}, current: {store.resource_version}"
+def raw_watch(api: client.ApiClient, timeout: int, **kw) -> list[dict]:
+    """Every event of one pod watch in arc-runners, as sent, until ``timeout`` seconds."""
+    resp = client.CoreV1Api(api).list_namespaced_pod(
+        o.NS, watch=True, _preload_content=False, timeout_seconds=timeout, **kw
     )
+    try:
+        return [json.loads(line) for line in resp.read().splitlines() if line.strip()]
+    finally:
+        resp.release_conn()
+
+
+def test_a_plain_watch_from_a_future_resource_version_stays_silent_until_its_timeout(
+    store: ObjectStore,
+):
+    """The watch cache serves a plain watch from a resourceVersion it has not reached an
+    empty interval and its watcher drops every event not newer than that version
+    (staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go getAllEventsSinceLocked,
+    cache_watcher.go process); only sendInitialEvents=true waits for freshness and fails
+    (cacher.go waitUntilWatchCacheFreshAndForceAllEvents). A face that failed this watch
+    with "Too large resource version" after fresh_timeout would send clients down an error
+    path the real API server never takes."""
+    with (
+        K8sFace(store, fresh_timeout=0.2, bookmark_interval=0.05) as face,
+        client.ApiClient(client.Configuration(host=face.url)) as api,
+    ):
+        events = raw_watch(
+            api,
+            timeout=1,
+            resource_version=str(store.resource_version + 100),
+            allow_watch_bookmarks=True,
+        )
+    assert events == []  # no ERROR, and no bookmark from before the requested version
+
+
+def test_a_plain_watch_from_a_future_resource_version_sends_only_the_changes_after_it(
+    store: ObjectStore, face: K8sFace, api: client.ApiClient
+):
+    """Once the store passes the requested version, the changes after it arrive as from
+    any other version (cache_watcher.go process: only events newer than the watch's
+    resourceVersion, bookmarks never older than it); the ones up to it are not re-sent."""
+    future = store.resource_version + 2
+
+    def write_three_pods() -> None:
+        time.sleep(0.3)
+        for name in ("up-to-1", "up-to-2", "after"):
+            store.create(o.pod(name))
+
+    writer = threading.Thread(target=write_three_pods)
+    writer.start()
+    events = raw_watch(api, timeout=2, resource_version=str(future), allow_watch_bookmarks=True)
+    writer.join()
+
+    changes = [
+        (e["type"], e["object"]["metadata"]["name"]) for e in events if e["type"] != "BOOKMARK"
+    ]
+    assert changes == [("ADDED", "after")]
+    bookmarks = [
+        int(e["object"]["metadata"]["resourceVersion"]) for e in events if e["type"] == "BOOKMARK"
+    ]
+    assert all(rv >= future for rv in bookmarks)
 
 
 def watch_list_events(api: client.ApiClient, **kw) -> list[dict]:

@@ -10,7 +10,8 @@ import pytest
 
 from providers.kubernetes.fit import FitMemo, fit_estimate
 from providers.kubernetes.memo import ObjectMemo
-from providers.kubernetes.packing import PlacementBounds, launch_facts
+from providers.kubernetes.packing import launch_facts
+from providers.kubernetes.placement import PlacementBounds
 from providers.kubernetes.translate import ScaleSetTarget, SnapshotMemo, build_snapshot
 from reconciler.snapshot import Demand
 from simulator.engine.store import ObjectStore

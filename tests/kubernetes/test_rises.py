@@ -2,8 +2,9 @@
 
 A placeholder that starts to count in the capacity ledger may make its pair READY while a job
 waits for it; every other event keeps the watch debounce (real pods that bind raise the
-ledger too, but are debounced: see the module doc). What counts must agree with the
-simulated world's cache view, which decides it from its own per-pod facts.
+ledger too, but are debounced: see the module doc). The listener's cache and the simulated
+world's view both judge events through providers/kubernetes/relevance.py, which asks
+``placeholder_counts``; tests/kubernetes/test_relevance.py covers the verdicts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any
 import pytest
 
 from providers.kubernetes.rises import placeholder_counts, raises_capacity
-from simulator.driver.store_view import _counts, _pod_facts
 
 from . import objects as o
 
@@ -53,14 +53,6 @@ OTHER_PODS = [
 @pytest.mark.parametrize(("name", "pod", "counts"), PLACEHOLDERS, ids=[p[0] for p in PLACEHOLDERS])
 def test_placeholder_counts(name: str, pod: dict[str, Any], counts: bool) -> None:
     assert placeholder_counts(pod) is counts
-
-
-@pytest.mark.parametrize(("name", "pod", "counts"), PLACEHOLDERS, ids=[p[0] for p in PLACEHOLDERS])
-def test_the_simulated_cache_view_counts_the_same_placeholders(
-    name: str, pod: dict[str, Any], counts: bool
-) -> None:
-    """Parity: the simulator's triggers are the production listener's."""
-    assert _counts(_pod_facts(pod)) is counts
 
 
 @pytest.mark.parametrize(("name", "pod"), OTHER_PODS, ids=[p[0] for p in OTHER_PODS])

@@ -9,7 +9,12 @@ import pytest
 from providers.kubernetes.fit import fit_estimate
 from providers.kubernetes.labels import LABEL_SCALE_SET
 from providers.kubernetes.nodes import node_blocked_for, tolerates
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot, capacity_signals_from
+from providers.kubernetes.translate import (
+    ScaleSetTarget,
+    build_snapshot,
+    capacity_signals_from,
+    live_limits,
+)
 from reconciler.snapshot import Demand, PodPhase
 from simulator.engine.store import ObjectStore
 from state_machine.states import Role
@@ -24,9 +29,9 @@ def snap(source: o.DictSource, target: ScaleSetTarget = TARGET):
     return build_snapshot(source, target, now=o.T0, demand=Demand(queued_jobs=3))
 
 
-def test_an_empty_cluster_gives_the_configured_limits_and_nothing_else():
+def test_an_empty_cluster_gives_the_configured_limit_and_nothing_else():
     s = snap(o.DictSource(o.ers()))
-    assert (s.max_runners, s.min_runners, s.taken_at) == (10, 0, o.T0)
+    assert (s.max_runners, s.taken_at) == (10, o.T0)
     assert not s.placeholders and not s.runner_pods and not s.workflow_pods
     assert s.demand.queued_jobs == 3
 
@@ -35,7 +40,15 @@ def test_live_max_runners_from_the_autoscaling_runner_set_wins_including_zero():
     s = snap(o.DictSource(o.ers(), o.ars(max_runners=0, min_runners=0)))
     assert s.max_runners == 0
     s = snap(o.DictSource(o.ers(), o.ars(min_runners=2)))
-    assert (s.max_runners, s.min_runners) == (10, 2)
+    assert s.max_runners == 10
+
+
+def test_live_limits_read_min_runners_from_the_autoscaling_runner_set():
+    """The start-up check warns about minRunners > 0 (idle runners take jobs unchecked); it
+    must see the live AutoscalingRunnerSet value, not only the listener config's."""
+    source = o.DictSource(o.ers(), o.ars(min_runners=2))
+    assert live_limits(source, TARGET, o.ers()) == (10, 2)
+    assert live_limits(o.DictSource(o.ers()), TARGET, o.ers()) == (10, 0)
 
 
 def test_placeholders_are_grouped_into_pairs_by_labels():

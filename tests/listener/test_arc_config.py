@@ -1,4 +1,5 @@
-"""ARC's listener config file (PROTOCOL §5.1): shape, ARC's validation rules, clear errors."""
+"""ARC's listener config file (docs/protocol.md#config-file): shape, ARC's validation rules,
+clear errors."""
 
 from __future__ import annotations
 

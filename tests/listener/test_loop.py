@@ -1,4 +1,5 @@
-"""The listener loop: PROTOCOL §4's order of operations, and the capacity cut (DESIGN §6).
+"""The listener loop: the order of operations (docs/protocol.md#listener-loop), and the capacity
+cut (docs/design.md#capacity-cut).
 
 The first half drives the loop with an in-memory message source (a real fake: a script of
 answers, blocking like a long poll when it runs out). The second half runs the loop with the
@@ -17,12 +18,13 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import SecretStr
 
-from listener.loop import CapacityGate, Listener, ListenerError, serve
+from listener.gate import CapacityGate
+from listener.loop import Listener, ListenerError, serve
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url
+from providers.actions.decode import DecodedMessage
 from providers.actions.models import (
-    DecodedMessage,
     JobAssigned,
     JobAvailable,
     JobCompleted,
@@ -208,7 +210,7 @@ async def run_until_idle(loop: Listener, source: ScriptedSource) -> None:
         await task
 
 
-# --- PROTOCOL §4 with an in-memory source ------------------------------------------------------
+# --- docs/protocol.md#listener-loop with an in-memory source --------------------------------------
 
 
 class TestStart:
@@ -491,7 +493,7 @@ class TestCutWithAnIdlePoll:
             await settle()
             assert gate._timer is not None  # armed by the drop...
             fired = asyncio.get_running_loop().create_future()
-            asyncio.get_running_loop().call_later(gate.debounce, fired.set_result, None)
+            asyncio.get_running_loop().call_later(gate.cut_rule.debounce, fired.set_result, None)
             await fired  # a timer set after the gate's, with the same delay
             await settle()
             task.cancel()

@@ -1,4 +1,4 @@
-"""ARC's scaler (PROTOCOL §6): patch rules, and byte-for-byte bodies through the real
+"""ARC's scaler (docs/protocol.md#scaler): patch rules, and byte-for-byte bodies through the real
 kubernetes client against a loopback server that records what it receives."""
 
 from __future__ import annotations

@@ -55,18 +55,3 @@ def test_starved_runner_is_reported() -> None:
     ledger = compute_ledger(snap, ready_pairs=0)
     assert ledger.starved_runners == 1
     assert ledger.capacity == 0
-
-
-def test_while_blind_nothing_is_advertised_because_the_view_may_show_dead_pods() -> None:
-    """Regression (fault matrix, stale_cache_outage): advertising the bound runners of a stale
-    view still over-advertised the runners that died with a lost node."""
-    from reconciler.capacity import fail_closed_capacity
-
-    snap = snapshot(
-        placeholders={"p-1": running_pair("p-1"), "p-2": running_pair("p-2")},
-        runners=(runner("r1"), runner("r2")),
-        workflows=(workflow("r1"), workflow("r2")),
-        max_runners=10,
-    )
-    assert compute_ledger(snap, ready_pairs=2).capacity == 4
-    assert fail_closed_capacity(snap) == 0

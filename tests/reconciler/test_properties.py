@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +15,7 @@ from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, Demand, PairPods, PlaceholderPod, PodPhase
 from reconciler.subscribers import RecordingSubscriber
 from state_machine.states import PairState, Role
-from state_machine.table import IN_FLIGHT, TABLE_PAIRS_FOR_TESTS
+from state_machine.table import EDGES, IN_FLIGHT, INITIAL
 
 from .builders import SCALE_SET, runner, workflow
 
@@ -117,13 +119,29 @@ def test_capacity_beyond_jobs_holding_resources_is_really_reservable(snap: Clust
     assert ledger.capacity - jobs_holding <= reservable_pairs(snap)
 
 
+def live_runners(snap: ClusterSnapshot) -> int:
+    return sum(1 for p in snap.runner_pods if p.alive)
+
+
 @settings(max_examples=200, deadline=None)
-@given(snapshots(), st.integers(0, 20), st.integers(0, 20))
-def test_desired_pairs_never_negative(snap: ClusterSnapshot, proactive: int, floor: int) -> None:
+@given(snapshots(), st.integers(0, 20), st.integers(0, 20), st.integers(0, 50))
+def test_the_warm_pool_and_every_queued_job_get_a_pair_within_max_runners_room(
+    snap: ClusterSnapshot, proactive: int, floor: int, queued: int
+) -> None:
+    """proactiveCapacity plus one pair per queued job, cut only by the room maxRunners leaves
+    beside live runners (a pair beyond it could never be handed a job: it only costs a
+    node); a failed demand source fails open to at least the configured floor, never to
+    zero and never unlimited."""
     config = ReconcilerConfig(
         scale_set=SCALE_SET, proactive_capacity=proactive, hud_fallback_queued_jobs=floor
     )
-    assert desired_pairs(snap, config) >= 0
+    room = max(0, snap.max_runners - live_runners(snap))
+    known = desired_pairs(replace(snap, demand=Demand(queued)), config)
+    assert known == min(proactive + queued, room)
+    failed = desired_pairs(replace(snap, demand=Demand(None, error="down")), config)
+    assert failed == min(proactive + floor, room)
+    partial = desired_pairs(replace(snap, demand=Demand(queued, error="partial")), config)
+    assert partial == min(proactive + max(queued, floor), room)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -149,5 +167,6 @@ def test_random_observation_sequences_only_ever_follow_the_table(
             assert record.state is not PairState.DELETED
             assert record.state in PairState
         assert rec.store.count(IN_FLIGHT) <= config.max_pairs_in_flight
+    table = {(None, INITIAL), *((e.source, e.target) for e in EDGES)}  # creation included
     for event in recorder.events:
-        assert (event.source, event.target) in TABLE_PAIRS_FOR_TESTS
+        assert (event.source, event.target) in table

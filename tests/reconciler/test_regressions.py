@@ -1,4 +1,4 @@
-"""Regression tests named after the failure they prevent (DESIGN §4 field lessons)."""
+"""Regression tests named after the failure they prevent (docs/design.md#capacity-ledger)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ import pytest
 from freezegun import freeze_time
 
 from reconciler.clock import SystemClock
-from reconciler.loop import Schedule
 from reconciler.ports import DeleteOrphan, RenewLease
 from reconciler.reconciler import Reconciler
+from reconciler.schedule import Schedule
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import PairPods
 from reconciler.subscribers import RecordingSubscriber

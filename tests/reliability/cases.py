@@ -29,12 +29,14 @@ from typing import Any
 from kubernetes import client as k8s
 from pydantic import SecretStr
 
-from listener.loop import CapacityGate, Listener, serve
+from listener.gate import CapacityGate
+from listener.loop import Listener, serve
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url
+from providers.actions.decode import DecodedMessage
 from providers.actions.errors import ActionsError, SessionConflictError
-from providers.actions.models import DecodedMessage, JobCompleted, JobStarted, Session
+from providers.actions.models import JobCompleted, JobStarted, Session
 from providers.actions.redact import SecretRegistry
 from providers.actions.retry import RetryPolicy
 from providers.actions.session import ConflictPolicy, MessageSession

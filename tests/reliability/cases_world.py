@@ -426,8 +426,8 @@ class ChaosResult:
 
 
 def is_hardened(pod: dict[str, Any]) -> bool:
-    """DESIGN §5 / issue 7: runAsNonRoot, no privilege escalation, every capability dropped,
-    read-only root fs, no service-account token, seccomp RuntimeDefault."""
+    """docs/design.md#placeholder-pods / issue 7: runAsNonRoot, no privilege escalation, every
+    capability dropped, read-only root fs, no service-account token, seccomp RuntimeDefault."""
     spec = pod.get("spec") or {}
     pod_ctx = spec.get("securityContext") or {}
     containers = spec.get("containers") or []

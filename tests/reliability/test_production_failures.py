@@ -180,8 +180,12 @@ def test_two_listeners_the_second_takes_over_when_the_owner_is_killed_without_re
     assert wait_for(lambda: len(placeholders(world)) >= 2, 60)
 
 
-def test_bad_credentials_still_create_placeholders(world: LiveWorld, started: Started) -> None:
-    """Regression: a wrong PAT must fail before the capacity side writes anything."""
+def test_bad_credentials_stop_the_listener_before_it_writes_a_placeholder(
+    world: LiveWorld, started: Started
+) -> None:
+    """A wrong PAT ends the process (exit 1) before the capacity side writes anything, and
+    the token is not logged. Prevents production failure 4: bad credentials still created
+    placeholders, which then held nodes for a listener that could never take a job."""
 
     def wrong_pat(config: dict[str, Any]) -> None:
         config["github_token"] = "ghp_" + "x" * 36
@@ -195,11 +199,12 @@ def test_bad_credentials_still_create_placeholders(world: LiveWorld, started: St
     assert "ghp_xxxx" not in process.logs(400)
 
 
-def test_sigterm_is_ignored_while_waiting_for_the_first_cache_sync(
+def test_sigterm_ends_the_listener_while_waiting_for_the_first_cache_sync(
     world: LiveWorld, started: Started
 ) -> None:
-    """Regression: ARC's CRDs unreachable (the EphemeralRunnerSet never lists), so the cache
-    never syncs; SIGTERM must still end the process within 5 s, exit 0."""
+    """ARC's CRDs unreachable (the EphemeralRunnerSet never lists), so the cache never
+    syncs: SIGTERM still ends the process within 5 s, exit 0. Prevents production failure 5,
+    where SIGTERM was ignored in that wait and the pod hung until SIGKILL."""
     process, _ = started.start(
         "no-sync",
         absent_groups=("actions.github.com",),
@@ -281,10 +286,14 @@ def busy_world() -> Iterator[LiveWorld]:
         yield running
 
 
-def test_poison_messages_wedge_the_scale_set(busy_world: LiveWorld, tmp_path: Path) -> None:
-    """Regression: nulls Go accepts, a zone-less zero time, an unknown outer messageType,
-    missing statistics, deep nesting and an oversized body. Each is either understood or
-    logged with its id, counted, acked and skipped; the process lives and jobs flow on."""
+def test_poison_messages_are_skipped_and_jobs_keep_flowing(
+    busy_world: LiveWorld, tmp_path: Path
+) -> None:
+    """Each message Go's listener would take (nulls, a zone-less zero time) is understood,
+    and each it would not (an unknown outer messageType, missing statistics, deep nesting,
+    an oversized body) is logged with its id, counted, acked and skipped: the process lives
+    and jobs flow on. Prevents production failure 2, where one such message wedged the
+    scale set."""
     world = busy_world
     for _, body, _ in POISON:
         world.actions.fail_next("get_message", Fault.http(200, body))

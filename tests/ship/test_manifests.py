@@ -241,7 +241,7 @@ def test_rbac_subjects_are_the_listener_service_account_in_the_controller_namesp
         assert subject["name"].endswith("-listener")
 
 
-# --- listener config example (PROTOCOL §5.1) -------------------------------------------------
+# --- listener config example (docs/protocol.md#config-file) ---------------------------------------
 
 PROTOCOL_5_1_KEYS = {
     "configure_url", "vault_type", "vault_lookup_key", "azure_key_vault", "github_app_id",

@@ -253,7 +253,7 @@ def test_scale_set_labels_from_config_url(url: str, expected: tuple[str, str, st
     assert (identity.enterprise, identity.organization, identity.repository) == expected
 
 
-# --- custom set (PROTOCOL §8.2) --------------------------------------------------------------
+# --- custom set (docs/protocol.md#custom-metrics) -------------------------------------------------
 
 
 def test_custom_config_replaces_the_default_set(caplog: pytest.LogCaptureFixture) -> None:

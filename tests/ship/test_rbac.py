@@ -17,7 +17,8 @@ from tests.ship.api_usage import Permission, scan
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = [d for d in yaml.safe_load_all((ROOT / "config" / "rbac.yaml").read_text()) if d]
 
-#: What ARC's controller already grants every listener (PROTOCOL §5.3), in the runner namespace.
+#: What ARC's controller already grants every listener (docs/protocol.md#rbac), in the runner
+#: namespace.
 ARC_GRANTS = {
     Permission("actions.github.com", "ephemeralrunnersets", "patch", "namespaced"),
     Permission("actions.github.com", "ephemeralrunners", "patch", "namespaced"),

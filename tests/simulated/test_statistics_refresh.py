@@ -24,8 +24,10 @@ def _run(refresh: str) -> World:
     data = yaml.safe_load(Path(SCENARIO_DIR, "scale-to-zero.yaml").read_text())
     data["duration"] = f"{HOURS}h"
     data["hud"] = {}
-    data["strategies"]["capacity_aware"]["demand"] = {"statisticsRefresh": refresh}
-    data["strategies"]["capacity_aware_sim"] = {"demand_source": "statistics"}
+    data["strategies"]["capacity_aware"]["demand"] = {
+        "statisticsRefresh": refresh,
+        "sources": ["statistics"],
+    }
     world = World(parse_scenario(data, where="test"), "capacity-aware", seed=3)
     world.run()
     return world

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from state_machine.events import Kind
 from state_machine.machine import InvalidTransition
-from state_machine.record import HISTORY_LIMIT, pod_names
-from state_machine.states import PairState
+from state_machine.record import HISTORY_LIMIT, PairRecord, pod_names
+from state_machine.states import PairState, Role
 from state_machine.store import DuplicatePair, Move, NewPair, PairStore, UnknownPair
 
 S = PairState
@@ -94,3 +96,71 @@ def test_pod_names_fit_dns_label_limit() -> None:
     runner, workflow = pod_names("x" * 80, "abcde-123456")
     assert len(runner) <= 63 and len(workflow) <= 63
     assert runner.endswith("-r") and workflow.endswith("-w")
+
+
+def _store_with_requested_pair() -> PairStore:
+    store = PairStore("ss")
+    store.commit([NewPair("a", "x"), Move("a", S.REQUESTED, Kind.ACTIVE, "go")], at=0.0)
+    return store
+
+
+def _queued_record() -> PairRecord:
+    store = PairStore("ss")
+    store.commit([NewPair("a", "x")], at=0.0)
+    return store.get("a")
+
+
+@pytest.mark.parametrize(
+    ("build", "reused"),
+    [
+        # Exactly what the commit would build: taken as is.
+        (lambda current: current.moved(S.READY, 5.0, "both Running"), True),
+        # Built at another time, or for another move: not this move's record.
+        (lambda current: current.moved(S.READY, 4.0, "both Running"), False),
+        (lambda current: current.moved(S.READY, 5.0, "other reason"), False),
+        (lambda current: current.moved(S.PARTIAL, 5.0, "both Running"), False),
+        # Built from a record that saw halves this one has not.
+        (
+            lambda current: current.observed(frozenset((Role.RUNNER,))).moved(
+                S.READY, 5.0, "both Running"
+            ),
+            False,
+        ),
+        # Built from an older version of the record (it has moved since).
+        (lambda current: _queued_record().moved(S.READY, 5.0, "both Running"), False),
+    ],
+    ids=["same-move", "other-time", "other-reason", "other-target", "other-seen", "older-version"],
+)
+def test_a_commit_reuses_a_record_built_for_its_move_and_only_that(
+    build: Callable[[PairRecord], PairRecord], reused: bool
+) -> None:
+    """The reconciler hands commit the records it built applying sync's moves (so each moved
+    pair is copied once per step, not twice). A record built for anything else must not
+    leak into the store: the stored record is always what ``moved`` gives for this move."""
+    store = _store_with_requested_pair()
+    built = build(store.get("a"))
+    move = Move("a", S.READY, Kind.PASSIVE, "both Running")
+    expected = _store_with_requested_pair().get("a").moved(S.READY, 5.0, "both Running")
+
+    [event] = store.commit([move], at=5.0, built={"a": built})
+
+    assert store.get("a") == expected
+    assert (store.get("a") is built) is reused
+    assert (event.version, event.at, event.reason) == (3, 5.0, "both Running")
+
+
+def test_a_second_move_of_the_same_pair_in_one_batch_is_built_from_the_first() -> None:
+    """``built`` holds the record after sync's move; decide may move the pair again in the
+    same batch (READY -> DELETED on a blocked node). That second move must not take the
+    first move's record, or the event would carry the wrong state and version."""
+    store = _store_with_requested_pair()
+    built = {"a": store.get("a").moved(S.READY, 5.0, "both Running")}
+    events = store.commit(
+        [
+            Move("a", S.READY, Kind.PASSIVE, "both Running"),
+            Move("a", S.DELETED, Kind.ACTIVE, "a pod sits on a blocked node"),
+        ],
+        at=5.0,
+        built=built,
+    )
+    assert [(e.target, e.version) for e in events] == [(S.READY, 3), (S.DELETED, 4)]

@@ -52,10 +52,8 @@ def test_too_many_points_are_refused_before_anything_runs() -> None:
 
 
 def test_sim_dials_set_the_simulator_side_and_are_validated() -> None:
-    points = expand(
-        {"sim.demand_source": ["statistics", "hud"], "doNotDisrupt": [True]}, BASE, where="g"
-    )
-    assert [p.dial_map()["sim.demand_source"] for p in points] == ["statistics", "hud"]
+    points = expand({"sim.fit_estimate": [True, False], "doNotDisrupt": [True]}, BASE, where="g")
+    assert [p.dial_map()["sim.fit_estimate"] for p in points] == [True, False]
     assert points[0].settings.do_not_disrupt is True
-    with pytest.raises(GridError, match=r"point p1: sim: demand_source: .*statistics"):
-        expand({"sim.demand_source": ["carrier-pigeon"]}, BASE, where="g")
+    with pytest.raises(GridError, match=r"point p1: sim: fit_refresh: "):
+        expand({"sim.fit_refresh": ["carrier-pigeon"]}, BASE, where="g")

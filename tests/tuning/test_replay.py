@@ -47,11 +47,11 @@ def test_the_replayed_scenario_queues_exactly_the_history(tmp_path: Path) -> Non
 def test_dials_change_the_block_and_the_simulator_side_only() -> None:
     changed = apply_dials(
         BASE,
-        {"proactiveCapacity": "auto", "warmPool.maxPairs": 3, "sim.demand_source": "hud"},
+        {"proactiveCapacity": "auto", "warmPool.maxPairs": 3, "sim.fit_refresh": "30s"},
         where="t",
     )
     assert changed.strategies.capacity_aware.proactive_capacity == "auto"
     assert changed.strategies.capacity_aware.warm_pool.max_pairs == 3
     assert changed.strategies.capacity_aware.hud_fallback_queued_jobs == 1  # the base's value
-    assert changed.strategies.capacity_aware_sim.demand_source == "hud"
+    assert changed.strategies.capacity_aware_sim.fit_refresh == 30.0
     assert BASE.strategies.capacity_aware.proactive_capacity == 0

@@ -1,4 +1,4 @@
-"""An HTTP face of the Actions service on loopback, for the real httpx client (PROTOCOL §1-3).
+"""An HTTP face of the Actions service on loopback, for the real httpx client (docs/protocol.md).
 
 It serves, on ``127.0.0.1:<ephemeral>`` (GHES-style URLs, so ``configure_url`` is
 ``<face>/<org>`` and the REST API lives under ``/api/v3``):

@@ -23,11 +23,11 @@ class JobFeed(Protocol):
 
     def poll(self, scale_set_id: int, max_capacity: int) -> list[dict[str, Any]]:
         """Record the advertised capacity, assign backlog up to it, return new job messages
-        (PROTOCOL §3.2 wire dicts) for this scale set since the last call."""
+        (docs/protocol.md#messages wire dicts) for this scale set since the last call."""
         ...
 
     def statistics(self, scale_set_id: int) -> dict[str, int]:
-        """PROTOCOL §3.3 wire dict."""
+        """docs/protocol.md#statistics wire dict."""
         ...
 
     def acquire(self, scale_set_id: int, request_ids: list[int]) -> list[int]: ...

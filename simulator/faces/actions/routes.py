@@ -1,4 +1,4 @@
-"""The Actions face's routes (PROTOCOL §0) and the mapping of a request to one."""
+"""The Actions face's routes (docs/protocol.md#sequence) and the mapping of a request to one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable
 log = logging.getLogger(__name__)
 
 
-#: Every route the face answers, in the order of PROTOCOL §0 (fault knobs name them).
+#: Every route the face answers, in the order of docs/protocol.md#sequence (fault knobs name them).
 ROUTES = (
     "installation_token",
     "registration_token",

@@ -178,6 +178,41 @@ def forbidden_message(who: Identity, attrs: Attributes) -> str:
     return f'{user} cannot {attrs.verb} resource "{resource}" in API group "{attrs.group}"{where}'
 
 
+_SA_USER = "system:serviceaccount:"
+
+
+def subject_review(store: ObjectStore, body: Any) -> Obj:
+    """Answer a SubjectAccessReview: RBAC for the named ``spec.user``. Only ServiceAccount
+    users (``system:serviceaccount:<ns>:<name>``) can hold bindings here; any other user is
+    denied with a reason that says so."""
+    spec = (body or {}).get("spec") or {}
+    res = spec.get("resourceAttributes") or {}
+    attrs = Attributes(
+        verb=str(res.get("verb", "")),
+        group=str(res.get("group", "")),
+        resource=str(res.get("resource", "")),
+        subresource=str(res.get("subresource", "")),
+        namespace=str(res.get("namespace", "")),
+        name=str(res.get("name", "")),
+    )
+    user = str(spec.get("user", ""))
+    namespace, _, name = user.removeprefix(_SA_USER).partition(":")
+    if not user.startswith(_SA_USER) or not namespace or not name:
+        decision = Decision(False, f"user {user!r} is not a ServiceAccount (not modelled)")
+    else:
+        decision = authorize(store, Identity(namespace, name), attrs)
+    status: Obj = {"allowed": decision.allowed}
+    if decision.reason:
+        status["reason"] = decision.reason
+    return {
+        "kind": "SubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": spec,
+        "status": status,
+    }
+
+
 def review(store: ObjectStore, who: Identity | None, body: Any) -> Obj:
     """Answer a SelfSubjectAccessReview ``body`` for ``who`` (None: no authorizer, allow)."""
     spec = (body or {}).get("spec") or {}

@@ -100,7 +100,8 @@ def resource_list(group_version: str, kinds: Iterable[KindInfo]) -> dict[str, An
 
 
 def access_review_list() -> dict[str, Any]:
-    """``/apis/authorization.k8s.io/v1``: only SelfSubjectAccessReview (create-only)."""
+    """``/apis/authorization.k8s.io/v1``: SelfSubjectAccessReview and SubjectAccessReview
+    (create-only)."""
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -112,6 +113,13 @@ def access_review_list() -> dict[str, Any]:
                 "namespaced": False,
                 "kind": "SelfSubjectAccessReview",
                 "verbs": ["create"],
-            }
+            },
+            {
+                "name": "subjectaccessreviews",
+                "singularName": "subjectaccessreview",
+                "namespaced": False,
+                "kind": "SubjectAccessReview",
+                "verbs": ["create"],
+            },
         ],
     }

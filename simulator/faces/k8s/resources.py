@@ -120,6 +120,7 @@ class Resources:
 
     def create(self, route: Route, body: Any, query: Mapping[str, str]) -> bytes:
         info = route.info
+        dry_run = _dry_run(query)
         obj = self._object_body(route, body, query)
         meta = obj["metadata"]
         self.count("create", info.kind, route.namespace, str(meta.get("name") or ""))
@@ -135,9 +136,9 @@ class Resources:
                 f"{info.kind} is invalid: metadata.name: Required value",
                 {"kind": info.plural},
             )
-        return self._insert(route, obj)
+        return self._insert(route, obj, dry_run=dry_run)
 
-    def _insert(self, route: Route, obj: Obj) -> bytes:
+    def _insert(self, route: Route, obj: Obj, *, dry_run: bool = False) -> bytes:
         info = route.info
         meta = obj["metadata"]
         for field in ("resourceVersion", "uid", "deletionTimestamp", "creationTimestamp"):
@@ -151,6 +152,18 @@ class Resources:
         with self.store.lock:
             if info.kind == "Pod":
                 admission.admit_priority(self.store, obj, strict=self.strict_priority_classes)
+            if dry_run:
+                # Every admission and validation step ran; nothing is persisted (upstream's
+                # dryRun=All: the answer is the object as it would have been stored).
+                if self.store.find(info.kind, route.namespace, meta["name"]) is not None:
+                    raise ApiError(
+                        409,
+                        "AlreadyExists",
+                        f'{route.resource} "{meta["name"]}" already exists',
+                        route.details(),
+                    )
+                meta["creationTimestamp"] = iso(self.wall_clock())
+                return dump(obj)
             try:
                 return dump(self.store.create(obj))
             except StoreError as exc:
@@ -349,6 +362,20 @@ class Resources:
             "been modified; please apply your changes to the latest version and try again",
             route.details(),
         )
+
+
+def _dry_run(query: Mapping[str, str]) -> bool:
+    """``?dryRun=All``: admit and validate, store nothing. Upstream accepts only ``All``."""
+    value = query.get("dryRun")
+    if value is None:
+        return False
+    if value != "All":
+        raise ApiError(
+            400,
+            "BadRequest",
+            f'dryRun: Unsupported value: "{value}": supported values: "All"',
+        )
+    return True
 
 
 def check_fields(info: KindInfo, body: Mapping[str, Any], directive: str) -> None:

@@ -31,6 +31,7 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("GET", "/openapi/v3/api/{version}", "openapi_doc"),
     ("GET", "/openapi/v3/apis/{group}/{version}", "openapi_doc"),
     ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "access_review"),
+    ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "subject_access_review"),
     ("GET", "<collection>?watch", "watch"),
     ("GET", "<collection>", "list"),
     ("POST", "<collection>", "create"),

@@ -69,7 +69,8 @@ class K8sFace:
     ) -> None:
         """``tokens`` maps bearer tokens to ``"<namespace>/<serviceaccount>"``: requests are
         then authenticated and authorized by RBAC (401 / 403); None allows everything.
-        ``fresh_timeout`` is how long a watch from a future resourceVersion waits."""
+        ``fresh_timeout`` is how long a watch-list from a future resourceVersion waits
+        (upstream's ``blockTimeout``; a plain watch from one just stays silent)."""
         try:
             store.events_since(store.resource_version, "Pod")
         except Gone:
@@ -109,6 +110,7 @@ class K8sFace:
             "openapi_index": lambda r: Response.json(openapi.index(self._served())),
             "openapi_doc": self._openapi_doc,
             "access_review": self._access_review,
+            "subject_access_review": self._subject_access_review,
             "list": lambda r: Response(200, self.resources.list(r.route_, r.query, r.accept)),
             "get": lambda r: Response(200, self.resources.get(r.route_, r.query, r.accept)),
             "create": lambda r: Response(201, self.resources.create(r.route_, r.body, r.query)),
@@ -276,6 +278,20 @@ class K8sFace:
         return Response(
             201, json.dumps(authz.review(self.store, request.identity, request.body)).encode()
         )
+
+    def _subject_access_review(self, request: Request) -> Response:
+        """What RBAC lets *another* subject do (``kubectl auth can-i --as``): only
+        ServiceAccount users are modelled, as in :mod:`.authz`."""
+        spec = (request.body or {}).get("spec") if isinstance(request.body, dict) else None
+        if not isinstance(spec, dict) or not spec.get("resourceAttributes"):
+            raise ApiError(
+                422,
+                "Invalid",
+                'SubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: '
+                "Required value (only resource requests are modelled)",
+            )
+        self.count("create", "SubjectAccessReview")
+        return Response(201, json.dumps(authz.subject_review(self.store, request.body)).encode())
 
     def _watch(self, request: Request) -> Response:
         if request.watch_writer is None:

@@ -2,13 +2,19 @@
 
 - ``resourceVersion`` unset or ``"0"``: synthetic ADDED events for the current state, then
   changes; ``N``: the changes after N; N compacted away: one ERROR event with a 410 Status;
-- N newer than the store: the cacher waits up to 3 s (``fresh_timeout``) for the store to
-  reach it and then fails the watch with an ERROR event carrying upstream's
-  ``NewTooLargeResourceVersionError`` (504 Timeout, cause ``ResourceVersionTooLarge``,
-  ``retryAfterSeconds`` 1);
+- N newer than the store, plain watch: the stream opens and stays silent (no events, no
+  bookmarks) until the store passes N, then sends the changes after N; with nothing past N
+  it ends at ``timeoutSeconds`` like any watch. The watch cache serves it an empty interval
+  (``watch_cache.go`` ``getAllEventsSinceLocked``) and its watcher drops every event not
+  newer than N (``cache_watcher.go`` ``process``); only the watch-list form waits for
+  freshness (``cacher.go`` ``waitUntilWatchCacheFreshAndForceAllEvents``);
 - ``sendInitialEvents=true`` (watch-list) needs ``allowWatchBookmarks=true`` and
   ``resourceVersionMatch=NotOlderThan`` (422 otherwise); it sends the state at least as new
   as N as ADDED events, then a BOOKMARK annotated ``k8s.io/initial-events-end: "true"``;
+  with N newer than the store it waits up to 3 s (``fresh_timeout``, upstream's
+  ``blockTimeout``) for the store to reach N, then fails with an ERROR event carrying
+  ``NewTooLargeResourceVersionError`` (504 Timeout, cause ``ResourceVersionTooLarge``,
+  ``retryAfterSeconds`` 1);
 - BOOKMARK events every ``bookmark_interval`` with ``allowWatchBookmarks``; ``timeoutSeconds``
   ends the stream cleanly; with a label selector, an object that stops matching is sent as
   DELETED and one that starts matching as ADDED.
@@ -120,7 +126,7 @@ def stream(face: K8sFace, route: Route, query: Mapping[str, str], write: Write) 
             and fields.matches(obj)
         )
 
-    if wanted > store.resource_version:
+    if watch_list and wanted > store.resource_version:
         with store.changed:
             store.changed.wait_for(
                 lambda: store.resource_version >= wanted, timeout=face.fresh_timeout
@@ -134,7 +140,12 @@ def stream(face: K8sFace, route: Route, query: Mapping[str, str], write: Write) 
     pending: list[Obj] = []
     with store.lock:
         current = [o for o in store.list(info.kind, route.namespace) if selected(o)]
-        if start in ("", "0") or watch_list:
+        if wanted > store.resource_version:
+            # A plain watch from the future: the client holds at least the current state;
+            # _follow sends nothing until the store passes ``wanted``.
+            seen.update(_key(o) for o in current)
+            rv = wanted
+        elif start in ("", "0") or watch_list:
             seen.update(_key(o) for o in current)
             rv = store.resource_version
             pending = [{"type": "ADDED", "object": copy.deepcopy(o)} for o in current]
@@ -196,7 +207,11 @@ def _follow(
         now = face.monotonic()
         if now >= deadline:
             return
-        if bookmarks and now - last_bookmark >= face.bookmark_interval:
+        # A bookmark never goes back before the watch's resourceVersion (the watcher drops
+        # those, cache_watcher.go), so a watch from the future gets none until the store
+        # has passed it.
+        bookmarking = bookmarks and rv <= store.resource_version
+        if bookmarking and now - last_bookmark >= face.bookmark_interval:
             write(_bookmark(info.kind, info.api_version, rv))
             last_bookmark = now
         with store.changed:
@@ -206,10 +221,11 @@ def _follow(
                 write(gone_event(exc))  # 410 while streaming: report it and end the watch
                 return
             if not events:
-                # Nothing of this kind up to now: a bookmark may say so.
-                rv = store.resource_version
+                # Nothing of this kind up to now: a bookmark may say so (never below the
+                # resourceVersion a watch from the future started at).
+                rv = max(rv, store.resource_version)
                 wait = deadline - now
-                if bookmarks:
+                if bookmarking:
                     wait = min(wait, face.bookmark_interval - (now - last_bookmark))
                 store.changed.wait(max(0.0, min(wait, 1.0)))
                 continue

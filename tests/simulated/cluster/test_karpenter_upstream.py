@@ -88,6 +88,21 @@ def test_a_stream_of_waiting_pods_holds_the_window_open_to_its_ten_second_maximu
     assert gaps and all(g >= 10.0 for g in gaps), batches
 
 
+def test_under_a_stream_of_waiting_pods_each_window_opens_as_the_last_one_closes() -> None:
+    """batcher.go: the maximum timer starts when Wait receives a window's first trigger, and
+    Wait clears its elements when it returns, so the pod that opened a window, re-triggering
+    by its 10 s requeue at the very instant the window hits its 10 s maximum, opens the next
+    window at once: windows close every 10.0 s. Treating that re-trigger as a repeat within
+    the closing window made each window wait for the next trigger and drift (10.0, 20.5,
+    30.7 s with a pod every 0.7 s), delaying every NodeClaim a little more each round."""
+    w = capped_world()
+    batches = record_batches(w)
+    for i in range(64):  # a pod every 0.7 s: never 1 s idle
+        w.loop.call_at(w.loop.start + i * 0.7, w.create, pod(f"p{i}", cpu=1))
+    w.run(45)
+    assert batches == [10.0, 20.0, 30.0, 40.0]
+
+
 def test_a_capped_pool_reserves_each_new_claims_largest_option_and_fills_over_batches() -> None:
     """subtractMax: a new NodeClaim reserves the *largest* capacity among its instance-type
     options against the pool's remaining limit, so a pool capped at 12 cpu gets two claims

@@ -1,6 +1,7 @@
-"""Preemption in the simulated kube-scheduler at the priorities of DESIGN §5's ladder:
-runner placeholder -10, a priority-0 pod, workflow placeholder 10, workflow 20. (The product's
-arc-runner class now sits at 20 beside arc-workflow; these tests pin Kubernetes semantics.)"""
+"""Preemption in the simulated kube-scheduler at the priorities of the ladder
+(docs/design.md#priority-ladder): runner placeholder -10, a priority-0 pod, workflow placeholder 10,
+workflow 20. (The product's arc-runner class now sits at 20 beside arc-workflow; these tests pin
+Kubernetes semantics.)"""
 
 from __future__ import annotations
 

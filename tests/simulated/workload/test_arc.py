@@ -155,7 +155,8 @@ def test_a_finished_job_leaves_no_runner_pod_or_ephemeral_runner_behind() -> Non
 def test_idle_runners_kept_by_min_runners_take_every_job_while_nothing_is_advertised() -> None:
     # minRunners keeps 2 idle runners on top of the assigned jobs, so each job an idle runner
     # takes brings a fresh idle runner: the whole burst drains into a scale set that
-    # advertises 0, and every job fails at the prepare-job timeout (DESIGN §4: warn).
+    # advertises 0, and every job fails at the prepare-job timeout
+    # (docs/design.md#capacity-ledger: warn).
     data = scenario(
         duration="20m",
         clusters=[{"name": "east", "spec": cluster_spec(ice=ALWAYS_ICE)}],

@@ -1,0 +1,133 @@
+"""What a watch event means to the controller (providers/kubernetes/relevance.py).
+
+The listener's cache and the simulated world's view judge every event here, so both wake the
+controller on the same events: the table is the contract.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from providers.kubernetes.relevance import NOTHING, Verdict, facts, judge
+
+from . import objects as o
+
+
+def _with(obj: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    for path, value in changes.items():
+        section, field = path.split("__")
+        out.setdefault(section, {})[field] = value
+    return out
+
+
+FRESH_PH = o.placeholder("abcde-1", "runner", node=None, phase="Pending")
+BOUND_PH = o.placeholder("abcde-1", "runner", phase="Pending")
+RUNNING_PH = o.placeholder("abcde-1", "runner")
+RENEWED_PH = o.placeholder("abcde-1", "runner", expires_at="1900000000")
+DISRUPTED_PH = _with(
+    RUNNING_PH, status__conditions=[{"type": "DisruptionTarget", "status": "True"}]
+)
+RUNNER = o.runner_pod("runner-a")
+UNBOUND_WORKFLOW = o.workflow_pod("runner-a", node=None, phase="Pending")
+BOUND_WORKFLOW = o.workflow_pod("runner-a")
+ENDED_WORKFLOW = _with(BOUND_WORKFLOW, status__phase="Succeeded")
+
+# (story, kind, event, object before (None: unseen), object after, verdict)
+CASES: list[tuple[str, str, str, Any, Any, Verdict]] = [
+    ("our own placeholder write comes back", "Pod", "ADDED", None, FRESH_PH, NOTHING),
+    ("a placeholder binds", "Pod", "MODIFIED", FRESH_PH, BOUND_PH, Verdict(relevant=True)),
+    (
+        "a placeholder turns Running: it may make its pair READY",
+        "Pod",
+        "MODIFIED",
+        BOUND_PH,
+        RUNNING_PH,
+        Verdict(relevant=True, rise=True),
+    ),
+    ("a lease renewal changes no fact", "Pod", "MODIFIED", RUNNING_PH, RENEWED_PH, NOTHING),
+    (
+        "a counted placeholder becomes a DisruptionTarget",
+        "Pod",
+        "MODIFIED",
+        RUNNING_PH,
+        DISRUPTED_PH,
+        Verdict(relevant=True, lost=True),
+    ),
+    (
+        "a counted placeholder is deleted",
+        "Pod",
+        "DELETED",
+        RUNNING_PH,
+        RUNNING_PH,
+        Verdict(relevant=True, lost=True),
+    ),
+    ("an unbound workflow pod appears", "Pod", "ADDED", None, UNBOUND_WORKFLOW, NOTHING),
+    (
+        "a workflow pod binds: real pods raise the ledger but stay debounced",
+        "Pod",
+        "MODIFIED",
+        UNBOUND_WORKFLOW,
+        BOUND_WORKFLOW,
+        Verdict(relevant=True),
+    ),
+    (
+        "a bound workflow pod ends: its slot is gone",
+        "Pod",
+        "MODIFIED",
+        BOUND_WORKFLOW,
+        ENDED_WORKFLOW,
+        Verdict(relevant=True, lost=True),
+    ),
+    ("a runner pod appears bound", "Pod", "ADDED", None, RUNNER, Verdict(relevant=True)),
+    (
+        "a node is cordoned",
+        "Node",
+        "MODIFIED",
+        o.node("node-a"),
+        _with(o.node("node-a"), spec__unschedulable=True),
+        Verdict(relevant=True),
+    ),
+    (
+        "the live maxRunners falls (a drain): checked at once",
+        "AutoscalingRunnerSet",
+        "MODIFIED",
+        o.ars(max_runners=10),
+        o.ars(max_runners=0),
+        Verdict(relevant=True, lost=True),
+    ),
+    (
+        "the live maxRunners rises: only a step may raise capacity",
+        "AutoscalingRunnerSet",
+        "MODIFIED",
+        o.ars(max_runners=10),
+        o.ars(max_runners=20),
+        Verdict(relevant=True),
+    ),
+    (
+        "the scaler patches the EphemeralRunnerSet on every poll",
+        "EphemeralRunnerSet",
+        "MODIFIED",
+        o.ers(),
+        o.ers(),
+        NOTHING,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("story", "kind", "event", "before", "after", "verdict"), CASES, ids=[c[0] for c in CASES]
+)
+def test_each_event_is_judged_by_what_decisions_read(
+    story: str, kind: str, event: str, before: Any, after: Any, verdict: Verdict
+) -> None:
+    remembered = facts(kind, before) if before is not None else None
+    assert judge(kind, event, remembered, after)[0] == verdict
+
+
+def test_facts_are_forgotten_once_the_object_is_deleted() -> None:
+    _, kept = judge("Pod", "DELETED", facts("Pod", RUNNING_PH), RUNNING_PH)
+    assert kept is None
