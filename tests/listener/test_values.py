@@ -3,8 +3,13 @@ lists under --reuse-values, so our lists carry the user's entries too)."""
 
 from __future__ import annotations
 
-from listener.values import GRACE_SECONDS, overlay
+from pathlib import Path
 
+import yaml
+
+from listener.values import GRACE_SECONDS, LISTENER_RESOURCES, overlay
+
+ROOT = Path(__file__).resolve().parents[2]
 CURRENT = {
     "githubConfigUrl": "https://github.com/acme",
     "containerMode": {"type": "kubernetes-novolume"},
@@ -79,3 +84,38 @@ def test_values_without_a_runner_container_get_the_charts_default_one() -> None:
     (runner,) = result["template"]["spec"]["containers"]  # type: ignore[index]
     assert runner["image"] == "ghcr.io/actions/actions-runner:latest"
     assert any("no resource requests" in w for w in warnings)
+
+
+def test_the_listener_gets_the_measured_resources_when_it_has_none() -> None:
+    """Prevents a listener pod without requests (BestEffort: first evicted under memory
+    pressure, placeholders left behind) when the user's values set no resources."""
+    result, _ = render(CURRENT)
+    (listener,) = result["listenerTemplate"]["spec"]["containers"]  # type: ignore[index]
+    assert listener["resources"] == LISTENER_RESOURCES
+    assert "cpu" not in LISTENER_RESOURCES["limits"], "no CPU limit: it would throttle cuts"
+
+
+def test_the_users_own_listener_resources_are_kept() -> None:
+    """Prevents the overlay from overwriting resources a user sized for their cluster."""
+    own = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    current = {
+        **CURRENT,
+        "listenerTemplate": {"spec": {"containers": [{"name": "listener", "resources": own}]}},
+    }
+    result, _ = render(current)
+    (listener,) = result["listenerTemplate"]["spec"]["containers"]  # type: ignore[index]
+    assert listener["resources"] == own
+
+
+def test_the_shipped_example_values_carry_the_same_listener_resources() -> None:
+    """Prevents config/values-capacity-aware.yaml and ``values`` from drifting apart on the
+    listener's sizing (both come from the same measurement, docs/image.md)."""
+    shipped = yaml.safe_load((ROOT / "config" / "values-capacity-aware.yaml").read_text())
+    (listener,) = shipped["listenerTemplate"]["spec"]["containers"]
+    assert listener["resources"] == LISTENER_RESOURCES
+
+
+def test_the_sizing_doc_shows_the_resources_values_writes() -> None:
+    """Prevents docs/image.md from recommending other figures than the ones shipped."""
+    text = (ROOT / "docs" / "image.md").read_text()
+    assert yaml.safe_dump({"resources": LISTENER_RESOURCES}, sort_keys=False) in text

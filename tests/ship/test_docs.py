@@ -18,6 +18,7 @@ GUIDES = (
     "metrics.md",
     "configuration.md",
     "migrate-kubernetes-novolume.md",
+    "image.md",
 )
 
 

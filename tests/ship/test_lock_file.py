@@ -36,3 +36,11 @@ def test_the_dockerfile_installs_dependencies_from_the_lock_only() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert "pip install --require-hashes --no-deps -r requirements.lock" in text
     assert "pip install --no-deps /wheels/*.whl" in text
+
+
+def test_the_lock_sends_pip_to_no_index_or_path_of_the_machine_that_compiled_it() -> None:
+    """Prevents a lock compiled where pip.conf names local mirrors (pip-compile copies its
+    ``--extra-index-url`` / ``--find-links`` into the lock) from pointing the image build at
+    paths that exist only on that machine."""
+    options = [line for line in LOCK.splitlines() if line.startswith("-")]
+    assert options == []
