@@ -29,6 +29,9 @@ from simulator.workload.actions import JobState
 from tests.e2e.conftest import free_port
 from tools import image_build as ib
 
+#: Minutes of build: outside make test's suite, run by make image-test (and .ci/run).
+pytestmark = pytest.mark.image
+
 LISTENER_PACKAGES = {"listener", "reconciler", "state_machine", "providers"}
 #: pytest-timeout counts fixture set-up: the first test pays for debootstrap and the build
 #: (about 2 min idle, 4 min on a busy 2-core machine).
