@@ -67,6 +67,7 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("ClusterRole", "clusterroles", _RBAC, "v1", False),
         KindInfo("ClusterRoleBinding", "clusterrolebindings", _RBAC, "v1", False),
         KindInfo("Lease", "leases", "coordination.k8s.io", "v1", True),
+        KindInfo("PodDisruptionBudget", "poddisruptionbudgets", "policy", "v1", True),
     )
 }
 

@@ -285,6 +285,9 @@ class CapacityAwareModel(_Model):
     #: Where queued-job demand comes from: the scale set's own statistics (the listener's
     #: default), the HUD feed, or both (the larger known value wins).
     demand_source: Literal["statistics", "hud", "both"] = "both"
+    #: Install the opt-in placeholder PodDisruptionBudget (config/placeholder-pdb.yaml) for
+    #: every scale set, as a user would apply it (docs/benchmarks-pairs.md).
+    placeholder_pdb: bool = False
 
 
 class Strategies(_Model):
