@@ -5,7 +5,9 @@ and the capacity-aware listener once per *variant* per seed, on the same jobs. V
 
 - ``ladder``: the priority ladder alone (what the listener ships);
 - ``pdb``:    the ladder plus the opt-in PodDisruptionBudget over placeholders
-              (config/placeholder-pdb.yaml, installed as a user would apply it).
+              (config/placeholder-pdb.yaml, installed as a user would apply it);
+- ``no-ramp``: a diagnosis, not a candidate: ``nodeLaunchRate`` 10 000, so the burst's pairs
+              reach Karpenter in one batch instead of the ramp's successive ones.
 
 By default the scenario runs with the listener's own defaults where the shipped file still
 deviates (issue 21): ``cutPollOnRise`` false and demand from the scale set's statistics
@@ -50,10 +52,12 @@ from simulator.measurement.kth import job_times
 from simulator.scenarios.scenario import Scenario, load_scenario
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE
 
-#: Simulator-side knobs (strategies.capacity_aware_sim) per variant.
-VARIANTS: dict[str, dict[str, Any]] = {
-    "ladder": {"placeholder_pdb": False},
-    "pdb": {"placeholder_pdb": True},
+#: Per variant: (listener settings, simulator-side knobs of strategies.capacity_aware_sim).
+VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "ladder": ({}, {"placeholder_pdb": False}),
+    "pdb": ({}, {"placeholder_pdb": True}),
+    # Diagnosis, not a candidate: the launch ramp out of the way (one Karpenter batch).
+    "no-ramp": ({"node_launch_rate": 10_000.0}, {}),
 }
 
 
@@ -66,7 +70,8 @@ def scenario_for(name: str, variant: str | None, as_shipped: bool) -> Scenario:
         settings = settings.model_copy(update={"cut_poll_on_rise": False})
         sim = sim.model_copy(update={"demand_source": "statistics"})
     if variant is not None:
-        sim = sim.model_copy(update=VARIANTS[variant])
+        settings = settings.model_copy(update=VARIANTS[variant][0])
+        sim = sim.model_copy(update=VARIANTS[variant][1])
     strategies = strategies.model_copy(
         update={"capacity_aware": settings, "capacity_aware_sim": sim}
     )
@@ -86,20 +91,36 @@ def run_one(task: tuple[str, int, str | None, bool]) -> dict[str, Any]:
         "results": {k: v for k, v in results.items() if k != "scale_sets"},
         "pairs": pair_breaks(events),
         "gaps": handover_gaps(events),
+        "nodes": nodes_alive(events),
+        "claims": [e["t"] for e in events if e["type"] == "nodeclaim_created"],
         "running": jobs,
     }
 
 
 def pair_breaks(events: list[dict[str, Any]]) -> dict[str, int]:
     roles: dict[str, str] = {}
+    ran: set[str] = set()
+    nominated: set[str] = set()
     taken: dict[str, list[str]] = {}  # pair id -> the runner pod names (jobs) that took halves
     out: Counter[str] = Counter()
     for e in events:
-        if e["type"] == "pod_created":
+        kind = e["type"]
+        if kind == "pod_created":
             roles[e["pod"]] = e.get("role", "")
             if e.get("role") == "placeholder-runner":
                 out["pairs created"] += 1
-        elif e["type"] == "pod_disrupted" and e.get("reason") == "preempted":
+        elif kind == "pod_running":
+            ran.add(e["pod"])
+        elif kind == "pod_nominated":
+            nominated.add(e["pod"])
+        elif kind == "pod_bound" and roles.get(e["pod"]) == "runner":
+            # A runner pod that needed no preemption landed in free room, not in a pair.
+            out[
+                "runner pods bound by preempting"
+                if e["pod"] in nominated
+                else "runner pods bound into free room"
+            ] += 1
+        elif kind == "pod_disrupted" and e.get("reason") == "preempted":
             victim = roles.get(e["pod"], "")
             if not victim.startswith("placeholder"):
                 continue
@@ -110,16 +131,33 @@ def pair_breaks(events: list[dict[str, Any]]) -> dict[str, int]:
             out[f"{who}>{half}"] += 1
             job = by[: -len("-workflow")] if who == "wf" else by
             taken.setdefault(e["pod"].rsplit("-", 1)[0], []).append(job)
-        elif (
-            e["type"] == "pod_deleted"
-            and e.get("reason") == "consolidated"
-            and roles.get(e["pod"], "").startswith("placeholder")
-        ):
-            out["consolidated"] += 1
+        elif kind == "pod_deleted" and roles.get(e["pod"], "").startswith("placeholder"):
+            reason = e.get("reason")
+            if reason == "consolidated":
+                out["consolidated"] += 1
+            elif reason != "preempted":
+                out["deleted Running" if e["pod"] in ran else "deleted before Running"] += 1
     out["pairs taken whole"] = sum(
         1 for jobs in taken.values() if len(jobs) == 2 and jobs[0] == jobs[1]
     )
     return dict(out)
+
+
+def nodes_alive(events: list[dict[str, Any]], step: float = 600.0) -> list[int]:
+    """Karpenter nodes alive (NodeClaim created, not yet removed) at 0, step, 2 step, ..."""
+    alive: set[str] = set()
+    counts: list[int] = []
+    t_next = 0.0
+    for e in events:
+        while e["t"] > t_next:
+            counts.append(len(alive))
+            t_next += step
+        if e["type"] == "nodeclaim_created":
+            alive.add(e["nodeclaim"])
+        elif e["type"] in ("nodeclaim_deleted", "node_removed") and e.get("nodeclaim"):
+            alive.discard(e["nodeclaim"])
+    counts.append(len(alive))
+    return counts
 
 
 def handover_gaps(events: list[dict[str, Any]]) -> list[float]:
@@ -168,9 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N (default 3)")
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default="ladder,pdb")
     parser.add_argument("--as-shipped", action="store_true", help="run the scenario file as is")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--timeline", action="store_true", help="also print Karpenter nodes alive every 10 min"
+    )
     args = parser.parse_args(argv)
     variants = [v for v in args.variants.split(",") if v]
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -179,7 +220,24 @@ def main(argv: list[str] | None = None) -> int:
         runs = pool.map(run_one, tasks, chunksize=1)
     if args.json:
         args.json.write_text(json.dumps(runs))
-    print(report(runs, [*["stock ARC"], *variants], list(seeds)))
+    print(report(runs, ["stock ARC", *variants], list(seeds)))
+    if args.timeline:
+        print("\nKarpenter nodes alive every 10 minutes (0, 10, 20 ... min):")
+        for run in runs:
+            print(
+                f"{run['variant']:<10} {run['seed']:>4} "
+                + " ".join(f"{n:>3}" for n in run["nodes"])
+            )
+        print("\nNodeClaims created per 30 s from 30 to 36 min (the burst starts at 30 min):")
+        for run in runs:
+            windows = [0] * 12
+            for t in run["claims"]:
+                if 1800 <= t < 2160:
+                    windows[int((t - 1800) // 30)] += 1
+            counts = " ".join(f"{n:>2}" for n in windows)
+            print(
+                f"{run['variant']:<10} {run['seed']:>4} {counts}  (whole run: {len(run['claims'])})"
+            )
     return 0
 
 
