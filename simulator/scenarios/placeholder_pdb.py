@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 
 MANIFEST = Path(__file__).resolve().parents[2] / "config" / "placeholder-pdb.yaml"
-PLACEHOLDER = "SCALE_SET"
+#: The example scale set name the shipped file uses (a user replaces it).
+PLACEHOLDER = "arc-runner-set"
 
 
 @cache
@@ -23,7 +24,7 @@ def _manifest() -> dict[str, Any]:
 
 
 def placeholder_pdb(namespace: str, scale_set: str) -> dict[str, Any]:
-    """config/placeholder-pdb.yaml with ``SCALE_SET`` replaced, in ``namespace``."""
+    """config/placeholder-pdb.yaml for ``scale_set`` (example name replaced) in ``namespace``."""
     obj = copy.deepcopy(_manifest())
     obj["metadata"]["name"] = obj["metadata"]["name"].replace(PLACEHOLDER, scale_set)
     obj["metadata"]["namespace"] = namespace
