@@ -7,7 +7,9 @@ and the capacity-aware listener once per *variant* per seed, on the same jobs. V
 - ``pdb``:    the ladder plus the opt-in PodDisruptionBudget over placeholders
               (config/placeholder-pdb.yaml, installed as a user would apply it);
 - ``no-ramp``: a diagnosis, not a candidate: ``nodeLaunchRate`` 10 000, so the burst's pairs
-              reach Karpenter in one batch instead of the ramp's successive ones.
+              reach Karpenter in one batch instead of the ramp's successive ones;
+- ``dnd-off``: a diagnosis: ``doNotDisrupt`` back to the listener's default (false; storm sets
+              true), so Karpenter may consolidate nodes that hold only warm placeholders.
 
 By default the scenario runs with the listener's own defaults where the shipped file still
 deviates (issue 21): ``cutPollOnRise`` false and demand from the scale set's statistics
@@ -58,6 +60,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "pdb": ({}, {"placeholder_pdb": True}),
     # Diagnosis, not a candidate: the launch ramp out of the way (one Karpenter batch).
     "no-ramp": ({"node_launch_rate": 10_000.0}, {}),
+    # Diagnosis: storm sets doNotDisrupt: true; the listener's default is false.
+    "dnd-off": ({"do_not_disrupt": False}, {}),
 }
 
 
