@@ -8,7 +8,10 @@ Every ``timings.disruption_poll`` seconds (10 s):
    pod, whose pool has a ``consolidateAfter`` (not Never) that has elapsed since the node's
    last pod event (a pod bound to or left it), without ``karpenter.sh/do-not-disrupt=true`` on
    the node, nor an active one on any of its pods that have not ended (``"true"``, or a
-   duration not yet elapsed since the pod started: providers/kubernetes/do_not_disrupt.py).
+   duration not yet elapsed since the pod started: providers/kubernetes/do_not_disrupt.py),
+   and none of whose reschedulable pods is covered by a PodDisruptionBudget that allows no
+   disruption now (Karpenter's ``pdb.Limits.CanEvictPods``, pkg/utils/pdb/pdb.go: "pdb
+   prevents pod evictions"; see :mod:`.pdb`).
 3. Emptiness (both policies): candidates with no reschedulable pod (ended, terminating and
    DaemonSet pods do not count), as many per pool as its disruption budget allows
    (``nodes: 10%`` of the pool's nodes, rounded up, minus nodes already being disrupted).
@@ -32,6 +35,7 @@ from providers.kubernetes.labels import ANNOTATION_DO_NOT_DISRUPT, TAINT_KARPENT
 from simulator.cluster.emit import Emitter
 from simulator.cluster.lifecycle import ClaimLifecycle
 from simulator.cluster.nodepools import PoolView
+from simulator.cluster.pdb import blocks_eviction, budgets
 from simulator.cluster.provisioner import PoolCache, Provisioner
 from simulator.cluster.quantity import Resources, fits
 from simulator.cluster.scheduler import Scheduler
@@ -112,6 +116,8 @@ class Disruption(Observer):
 
     def _candidates(self, now: float) -> list[tuple[NodeInfo, PoolView]]:
         pools = {p.name: p for p in self.pools.views()}
+        listed = self.state.store.list("PodDisruptionBudget")
+        pdbs = budgets(listed, self.state.pods.values()) if listed else []
         out = []
         nodes = self.state.nodes
         for claim in self.lifecycle.claims.values():  # creation order
@@ -138,6 +144,8 @@ class Disruption(Observer):
                 # A duration ends by itself: look again then even if nothing else moved.
                 if until != float("inf"):
                     self._next_eligible = min(self._next_eligible, until)
+                continue
+            if pdbs and blocks_eviction(node.pods.values(), pdbs) is not None:
                 continue
             out.append((node, pool))
         return out

@@ -44,7 +44,11 @@ Preemption (PostFilter, only when no node fits, never for ``preemptionPolicy: Ne
 3. Pick the node (``pickOneNodeForPreemption``): lowest highest-victim priority, then lowest
    sum of victim priorities *each offset by MaxInt32+1* (as in kube-scheduler, so fewer
    victims effectively wins before a lower raw sum), then fewest victims, then the latest
-   start time among the highest-priority victims, then node name. No PDBs are modelled.
+   start time among the highest-priority victims, then node name. PodDisruptionBudgets
+   (:mod:`.pdb`) come first on both counts: on a node, victims whose PDB allows no more
+   disruptions are reprieved before the others, and the node with the fewest such
+   violations wins before any priority is compared. Preemption still violates a budget
+   when nothing else helps (best effort, as upstream).
 4. Victims get ``DisruptionTarget=True`` reason ``PreemptionByScheduler`` and are deleted
    through the store (graceful per their own grace period; already terminating victims are
    not deleted again). Lower-priority pods nominated to that node lose their nomination. The
@@ -63,12 +67,13 @@ from typing import Any
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
 from simulator.cluster.matching import tolerates
+from simulator.cluster.pdb import Budget, budgets
 from simulator.cluster.pods import terminating_by_preemption
 from simulator.cluster.preemption import (
     NO_VICTIMS,
     NOT_HELPFUL,
     candidate_key,
-    select_victims,
+    select_victims_on_node,
 )
 from simulator.cluster.quantity import Resources, fits
 from simulator.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
@@ -505,20 +510,30 @@ class Scheduler(Observer):
         """Preempt on the best candidate node, or return why each node is no candidate."""
         candidates: list[tuple[Any, ...]] = []
         statuses: dict[str, tuple[str, ...]] = {}
+        pdbs = self._budgets()
         for node in nodes:
             if self.static_reason(pod, node) is not None:
                 statuses[node.name] = (NOT_HELPFUL,)
                 continue
-            victims = select_victims(pod, node, self._free(pod, node))
-            if not victims:
+            found = select_victims_on_node(pod, node, self._free(pod, node), pdbs)
+            if not found or not found[0]:
                 statuses[node.name] = (NO_VICTIMS,)
                 continue
-            candidates.append((candidate_key(node, victims), node, victims))
+            victims, violations = found
+            candidates.append((candidate_key(node, victims, violations), node, victims))
         if not candidates:
             return None, statuses
         _key, node, victims = min(candidates, key=lambda c: c[0])
         self._prepare(pod, node, victims)
         return node, {}
+
+    def _budgets(self) -> list[Budget]:
+        """Every PodDisruptionBudget with the allowance the disruption controller would give
+        it now (the scheduler reads ``status.disruptionsAllowed`` from its PDB lister)."""
+        listed = self.store.list("PodDisruptionBudget")
+        if not listed:
+            return []
+        return budgets(listed, self.state.pods.values())
 
     def _prepare(self, pod: PodInfo, node: NodeInfo, victims: list[PodInfo]) -> None:
         self.preemptions += 1

@@ -71,6 +71,7 @@ KINDS: dict[str, KindInfo] = {
         # ResourceQuota) are not modelled.
         KindInfo("LimitRange", "limitranges", "", "v1", True),
         KindInfo("ResourceQuota", "resourcequotas", "", "v1", True),
+        KindInfo("PodDisruptionBudget", "poddisruptionbudgets", "policy", "v1", True),
     )
 }
 

@@ -33,6 +33,7 @@ from simulator.driver.capacity_aware import CapacityAware, CapacityAwareDriver
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import ObjectStore
+from simulator.scenarios.placeholder_pdb import placeholder_pdb
 from simulator.scenarios.scenario import ScaleSetModel, Scenario
 from simulator.scenarios.strategies import (
     BASELINE,
@@ -259,6 +260,11 @@ class World:
                 rng=self._rng(f"strategy/{strategy}/{spec.name}"),
             )
             self.strategy.attach(ctx)
+            strategies = scenario.strategies
+            if strategy == CAPACITY_AWARE and strategies.capacity_aware_sim.placeholder_pdb:
+                # What a user applies by hand: config/placeholder-pdb.yaml (opt-in).
+                namespace = strategies.capacity_aware.placeholder_namespace or spec.namespace
+                handle.store.create(placeholder_pdb(namespace, spec.name))
             loop.call_soon(listener.start)
             for change in ss_model.changes:
                 loop.call_at(

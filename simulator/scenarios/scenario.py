@@ -294,6 +294,9 @@ class CapacityAwareModel(_Model):
     fit_estimate: bool = True
     #: Recompute the fit estimate at most this often (it scans every pod).
     fit_refresh: Seconds = Field(default=10.0, ge=0)
+    #: Install the opt-in placeholder PodDisruptionBudget (config/placeholder-pdb.yaml) for
+    #: every scale set, as a user would apply it (docs/benchmarks-pairs.md).
+    placeholder_pdb: bool = False
 
 
 class Strategies(_Model):

@@ -39,6 +39,7 @@ def test_discovery_lists_core_and_custom_groups_but_not_absent_ones(api: client.
         "rbac.authorization.k8s.io",
         "coordination.k8s.io",
         "authorization.k8s.io",
+        "policy",  # PodDisruptionBudgets (the opt-in placeholder budget)
     }
     core = client.CoreV1Api(api).get_api_resources()
     assert {"pods", "nodes", "pods/status"} <= {r.name for r in core.resources}
