@@ -37,7 +37,8 @@ from kubernetes import client
 from providers.kubernetes import labels as L
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
+from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.watch_targets import default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.clock import ManualClock

@@ -34,7 +34,8 @@ from listener.reconcile_loop import Observation, ReconcileLoop
 from providers.kubernetes.checks import Finding
 from providers.kubernetes.provider import KubernetesProvider
 from providers.kubernetes.relevance import Verdict
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
+from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.clock import Clock
 from reconciler.controller import Output, ScaleSetController, controller_timings

@@ -24,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
 from providers.kubernetes import labels as L
-from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.watch_targets import WatchTarget, list_call
 from reconciler.settings import CapacityAwareSettings, SettingsError
 

@@ -27,7 +27,7 @@ from listener.verify.probe import Probe
 from listener.verify.report import Row, failed, passed, skipped
 from listener.verify.room import free_room
 from listener.verify.shapes import Shapes
-from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.scale_set import ScaleSetTarget
 from reconciler.settings import CapacityAwareSettings
 from state_machine.states import PairState
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from providers.kubernetes.translate import ObjectSource, ScaleSetTarget, build_snapshot
+from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget
+from providers.kubernetes.translate import build_snapshot
 from reconciler.capacity import compute_ledger
 from reconciler.decide import DecideInput, Decision, time_out
 from reconciler.settings import ReconcilerConfig

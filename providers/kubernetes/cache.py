@@ -14,7 +14,7 @@ selectors) runs list-then-watch with the real ``kubernetes`` client:
    is marked absent (it counts as synced, its kind lists empty) and retried every
    ``absent_retry`` seconds, so installing Karpenter later is picked up.
 
-The cache is an :class:`~providers.kubernetes.translate.ObjectSource` (``list(kind,
+The cache is an :class:`~providers.kubernetes.scale_set.ObjectSource` (``list(kind,
 namespace)``) and offers ``get``; :meth:`KubeCache.wait_synced` is the "no decision before
 the first list of every required kind" guard; ``on_change(kind)`` is called (outside any
 lock, from the informer thread) after every applied change: the reconcile loop's trigger.

@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from providers.kubernetes import labels as L
-from providers.kubernetes.translate import ObjectSource, ScaleSetTarget, live_limits
+from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget, live_limits
 from reconciler.settings import PriorityClassNames
 
 

@@ -23,13 +23,9 @@ from providers.kubernetes.resources import (
     quantity,
     resource_list,
 )
-from providers.kubernetes.translate import (
-    UNBOUNDED_PAIRS,
-    Obj,
-    ObjectSource,
-    ScaleSetTarget,
-    list_if_known,
-)
+from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget
+from providers.kubernetes.signals import list_if_known
+from providers.kubernetes.translate import UNBOUNDED_PAIRS, Obj
 from reconciler.snapshot import FitEstimate, PodPhase
 
 # --- fit estimate ---------------------------------------------------------------------------

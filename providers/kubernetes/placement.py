@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from providers.kubernetes.fit import FitMemo, fit_estimate
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.packing import claim_facts, launch_facts
-from providers.kubernetes.translate import ObjectSource, ScaleSetTarget
+from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget
 from reconciler.snapshot import FitEstimate, LaunchFacts
 
 

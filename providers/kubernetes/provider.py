@@ -35,7 +35,8 @@ from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.checks import Finding, run_startup_checks
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, PlaceholderSpecError
 from providers.kubernetes.placement import PlacementBounds
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
+from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.watch_targets import WatchTarget, default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.settings import CapacityAwareSettings

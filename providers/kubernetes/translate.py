@@ -19,17 +19,18 @@ records facts (docs/design.md#capacity-ledger counting happens in ``reconciler.c
    (cordoned, not Ready, missing, ``karpenter.sh/disrupted``, or an untolerated
    NoSchedule/NoExecute taint, with Kubernetes toleration semantics).
 
-Everything is O(pods + nodes + runners). :func:`capacity_signals_from` extracts recent
-Karpenter capacity failures; :func:`providers.kubernetes.fit.fit_estimate` is the Ray-style
-bin-packing bound on new pairs (bounds attempts only; never reported as capacity).
+Everything is O(pods + nodes + runners). The scale set's own objects (target, ERS, ARS limits,
+EphemeralRunners) are read by providers/kubernetes/scale_set.py; recent Karpenter capacity
+failures by providers/kubernetes/signals.py; :func:`providers.kubernetes.fit.fit_estimate` is
+the Ray-style bin-packing bound on new pairs (bounds attempts only; never reported as capacity).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.memo import ObjectMemo
@@ -40,13 +41,21 @@ from providers.kubernetes.nodes import (
 )
 from providers.kubernetes.object_fields import (
     float_or_none,
-    labels_of,
     metadata_of,
     owners_of,
     parse_timestamp,
     pod_phase,
 )
-from reconciler.settings import CapacityAwareSettings
+from providers.kubernetes.scale_set import (
+    ObjectSource,
+    ScaleSetTarget,
+    find_object,
+    live_limits,
+    our_runners,
+    runner_view,
+    scale_set_name,
+)
+from providers.kubernetes.signals import capacity_signals_from
 from reconciler.snapshot import (
     ClusterSnapshot,
     Demand,
@@ -66,123 +75,9 @@ Obj = Mapping[str, Any]
 _ROLES = {r.value: r for r in Role}
 #: Upper bound reported when a NodePool sets no limit on any resource the pair needs.
 UNBOUNDED_PAIRS = 10_000
-#: Most capacity signals kept in a snapshot (they only explain reasons).
-MAX_SIGNALS = 10
-
-
-class ObjectSource(Protocol):
-    def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]: ...
-
-
-@dataclass(frozen=True)
-class ScaleSetTarget:
-    ers_name: str  # EphemeralRunnerSet name (= scale-set label value on placeholders)
-    runner_namespace: str  # namespace of ERS, EphemeralRunners, runner + workflow pods
-    placeholder_namespace: str
-    #: From the listener config; the live AutoscalingRunnerSet ``spec.maxRunners`` wins.
-    max_runners: int
-    min_runners: int = 0
-    ars_name: str | None = None
-
-    @classmethod
-    def of(
-        cls,
-        settings: CapacityAwareSettings,
-        *,
-        ers_name: str,
-        runner_namespace: str,
-        max_runners: int,
-        min_runners: int = 0,
-        ars_name: str | None = None,
-    ) -> ScaleSetTarget:
-        """The target of one scale set; placeholders live in ``placeholderNamespace``, by
-        default the runners' own namespace (the one place that default is applied)."""
-        return cls(
-            ers_name=ers_name,
-            runner_namespace=runner_namespace,
-            placeholder_namespace=settings.placeholder_namespace or runner_namespace,
-            max_runners=max_runners,
-            min_runners=min_runners,
-            ars_name=ars_name,
-        )
 
 
 # --- the snapshot ---------------------------------------------------------------------------
-
-
-def _find(source: ObjectSource, kind: str, namespace: str | None, name: str | None) -> Obj | None:
-    if not name:
-        return None
-    for obj in source.list(kind, namespace):
-        if metadata_of(obj).get("name") == name:
-            return obj
-    return None
-
-
-def scale_set_name(ers: Obj | None, target: ScaleSetTarget) -> str:
-    """The ARS name carried by runner pods' ``actions.github.com/scale-set-name`` label."""
-    if target.ars_name:
-        return target.ars_name
-    if ers is not None:
-        label = labels_of(ers).get(L.LABEL_ARC_SCALE_SET_NAME)
-        if label:
-            return label
-    return target.ers_name
-
-
-def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -> tuple[int, int]:
-    """(maxRunners, minRunners): the AutoscalingRunnerSet spec wins over the config."""
-    ars_name = target.ars_name
-    if not ars_name and ers is not None:
-        owners = owners_of(ers, "AutoscalingRunnerSet")
-        ars_name = owners[0] if owners else scale_set_name(ers, target)
-    ars = _find(source, "AutoscalingRunnerSet", target.runner_namespace, ars_name)
-    max_runners, min_runners = target.max_runners, target.min_runners
-    if ars is not None:
-        spec = ars.get("spec") or {}
-        if isinstance(spec.get("maxRunners"), int) and spec["maxRunners"] >= 0:
-            max_runners = spec["maxRunners"]
-        if isinstance(spec.get("minRunners"), int) and spec["minRunners"] >= 0:
-            min_runners = spec["minRunners"]
-    return max_runners, min_runners
-
-
-_FINISHED_RUNNER_PHASES = frozenset({"Succeeded", "Failed", "Outdated"})
-
-
-def _runner_view(er: Obj) -> tuple[tuple[str, ...], str | None, str, bool]:
-    """An EphemeralRunner's ERS owners, scale-set-name label, name, and whether it is idle."""
-    meta = metadata_of(er)
-    status = er.get("status") or {}
-    # Online (``ready``) and without a job. Not ``phase == Running``: since ARC 0.15 (PR
-    # #4646) the listener writes Running on JobStarted, so an idle runner stays Pending.
-    idle = (
-        bool(status.get("ready"))
-        and status.get("phase") not in _FINISHED_RUNNER_PHASES
-        and not status.get("jobId")
-        and not meta.get("deletionTimestamp")
-    )
-    owners = tuple(owners_of(er, "EphemeralRunnerSet"))
-    return owners, labels_of(er).get(L.LABEL_ARC_SCALE_SET_NAME), meta.get("name", ""), idle
-
-
-def _our_runners(
-    source: ObjectSource,
-    target: ScaleSetTarget,
-    scale_set: str,
-    view: Callable[[Obj], tuple[tuple[str, ...], str | None, str, bool]] = _runner_view,
-) -> tuple[set[str], int]:
-    """Names of this ERS's EphemeralRunners, and how many are idle (online, no job)."""
-    names: set[str] = set()
-    idle = 0
-    for er in source.list("EphemeralRunner", target.runner_namespace):
-        owners, label, name, is_idle = view(er)
-        ours = target.ers_name in owners if owners else label == scale_set
-        if not ours:
-            continue
-        names.add(name)
-        idle += is_idle
-    return names, idle
 
 
 def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod | None:
@@ -342,7 +237,7 @@ class SnapshotMemo:
     def __init__(self) -> None:
         self.pods: ObjectMemo[PodView] = ObjectMemo(PodView)
         self.nodes: ObjectMemo[NodeState] = ObjectMemo(node_state)
-        self.runners = ObjectMemo(_runner_view)
+        self.runners = ObjectMemo(runner_view)
 
     def age(self) -> None:
         for memo in (self.pods, self.nodes, self.runners):
@@ -360,16 +255,16 @@ def build_snapshot(
     memo: SnapshotMemo | None = None,
 ) -> ClusterSnapshot:
     """One immutable snapshot of this scale set's slice of the cluster (see module doc)."""
-    ers = _find(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
+    ers = find_object(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
     scale_set = scale_set_name(ers, target)
     max_runners, _ = live_limits(source, target, ers)
     if memo is None:
         view: Callable[[Obj], PodView] = PodView
-        runner_names, idle = _our_runners(source, target, scale_set)
+        runner_names, idle = our_runners(source, target, scale_set)
         nodes = LazyNodeStates(source.list("Node"))
     else:
         view = memo.pods
-        runner_names, idle = _our_runners(source, target, scale_set, memo.runners)
+        runner_names, idle = our_runners(source, target, scale_set, memo.runners)
         nodes = LazyNodeStates(source.list("Node"), memo.nodes)
 
     namespaces = [target.runner_namespace]
@@ -419,59 +314,3 @@ def build_snapshot(
         # Read Karpenter's signals only if a timeout reason asks for them (rare).
         signals=lambda: capacity_signals_from(source, now),
     )
-
-
-# --- Karpenter capacity signals -------------------------------------------------------------
-
-
-def capacity_signals_from(
-    source: ObjectSource, now: float, window: float = 600.0
-) -> tuple[str, ...]:
-    """Recent InsufficientCapacity failures, newest first, as short strings (explanations only).
-
-    From Events with reason ``InsufficientCapacityError`` within ``window`` seconds of
-    ``now``: that Event (on the NodeClaim) is the only trace Karpenter leaves - its launch
-    path (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/lifecycle/launch.go) publishes it
-    and deletes the NodeClaim at once, and never writes an InsufficientCapacity condition. A
-    source that does not hold Events contributes nothing.
-    """
-    found: list[tuple[float, str]] = []
-    for event in list_if_known(source, "Event"):
-        if event.get("reason") != "InsufficientCapacityError":
-            continue
-        at = (
-            parse_timestamp(event.get("lastTimestamp"))
-            or parse_timestamp(event.get("eventTime"))
-            or parse_timestamp(metadata_of(event).get("creationTimestamp"))
-        )
-        if at is None or now - at > window:
-            continue
-        involved = event.get("involvedObject") or {}
-        message = (event.get("message") or "").strip().splitlines()
-        first = message[0] if message else ""
-        # Karpenter prefixes "NodeClaim <name> event: " (already in our text) and the EC2 part
-        # naming the instance type and zone comes last: drop the prefix before truncating.
-        first = first.split(" event: ", 1)[-1][:200]
-        found.append(
-            (
-                at,
-                f"InsufficientCapacityError {involved.get('kind', '?').lower()}/"
-                f"{involved.get('name', '?')}: {first}".rstrip(": "),
-            )
-        )
-    found.sort(key=lambda item: -item[0])
-    seen: dict[str, None] = {}
-    for _, text in found:
-        seen.setdefault(text, None)
-        if len(seen) >= MAX_SIGNALS:
-            break
-    return tuple(seen)
-
-
-def list_if_known(source: ObjectSource, kind: str) -> Iterable[Obj]:
-    """The objects of ``kind``, or none when the source does not hold that kind at all."""
-    try:
-        return source.list(kind)
-    except KeyError:
-        # A source that does not know the kind at all (e.g. a store without Events).
-        return ()

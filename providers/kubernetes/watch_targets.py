@@ -10,7 +10,7 @@ from typing import Any
 from kubernetes import client
 
 from providers.kubernetes import labels as L
-from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.scale_set import ScaleSetTarget
 
 Obj = dict[str, Any]
 

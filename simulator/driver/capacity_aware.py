@@ -27,7 +27,8 @@ from providers.demand.combine import Combine, combine
 from providers.demand.statistics import StatisticsDemand
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.placement import PlacementBounds
-from providers.kubernetes.translate import ScaleSetTarget, SnapshotMemo, build_snapshot
+from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.translate import SnapshotMemo, build_snapshot
 from reconciler.clock import Clock
 from reconciler.controller import Output, ScaleSetController, Work, controller_timings
 from reconciler.ports import PlaceholderWriter

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from providers.kubernetes import labels as L
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
 from providers.kubernetes.relevance import Facts, judge
-from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.watch_targets import WatchTarget, default_targets
 from reconciler.ports import PairSpec, PodRef
 from simulator.engine.store import AlreadyExists, Conflict, NotFound, Obj, ObjectStore

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from providers.kubernetes.cache import KubeCache
-from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.watch_targets import default_targets
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace

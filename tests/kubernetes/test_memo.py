@@ -12,7 +12,8 @@ from providers.kubernetes.fit import FitMemo, fit_estimate
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.packing import launch_facts
 from providers.kubernetes.placement import PlacementBounds
-from providers.kubernetes.translate import ScaleSetTarget, SnapshotMemo, build_snapshot
+from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.translate import SnapshotMemo, build_snapshot
 from reconciler.snapshot import Demand
 from simulator.engine.store import ObjectStore
 from tests.kubernetes import objects as o

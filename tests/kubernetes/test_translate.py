@@ -9,12 +9,9 @@ import pytest
 from providers.kubernetes.fit import fit_estimate
 from providers.kubernetes.labels import LABEL_SCALE_SET
 from providers.kubernetes.nodes import node_blocked_for, tolerates
-from providers.kubernetes.translate import (
-    ScaleSetTarget,
-    build_snapshot,
-    capacity_signals_from,
-    live_limits,
-)
+from providers.kubernetes.scale_set import ScaleSetTarget, live_limits
+from providers.kubernetes.signals import capacity_signals_from
+from providers.kubernetes.translate import build_snapshot
 from reconciler.snapshot import Demand, PodPhase
 from simulator.engine.store import ObjectStore
 from state_machine.states import Role

@@ -43,7 +43,7 @@ from providers.actions.session import ConflictPolicy, MessageSession
 from providers.hud.client import HudClient, HudDemandSource
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.translate import ScaleSetTarget
+from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.watch_targets import default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.ports import PairSpec

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.translate import ScaleSetTarget, build_snapshot
+from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.translate import build_snapshot
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.settings import CapacityAwareSettings

@@ -1,0 +1,132 @@
+"""The scale set's own objects as the snapshot reads them: where it lives
+(:class:`ScaleSetTarget`), its EphemeralRunnerSet and AutoscalingRunnerSet (the ARS name and
+the live ``maxRunners`` / ``minRunners``), and its EphemeralRunners (names, idle ones).
+
+Pure functions over an :class:`ObjectSource` (the watch cache, the simulated store, dicts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from providers.kubernetes import labels as L
+from providers.kubernetes.object_fields import labels_of, metadata_of, owners_of
+from reconciler.settings import CapacityAwareSettings
+
+Obj = Mapping[str, Any]
+
+
+class ObjectSource(Protocol):
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class ScaleSetTarget:
+    ers_name: str  # EphemeralRunnerSet name (= scale-set label value on placeholders)
+    runner_namespace: str  # namespace of ERS, EphemeralRunners, runner + workflow pods
+    placeholder_namespace: str
+    #: From the listener config; the live AutoscalingRunnerSet ``spec.maxRunners`` wins.
+    max_runners: int
+    min_runners: int = 0
+    ars_name: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        settings: CapacityAwareSettings,
+        *,
+        ers_name: str,
+        runner_namespace: str,
+        max_runners: int,
+        min_runners: int = 0,
+        ars_name: str | None = None,
+    ) -> ScaleSetTarget:
+        """The target of one scale set; placeholders live in ``placeholderNamespace``, by
+        default the runners' own namespace (the one place that default is applied)."""
+        return cls(
+            ers_name=ers_name,
+            runner_namespace=runner_namespace,
+            placeholder_namespace=settings.placeholder_namespace or runner_namespace,
+            max_runners=max_runners,
+            min_runners=min_runners,
+            ars_name=ars_name,
+        )
+
+
+def find_object(
+    source: ObjectSource, kind: str, namespace: str | None, name: str | None
+) -> Obj | None:
+    if not name:
+        return None
+    for obj in source.list(kind, namespace):
+        if metadata_of(obj).get("name") == name:
+            return obj
+    return None
+
+
+def scale_set_name(ers: Obj | None, target: ScaleSetTarget) -> str:
+    """The ARS name carried by runner pods' ``actions.github.com/scale-set-name`` label."""
+    if target.ars_name:
+        return target.ars_name
+    if ers is not None:
+        label = labels_of(ers).get(L.LABEL_ARC_SCALE_SET_NAME)
+        if label:
+            return label
+    return target.ers_name
+
+
+def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -> tuple[int, int]:
+    """(maxRunners, minRunners): the AutoscalingRunnerSet spec wins over the config."""
+    ars_name = target.ars_name
+    if not ars_name and ers is not None:
+        owners = owners_of(ers, "AutoscalingRunnerSet")
+        ars_name = owners[0] if owners else scale_set_name(ers, target)
+    ars = find_object(source, "AutoscalingRunnerSet", target.runner_namespace, ars_name)
+    max_runners, min_runners = target.max_runners, target.min_runners
+    if ars is not None:
+        spec = ars.get("spec") or {}
+        if isinstance(spec.get("maxRunners"), int) and spec["maxRunners"] >= 0:
+            max_runners = spec["maxRunners"]
+        if isinstance(spec.get("minRunners"), int) and spec["minRunners"] >= 0:
+            min_runners = spec["minRunners"]
+    return max_runners, min_runners
+
+
+_FINISHED_RUNNER_PHASES = frozenset({"Succeeded", "Failed", "Outdated"})
+
+
+def runner_view(er: Obj) -> tuple[tuple[str, ...], str | None, str, bool]:
+    """An EphemeralRunner's ERS owners, scale-set-name label, name, and whether it is idle."""
+    meta = metadata_of(er)
+    status = er.get("status") or {}
+    # Online (``ready``) and without a job. Not ``phase == Running``: since ARC 0.15 (PR
+    # #4646) the listener writes Running on JobStarted, so an idle runner stays Pending.
+    idle = (
+        bool(status.get("ready"))
+        and status.get("phase") not in _FINISHED_RUNNER_PHASES
+        and not status.get("jobId")
+        and not meta.get("deletionTimestamp")
+    )
+    owners = tuple(owners_of(er, "EphemeralRunnerSet"))
+    return owners, labels_of(er).get(L.LABEL_ARC_SCALE_SET_NAME), meta.get("name", ""), idle
+
+
+def our_runners(
+    source: ObjectSource,
+    target: ScaleSetTarget,
+    scale_set: str,
+    view: Callable[[Obj], tuple[tuple[str, ...], str | None, str, bool]] = runner_view,
+) -> tuple[set[str], int]:
+    """Names of this ERS's EphemeralRunners, and how many are idle (online, no job)."""
+    names: set[str] = set()
+    idle = 0
+    for er in source.list("EphemeralRunner", target.runner_namespace):
+        owners, label, name, is_idle = view(er)
+        ours = target.ers_name in owners if owners else label == scale_set
+        if not ours:
+            continue
+        names.add(name)
+        idle += is_idle
+    return names, idle
