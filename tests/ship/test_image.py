@@ -7,8 +7,8 @@ runc or debootstrap cannot be had (``.ci/run`` installs them) or the Debian mirr
 unreachable; a failing build is a failure, not a skip.
 
 What the tests guarantee, in the order a user meets it: the image holds what ``run``,
-``status``, ``rbac`` and ``values`` need and nothing of the simulator, the tuner, the tests or
-pip; every subcommand it offers answers (those it leaves out say so and exit 2); and
+``status``, ``rbac``, ``values`` and ``verify`` need and nothing of the simulator, the tuner,
+the tests or pip; every subcommand it offers answers (those it leaves out say so and exit 2); and
 ``/ghalistener``, ARC's entry point, runs a listener against the live simulated world that
 starts jobs and deletes its placeholders at shutdown.
 """
@@ -133,6 +133,7 @@ SUBCOMMANDS = [
     (["--help"], 0, "capacity-aware listener for ARC"),
     (["rbac", "--help"], 0, "--scale-set"),
     (["values", "--help"], 0, "--current"),
+    (["verify", "--help"], 0, "--scale-set"),
     (["status", "--url", "http://127.0.0.1:9"], 1, "127.0.0.1:9"),
     (["simulate", "--help"], 2, "this installation does not include"),
     (["demo"], 2, "this installation does not include"),
