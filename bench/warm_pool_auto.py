@@ -16,7 +16,8 @@ another shipped scenario the same way (the check line is issue 12's bar, for ice
 ``--frontier '[{}, {"missProbability": 0.2}, ...]'`` measures several ``warmPool`` blocks at
 once: the static pool once per seed and auto once per block and seed (no "fixed" run), rows
 printed as runs finish, then one line per block: per-seed p95 and idle ratio, the seeds that
-meet the bar, and the mean idle ratio.
+meet the bar, and the mean idle ratio. An entry with a ``warmPool`` key is a set of
+``capacityAware`` dials instead (``{"warmPool": {...}, "cutPollOnRise": true}``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ def run(item: tuple[str, int, str, str]) -> dict[str, Any]:
     scenario = load_scenario(scenario_name)
     strategy = "overprovision" if variant == "overprovision" else "capacity-aware"
     if variant.endswith("(auto)") or variant.startswith("auto "):
-        dials = {"proactiveCapacity": "auto", "warmPool": json.loads(warm_pool)}
+        block = json.loads(warm_pool)
+        # A frontier entry with a "warmPool" key is a set of dials (other capacityAware keys
+        # beside the warm pool, e.g. cutPollOnRise); otherwise it is the warmPool block.
+        extra = block if "warmPool" in block else {"warmPool": block}
+        dials = {"proactiveCapacity": "auto", **extra}
         scenario = apply_dials(scenario, dials, where="bench")
     started = time.perf_counter()
     world = World(scenario, strategy, seed=seed, keep_log=False)
