@@ -12,6 +12,12 @@ per run and the issue-12 check per seed: auto's fair p95 queue-to-start (a job t
 or never started counts as infinitely late) <= the static pool's, and auto's idle reserved
 CPU-hours <= 0.5 x the static pool's. Figures only; nothing is asserted. ``--scenario`` runs
 another shipped scenario the same way (the check line is issue 12's bar, for ice-failover).
+
+``--frontier '[{}, {"missProbability": 0.2}, ...]'`` measures several ``warmPool`` blocks at
+once: the static pool once per seed and auto once per block and seed (no "fixed" run), rows
+printed as runs finish, then one line per block: per-seed p95 and idle ratio, the seeds that
+meet the bar, and the mean idle ratio. An entry with a ``warmPool`` key is a set of
+``capacityAware`` dials instead (``{"warmPool": {...}, "cutPollOnRise": true}``).
 """
 
 from __future__ import annotations
@@ -44,8 +50,12 @@ def run(item: tuple[str, int, str, str]) -> dict[str, Any]:
     variant, seed, warm_pool, scenario_name = item
     scenario = load_scenario(scenario_name)
     strategy = "overprovision" if variant == "overprovision" else "capacity-aware"
-    if variant.endswith("(auto)"):
-        dials = {"proactiveCapacity": "auto", "warmPool": json.loads(warm_pool)}
+    if variant.endswith("(auto)") or variant.startswith("auto "):
+        block = json.loads(warm_pool)
+        # A frontier entry with a "warmPool" key is a set of dials (other capacityAware keys
+        # beside the warm pool, e.g. cutPollOnRise); otherwise it is the warmPool block.
+        extra = block if "warmPool" in block else {"warmPool": block}
+        dials = {"proactiveCapacity": "auto", **extra}
         scenario = apply_dials(scenario, dials, where="bench")
     started = time.perf_counter()
     world = World(scenario, strategy, seed=seed, keep_log=False)
@@ -80,8 +90,11 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--warm-pool", default=json.dumps(DEFAULT_WARM_POOL))
     p.add_argument("--scenario", default="ice-failover")
+    p.add_argument("--frontier", default=None, help="JSON list of warmPool blocks")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.frontier is not None:
+        return frontier(seeds, json.loads(args.frontier), args.workers, args.scenario)
     items = [(v, s, args.warm_pool, args.scenario) for s in seeds for v in VARIANTS]
     print(f"scenario {args.scenario}; warmPool for auto: {args.warm_pool}")
     started = time.perf_counter()
@@ -112,6 +125,49 @@ def main() -> int:
             f"seed {seed}: p95 auto {ap95:.3f} vs static {sp95:.3f} s (unrounded) -> "
             f"{'no worse' if ap95 <= sp95 else 'WORSE'}; idle CPU-h ratio {ratio:.3f} -> "
             f"{'<= 0.5' if ratio <= 0.5 else '> 0.5'}"
+        )
+    return 0
+
+
+def frontier(seeds: list[int], blocks: list[dict[str, Any]], workers: int, scenario: str) -> int:
+    """The static pool once per seed, auto once per (block, seed); see the module doc."""
+    labels = [f"auto {json.dumps(b, sort_keys=True)}" for b in blocks]
+    items = [("overprovision", s, "{}", scenario) for s in seeds]
+    items += [
+        (label, s, json.dumps(b), scenario)
+        for label, b in zip(labels, blocks, strict=True)
+        for s in seeds
+    ]
+    print(f"scenario {scenario}; seeds {seeds}; {len(items)} runs, {workers} workers", flush=True)
+    started = time.perf_counter()
+    rows = []
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for r in pool.imap_unordered(run, items):
+            rows.append(r)
+            f = r["fair"]
+            print(
+                f"{r['seed']:>4}  {r['variant']:<60} p95 {r['p95_raw']:.3f} p99 {f['p99']} "
+                f"failed {r['failed']} idle CPU-h {r['idle_cpu']:.1f} $ {r['cost']:.2f} "
+                f"wall {r['wall']:.0f}",
+                flush=True,
+            )
+    print(f"{len(rows)} runs, {time.perf_counter() - started:.0f} s wall")
+    static = {r["seed"]: r for r in rows if r["variant"] == "overprovision"}
+    for label in labels:
+        cells, met, ratios = [], 0, []
+        for s in seeds:
+            a = next(r for r in rows if r["variant"] == label and r["seed"] == s)
+            st = static[s]
+            ratio = a["idle_cpu"] / st["idle_cpu"] if st["idle_cpu"] else math.inf
+            ok = a["p95_raw"] <= st["p95_raw"] and ratio <= 0.5
+            met += ok
+            ratios.append(ratio)
+            cells.append(
+                f"{s}: {a['p95_raw']:.2f}/{st['p95_raw']:.2f} s {ratio:.3f}x {'met' if ok else '-'}"
+            )
+        print(
+            f"{label}: {'; '.join(cells)}; bar {met}/{len(seeds)}; "
+            f"mean idle ratio {sum(ratios) / len(ratios):.3f}"
         )
     return 0
 
