@@ -28,7 +28,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reconciler.settings import duration_seconds, parse_capacity_aware  # noqa: E402
+from reconciler.settings import parse_capacity_aware  # noqa: E402
+from reconciler.settings_types import duration_seconds  # noqa: E402
 from simulator.engine.world import World  # noqa: E402
 from simulator.scenarios.scenario import load_scenario  # noqa: E402
 from tuning.cli import main as tune_main  # noqa: E402

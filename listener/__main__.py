@@ -91,7 +91,8 @@ def _offline_command(command: str, rest: list[str]) -> int:
         print(
             f"arc-capacity-listener: '{command}' needs the simulated world, which this "
             "installation does not include (the production image ships only what 'run', "
-            "'status', 'rbac' and 'values' need); run it from a source checkout: make demo",
+            "'status', 'rbac', 'values' and 'verify' need); run it from a source checkout: "
+            "make demo",
             file=sys.stderr,
         )
         return 2

@@ -72,7 +72,8 @@ from providers.kubernetes.permissions import (
     required_permissions,
 )
 from reconciler.clock import SystemClock
-from reconciler.settings import CapacityAwareSettings, SettingsError
+from reconciler.settings import CapacityAwareSettings
+from reconciler.settings_types import SettingsError
 
 log = logging.getLogger("listener")
 

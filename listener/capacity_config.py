@@ -26,7 +26,8 @@ from typing import Any
 
 import yaml
 
-from reconciler.settings import CapacityAwareSettings, SettingsError, parse_capacity_aware
+from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
+from reconciler.settings_types import SettingsError
 
 ENV_FILE = "CAPACITY_AWARE_CONFIG"
 ENV_JSON = "CAPACITY_AWARE_JSON"

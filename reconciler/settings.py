@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PlainSerializer,
     StrictBool,
@@ -27,80 +25,23 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from reconciler.demand_settings import DemandSettings, HudSettings
+from reconciler.settings_types import (
+    DoNotDisrupt,
+    Seconds,
+    SettingsError,
+    SettingsModel,
+)
 from reconciler.warm_pool import ScheduleEntry, WarmPoolPolicy
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
-
-class SettingsError(ValueError):
-    """A settings value is invalid; the message names field, value and what is allowed."""
-
-
-def _duration_seconds(value: Any) -> Any:
-    """Accept 30, 30.0, "30", "30s", "5m", "1h", "500ms"; leave anything else to pydantic."""
-    if isinstance(value, bool):
-        raise ValueError("a duration is a number of seconds or a string like '30s', '5m', '1h'")
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if not match:
-            raise ValueError("a duration is a number of seconds or a string like '30s', '5m', '1h'")
-        return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    return value
-
-
-Seconds = Annotated[float, BeforeValidator(_duration_seconds)]
-
-
-def _do_not_disrupt(value: Any) -> Any:
-    """``true``/``false``, or a duration of at least 1 s (seconds: see ``doNotDisrupt``)."""
-    if isinstance(value, bool):
-        return value
-    try:
-        seconds = _duration_seconds(value)
-    except ValueError:
-        seconds = None
-    if not isinstance(seconds, int | float) or seconds < 1:
-        raise ValueError(
-            f"doNotDisrupt is true, false or a duration of at least 1s like '30m' (got {value!r})"
-        )
-    return float(seconds)
-
-
-DoNotDisrupt = Annotated[bool | float, BeforeValidator(_do_not_disrupt)]
-
-
-def duration_seconds(value: str | float) -> float:
-    """The settings' duration rule for command lines (``"60s"``, ``"2m"``, ``90``)."""
-    return float(_duration_seconds(value))
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=True,
-    )
-
-
-class PriorityClassNames(_Model):
+class PriorityClassNames(SettingsModel):
     """Names of the four PriorityClasses of the ladder (values are checked at start-up)."""
 
     runner_placeholder: str = "arc-placeholder-runner"
     runner: str = "arc-runner"
     workflow_placeholder: str = "arc-placeholder-workflow"
     workflow: str = "arc-workflow"
-
-
-class HudSettings(_Model):
-    """Where queued-job demand comes from (best effort; fails open to the floor)."""
-
-    url: str | None = None
-    #: Environment variable holding the ``x-hud-internal-bot`` token (never the token itself).
-    token_env: str = "HUD_INTERNAL_BOT_TOKEN"
-    timeout: Seconds = Field(default=5.0, gt=0, le=60)
-    poll_interval: Seconds = Field(default=30.0, ge=1, le=3600)
 
 
 _CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
@@ -137,7 +78,7 @@ TimeOfDay = Annotated[
 ]
 
 
-class WarmPoolScheduleEntry(_Model):
+class WarmPoolScheduleEntry(SettingsModel):
     """From ``start`` to ``end`` (UTC ``HH:MM``; wraps over midnight when end < start)."""
 
     start: TimeOfDay
@@ -151,7 +92,7 @@ class WarmPoolScheduleEntry(_Model):
         return self
 
 
-class WarmPoolSettings(_Model):
+class WarmPoolSettings(SettingsModel):
     """Bounds and schedule of the adaptive warm pool (``proactiveCapacity: auto``)."""
 
     min_pairs: int = Field(default=0, ge=0, le=10_000)
@@ -177,76 +118,7 @@ class WarmPoolSettings(_Model):
         return self
 
 
-DemandSourceName = Literal["statistics", "github", "hud", "http"]
-
-
-class GitHubDemandSettings(_Model):
-    """GitHub REST polling of queued jobs, with the listener's own credentials (optional)."""
-
-    #: ``owner/repo`` to look in; empty = the repository of a repository-scoped config URL.
-    repositories: list[str] = Field(default_factory=list, max_length=50)
-    poll_interval: Seconds = Field(default=60.0, ge=10, le=3600)
-    timeout: Seconds = Field(default=10.0, gt=0, le=120)
-    #: Stop polling (and use the floor) while fewer API calls than this are left in the
-    #: rate-limit window: the credentials are shared with ARC and the runners' registration.
-    rate_limit_reserve: int = Field(default=500, ge=0, le=100_000)
-    #: At most this many workflow runs looked into per poll (bounds the calls per poll).
-    max_runs: int = Field(default=30, ge=1, le=500)
-
-
-class HttpDemandSettings(_Model):
-    """Any HTTP endpoint serving HUD's ``queued_jobs_aggregate`` JSON rows."""
-
-    url: str | None = None
-    #: Environment variable with a bearer token for the endpoint (optional; never the token).
-    token_env: str = "DEMAND_HTTP_TOKEN"
-    timeout: Seconds = Field(default=5.0, gt=0, le=60)
-    poll_interval: Seconds = Field(default=30.0, ge=1, le=3600)
-
-
-class DemandSettings(_Model):
-    """Which demand sources feed the reconciler, and how their answers are combined.
-
-    ``sources`` in order of preference; None = ``[hud, statistics]`` when ``hud.url`` is set,
-    else ``[statistics]``. ``combine: max`` (default, as the simulator's "both") takes the
-    largest answer: each source undercounts in its own way; ``first`` the first source that
-    answers. Only when every source fails does decide use the floor.
-    """
-
-    sources: list[DemandSourceName] | None = Field(default=None, min_length=1)
-    combine: Literal["first", "max"] = "max"
-    #: While no job message can bring statistics (every advertised slot taken, e.g. 0 at
-    #: scale-to-zero), refresh the message session this often to read them (one PATCH per
-    #: interval, only while blind and stale); 0 turns it off (statistics come with messages
-    #: only, as in ARC). Without it a statistics-only listener at 0 never sees a new job.
-    statistics_refresh: Seconds = Field(default=2.0, ge=0, le=3600)
-    github: GitHubDemandSettings = Field(default_factory=GitHubDemandSettings)
-    http: HttpDemandSettings = Field(default_factory=HttpDemandSettings)
-
-    @model_validator(mode="after")
-    def _check_sources(self) -> DemandSettings:
-        if 0 < self.statistics_refresh < 1:
-            raise ValueError(
-                "demand.statisticsRefresh must be 0 (off) or at least 1s "
-                f"(got {self.statistics_refresh:g}s)"
-            )
-        if self.sources is not None and len(set(self.sources)) != len(self.sources):
-            raise ValueError(f"demand.sources lists a source twice: {self.sources}")
-        if self.sources is not None and "http" in self.sources and not self.http.url:
-            raise ValueError("demand.sources has 'http' but demand.http.url is not set")
-        for repo in self.github.repositories:
-            owner, _, name = repo.partition("/")
-            if not owner or not name or "/" in name:
-                raise ValueError(f"demand.github.repositories: {repo!r} is not 'owner/repo'")
-        return self
-
-    def resolved_sources(self, hud_url: str | None) -> tuple[DemandSourceName, ...]:
-        if self.sources is not None:
-            return tuple(self.sources)
-        return ("hud", "statistics") if hud_url else ("statistics",)
-
-
-class CapacityAwareSettings(_Model):
+class CapacityAwareSettings(SettingsModel):
     """The whole ``capacityAware`` block. Defaults are safe for a first install."""
 
     enabled: StrictBool = False

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from reconciler.settings import SettingsError, duration_seconds
+from reconciler.settings_types import SettingsError, duration_seconds
 from simulator.scenarios.scenario import ScenarioError, load_scenario
 from simulator.workload.jobs import TraceError
 from tuning.answer import frontier, plot, recommend, recommendation_yaml

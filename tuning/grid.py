@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from reconciler.settings import CapacityAwareSettings, SettingsError
+from reconciler.settings import CapacityAwareSettings
+from reconciler.settings_types import SettingsError
 from simulator.scenarios.scenario import CapacityAwareModel
 from tuning.replay import DialError, dial_settings, sim_settings, split_dials
 

@@ -36,7 +36,8 @@ from listener.verify.reads import read_rows, settings_row
 from listener.verify.report import Report, failed, passed, skipped
 from listener.verify.shapes import LABEL_VERIFY, Shapes
 from providers.kubernetes.placeholders import PlaceholderSpecError
-from reconciler.settings import CapacityAwareSettings, duration_seconds
+from reconciler.settings import CapacityAwareSettings
+from reconciler.settings_types import duration_seconds
 
 EXERCISES = (
     "pair-ready",

@@ -26,7 +26,8 @@ from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
 from providers.kubernetes import labels as L
 from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.watch_targets import WatchTarget, list_call
-from reconciler.settings import CapacityAwareSettings, SettingsError
+from reconciler.settings import CapacityAwareSettings
+from reconciler.settings_types import SettingsError
 
 Obj = dict[str, Any]
 #: Seconds one API request may take.

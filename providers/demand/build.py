@@ -21,7 +21,7 @@ from providers.demand.github_rest import GitHubQueuedJobs, token_provider
 from providers.demand.http_endpoint import NAME as HTTP
 from providers.demand.http_endpoint import HttpEndpointClient
 from providers.demand.polling import PolledDemand
-from reconciler.settings import DemandSettings
+from reconciler.demand_settings import DemandSettings
 
 
 @dataclass

@@ -47,7 +47,7 @@ from pydantic import (
 
 from providers.actions.redact import REGISTRY, SecretRegistry
 from providers.demand.polling import DemandFetchError, PolledDemand
-from reconciler.settings import HudSettings
+from reconciler.demand_settings import HudSettings
 
 log = logging.getLogger(__name__)
 

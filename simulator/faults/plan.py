@@ -11,7 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from reconciler.settings import Seconds
+from reconciler.settings_types import Seconds
 from simulator.faces.actions import ROUTES
 
 

@@ -69,7 +69,8 @@ from pydantic import (
 )
 
 from providers.kubernetes.resources import QuantityError, quantity
-from reconciler.settings import CapacityAwareSettings, Seconds
+from reconciler.settings import CapacityAwareSettings
+from reconciler.settings_types import Seconds
 from simulator.cluster import ClusterSpec
 from simulator.cluster.spec import default_catalog
 from simulator.scenarios.overrides import merge_settings

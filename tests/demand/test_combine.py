@@ -8,7 +8,8 @@ import pytest
 from providers.demand import FailureMode
 from providers.demand.combine import Combine, CombinedDemand, combine
 from providers.demand.statistics import StatisticsDemand
-from reconciler.settings import SettingsError, parse_capacity_aware
+from reconciler.settings import parse_capacity_aware
+from reconciler.settings_types import SettingsError
 from reconciler.snapshot import Demand
 
 HUD_DOWN = Demand(queued_jobs=None, error="HUD http error: 503", source="hud")

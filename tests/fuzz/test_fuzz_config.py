@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from listener.arc_config import ConfigError, load_listener_config, parse_listener_config
 from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
-from reconciler.settings import CapacityAwareSettings, SettingsError, parse_capacity_aware
+from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
+from reconciler.settings_types import SettingsError
 from tests.fuzz.support import fuzz_settings, json_bytes, mutated, only_typed
 
 PAT = "ghp_FuzzSecretValue0123456789"

@@ -23,7 +23,7 @@ from listener.capacity_config import ENV_FILE, load_capacity_aware
 from providers.actions.decode import decode_message
 from providers.actions.errors import ActionsError
 from providers.hud.client import HudError, parse_rows
-from reconciler.settings import SettingsError
+from reconciler.settings_types import SettingsError
 from simulator.faults import FaultPlanError, load_fault_plan, parse_fault_plan
 from simulator.scenarios.scenario import ScenarioError, load_scenario
 from tests.fuzz.support import KNOWN_OPEN, UntypedError, load_regressions, signature

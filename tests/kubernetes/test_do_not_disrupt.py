@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from providers.kubernetes.do_not_disrupt import annotation_value, is_active, parse_go_duration
-from reconciler.settings import SettingsError, parse_capacity_aware
+from reconciler.settings import parse_capacity_aware
+from reconciler.settings_types import SettingsError
 
 
 @pytest.mark.parametrize(

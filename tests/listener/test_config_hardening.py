@@ -10,7 +10,7 @@ import pytest
 
 from listener.arc_config import ConfigError, load_listener_config
 from listener.capacity_config import ENV_FILE, ENV_JSON, MAX_DEPTH, load_capacity_aware
-from reconciler.settings import SettingsError
+from reconciler.settings_types import SettingsError
 
 ALIAS_BOMB = """\
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.settings import SettingsError, parse_capacity_aware
+from reconciler.settings import parse_capacity_aware
+from reconciler.settings_types import SettingsError
 
 
 def test_defaults_are_safe_and_disabled() -> None:

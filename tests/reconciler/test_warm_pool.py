@@ -9,7 +9,8 @@ from freezegun import freeze_time
 
 from reconciler.clock import ManualClock, SystemClock
 from reconciler.reconciler import Reconciler
-from reconciler.settings import ReconcilerConfig, SettingsError, parse_capacity_aware
+from reconciler.settings import ReconcilerConfig, parse_capacity_aware
+from reconciler.settings_types import SettingsError
 from reconciler.warm_pool import (
     MIN_RATE_SPAN,
     ScheduleEntry,
