@@ -159,6 +159,13 @@ SUMMARY_HEADER = [
 ]
 
 
+def _never_ratio(cand: float, ref: float) -> str:
+    """A ratio of two times that may be infinite (never reached): say so instead of 0 or nan."""
+    if math.isinf(ref):
+        return "both never" if math.isinf(cand) else "stock never"
+    return _r(_ratio(cand, ref))
+
+
 def _median_finite(values: list[float | None]) -> float:
     return statistics.median([math.inf if v is None else v for v in values]) if values else math.nan
 
@@ -179,7 +186,7 @@ def summary_row(scenario: Scenario, runs: list[dict[str, Any]], kth_max: str) ->
     def total(rs: list[dict[str, Any]], key: str) -> float:
         return float(sum(x[key] for x in rs))
 
-    t95 = _ratio(
+    t95 = _never_ratio(
         _median_finite([x["time_to_95pct_running"] for x in res_c]),
         _median_finite([x["time_to_95pct_running"] for x in res_b]),
     )
@@ -195,7 +202,7 @@ def summary_row(scenario: Scenario, runs: list[dict[str, Any]], kth_max: str) ->
         f"{total(res_c, 'over_advertised_slot_seconds'):,.1f}",
         kth_max,
         _r(_ratio(fair_p50(cand), fair_p50(ref))),
-        _r(t95),
+        t95,
         _r(_ratio(total(res_c, "billed_node_hours"), total(res_b, "billed_node_hours"))),
         _r(_ratio(total(res_c, "billed_cost_usd"), total(res_b, "billed_cost_usd"))),
         f"{met}/{len(logged)}" if logged else "-",
