@@ -89,16 +89,7 @@ class CapacityAwareDriver:
         self.namespace = self.target.placeholder_namespace
         self.config = settings.reconciler_config(spec.name)
         self.instance = _instance_id(ctx.rng)
-        ers = ctx.arc.ers()
-        self.builder = PlaceholderPodBuilder(
-            settings,
-            ers,
-            instance=self.instance,
-            namespace=self.namespace,
-            owner=ers if self.namespace == spec.namespace else None,
-            workflow_pod_spec=spec.workflow_pod_spec(),
-        )
-        self.writer = StorePlaceholderWriter(ctx.store, self.builder)
+        self.builder, self.writer = self.process_writer(self.instance)
         self.source: StoreCacheView | None = None
         #: Wall time: snapshots' ``taken_at`` and pair timestamps (a clock fault skews it);
         #: the controller's schedule runs on the loop's own time, like the listener's
@@ -135,6 +126,21 @@ class CapacityAwareDriver:
         self.step_log = StepLog(ctx.log, ctx.spec.name)
         self.hooks = DriverHooks()
         self.paused = False
+
+    def process_writer(self, instance: str) -> tuple[PlaceholderPodBuilder, StorePlaceholderWriter]:
+        """The placeholder builder and writer of a listener process with this instance id
+        (this driver's, a restarted one's, a second pod's)."""
+        spec = self.ctx.spec
+        ers = self.ctx.arc.ers()
+        builder = PlaceholderPodBuilder(
+            self.settings,
+            ers,
+            instance=instance,
+            namespace=self.namespace,
+            owner=ers if self.namespace == spec.namespace else None,
+            workflow_pod_spec=spec.workflow_pod_spec(),
+        )
+        return builder, StorePlaceholderWriter(self.ctx.store, builder)
 
     @property
     def steps(self) -> int:

@@ -267,22 +267,10 @@ class WorldChaos:
             driver.resume()
 
     def _restart(self, driver: Any, index: int) -> None:
-        from providers.kubernetes.placeholders import PlaceholderPodBuilder
-        from simulator.driver.store_view import StorePlaceholderWriter
-
         self.record.restarts += 1
         alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
         instance = "".join(self.rng.choice(alphabet) for _ in range(5))
-        ers = driver.ctx.arc.ers()
-        builder = PlaceholderPodBuilder(
-            driver.settings,
-            ers,
-            instance=instance,
-            namespace=driver.namespace,
-            owner=ers if driver.namespace == driver.ctx.spec.namespace else None,
-            workflow_pod_spec=driver.ctx.spec.workflow_pod_spec(),
-        )
-        writer = StorePlaceholderWriter(driver.ctx.store, builder)
+        builder, writer = driver.process_writer(instance)
         kill = KillSwitch(FaultyWriter(writer, self.gate, self.world.loop))
         self.kills[index] = kill
         driver.writer = writer
@@ -298,23 +286,12 @@ class WorldChaos:
     def _second_start(self, fault: Fault) -> None:
         """A second listener pod for the same scale set (a rolling update, a stuck pod): its
         session is refused (409) so it advertises nothing, but its reconciler runs."""
-        from providers.kubernetes.placeholders import PlaceholderPodBuilder
         from reconciler.controller import ScaleSetController, controller_timings
         from reconciler.subscribers import PlaceholderSubscriber
-        from simulator.driver.store_view import StorePlaceholderWriter
 
         for driver in self.drivers:
             instance = "".join(self.rng.choice("abcdefghij0123456789") for _ in range(5))
-            ers = driver.ctx.arc.ers()
-            builder = PlaceholderPodBuilder(
-                driver.settings,
-                ers,
-                instance=instance,
-                namespace=driver.namespace,
-                owner=ers if driver.namespace == driver.ctx.spec.namespace else None,
-                workflow_pod_spec=driver.ctx.spec.workflow_pod_spec(),
-            )
-            writer = StorePlaceholderWriter(driver.ctx.store, builder)
+            _, writer = driver.process_writer(instance)
             second = _SecondListener(
                 driver,
                 ScaleSetController(

@@ -7,12 +7,9 @@ import types
 
 from kubernetes import client
 
-from listener.app import ListenerApp
-from listener.arc_config import parse_listener_config
-from listener.capacity_aware import CapacityAwarePart
 from reconciler.controller import Output
-from reconciler.settings import parse_capacity_aware
 from tests.kubernetes import objects as o
+from tests.kubernetes.listener_part import started_part
 from tests.ship.test_metrics import value
 
 WAIT = 10.0
@@ -23,29 +20,7 @@ def test_failing_closed_sets_the_gauge_and_the_advertised_value_and_recovery_cle
 ) -> None:
     """Regression: while failing closed no step result comes, so arc_capacity_advertised kept
     the last step's value (not what GitHub was told) and nothing said the view was stale."""
-    config = parse_listener_config(
-        {
-            "configure_url": "https://github.com/acme",
-            "github_token": "ghp_" + "t" * 36,
-            "ephemeral_runner_set_namespace": o.NS,
-            "ephemeral_runner_set_name": o.ERS,
-            "runner_scale_set_id": 1,
-            "max_runners": 10,
-        }
-    )
-    capacity = parse_capacity_aware({"enabled": True}, where="test")
-    app = ListenerApp(config, capacity, {})
-    part = CapacityAwarePart(
-        api,
-        config,
-        capacity,
-        instance=app.instance,
-        clock=app.clock,
-        gate=app.gate,
-        metrics=app.metrics,
-        status=app.status,
-        demand=app._demand,
-    ).start()
+    app, part = started_part(api, {"enabled": True})
     try:
         assert part.provider.cache.wait_synced(WAIT)
         loop = part.build(types.SimpleNamespace())  # type: ignore[arg-type]

@@ -8,11 +8,7 @@ import types
 import pytest
 from kubernetes import client
 
-from listener.app import ListenerApp
-from listener.arc_config import parse_listener_config
-from listener.capacity_aware import CapacityAwarePart
-from reconciler.settings import parse_capacity_aware
-from tests.kubernetes import objects as o
+from tests.kubernetes.listener_part import started_part
 
 WAIT = 10.0
 
@@ -24,29 +20,7 @@ def test_stepping_the_wall_clock_back_an_hour_does_not_postpone_the_periodic_rec
     schedule on a monotonic clock: when it read the wall clock (issue 10, failure 5), an NTP
     step of an hour back pushed the next periodic step an hour out, and capacity froze
     meanwhile. Pair timestamps keep wall time; only scheduling must ignore the jump."""
-    config = parse_listener_config(
-        {
-            "configure_url": "https://github.com/acme",
-            "github_token": "ghp_" + "t" * 36,
-            "ephemeral_runner_set_namespace": o.NS,
-            "ephemeral_runner_set_name": o.ERS,
-            "runner_scale_set_id": 1,
-            "max_runners": 10,
-        }
-    )
-    capacity = parse_capacity_aware({"enabled": True}, where="test")
-    app = ListenerApp(config, capacity, {})
-    part = CapacityAwarePart(
-        api,
-        config,
-        capacity,
-        instance=app.instance,
-        clock=app.clock,
-        gate=app.gate,
-        metrics=app.metrics,
-        status=app.status,
-        demand=app._demand,
-    ).start()
+    app, part = started_part(api, {"enabled": True})
     try:
         assert part.provider.cache.wait_synced(WAIT)
         loop = part.build(types.SimpleNamespace())  # type: ignore[arg-type]

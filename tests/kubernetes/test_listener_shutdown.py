@@ -6,14 +6,11 @@ import types
 
 from kubernetes import client
 
-from listener.app import ListenerApp
-from listener.arc_config import parse_listener_config
-from listener.capacity_aware import CapacityAwarePart
 from reconciler.ports import PairSpec
-from reconciler.settings import parse_capacity_aware
 from simulator.engine.store import NotFound, ObjectStore
 from state_machine.record import pod_names
 from tests.kubernetes import objects as o
+from tests.kubernetes.listener_part import started_part
 
 PLACEHOLDERS = "arc-placeholders"  # not the ERS's namespace: no owner reference, no GC
 WAIT = 10.0
@@ -25,31 +22,7 @@ def test_placeholders_are_deleted_at_shutdown_after_the_ephemeral_runner_set_is_
     """Regression: shutdown asked the provider for its writer, which re-reads the
     EphemeralRunnerSet; on an uninstall that is deleted first, so the call raised and our
     placeholders were left behind. The writer built at start is used instead."""
-    config = parse_listener_config(
-        {
-            "configure_url": "https://github.com/acme",
-            "github_token": "ghp_" + "t" * 36,
-            "ephemeral_runner_set_namespace": o.NS,
-            "ephemeral_runner_set_name": o.ERS,
-            "runner_scale_set_id": 1,
-            "max_runners": 10,
-        }
-    )
-    capacity = parse_capacity_aware(
-        {"enabled": True, "placeholderNamespace": PLACEHOLDERS}, where="test"
-    )
-    app = ListenerApp(config, capacity, {})
-    part = CapacityAwarePart(
-        api,
-        config,
-        capacity,
-        instance=app.instance,
-        clock=app.clock,
-        gate=app.gate,
-        metrics=app.metrics,
-        status=app.status,
-        demand=app._demand,
-    ).start()
+    app, part = started_part(api, {"enabled": True, "placeholderNamespace": PLACEHOLDERS})
     app.part = part
     try:
         cache = part.provider.cache

@@ -1,0 +1,45 @@
+"""A listener process's capacity-aware part over the Kubernetes face, as ListenerApp builds it
+in phase D (listener/phase_d.py), for the tests that need the real wiring without a session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+
+from listener.app import ListenerApp
+from listener.arc_config import parse_listener_config
+from listener.capacity_aware import CapacityAwarePart
+from reconciler.settings import parse_capacity_aware
+from tests.kubernetes import objects as o
+
+
+def started_part(
+    api: client.ApiClient, capacity_block: dict[str, Any]
+) -> tuple[ListenerApp, CapacityAwarePart]:
+    """A ListenerApp for the face's scale set and its started CapacityAwarePart (the caller
+    stops it); ``capacity_block`` is the ``capacityAware`` block."""
+    config = parse_listener_config(
+        {
+            "configure_url": "https://github.com/acme",
+            "github_token": "ghp_" + "t" * 36,
+            "ephemeral_runner_set_namespace": o.NS,
+            "ephemeral_runner_set_name": o.ERS,
+            "runner_scale_set_id": 1,
+            "max_runners": 10,
+        }
+    )
+    capacity = parse_capacity_aware(capacity_block, where="test")
+    app = ListenerApp(config, capacity, {})
+    part = CapacityAwarePart(
+        api,
+        config,
+        capacity,
+        instance=app.instance,
+        clock=app.clock,
+        gate=app.gate,
+        metrics=app.metrics,
+        status=app.status,
+        demand=app._demand,
+    ).start()
+    return app, part
