@@ -118,8 +118,6 @@ class Reconciler:
         self.instance = instance
         self.store = store or PairStore(config.scale_set)
         self.steps = 0
-        #: The capacity last handed to the sink (None before the first step).
-        self.published: int | None = None
         self._seq = itertools.count(1)
         # Fed with every committed event, so switching to ``auto`` later has history.
         window = config.warm_pool.window if config.warm_pool is not None else 900.0
@@ -189,6 +187,5 @@ class Reconciler:
         return notify_subscribers(self.subscribers, events, commands)
 
     def _publish_capacity(self, ledger: CapacityLedger) -> None:
-        self.published = ledger.capacity
         if self.sink is not None:
             self.sink.set_max_runners(ledger.capacity)

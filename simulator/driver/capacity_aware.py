@@ -32,6 +32,7 @@ from providers.kubernetes.translate import SnapshotMemo, build_snapshot
 from reconciler.clock import Clock
 from reconciler.controller import Output, ScaleSetController, Work, controller_timings
 from reconciler.ports import PlaceholderWriter
+from reconciler.reconciler import Reconciler
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand, FitEstimate, LaunchFacts
 from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers
@@ -102,7 +103,6 @@ class CapacityAwareDriver:
             started_at=ctx.loop.now(),
             rng=random.Random(ctx.rng.random()),
         )
-        self.reconciler = self.controller.reconciler
         self.subscribers = [
             PlaceholderSubscriber(
                 self.writer, namespace=self.namespace, clock=ctx.loop, config=self.config
@@ -141,6 +141,11 @@ class CapacityAwareDriver:
             workflow_pod_spec=spec.workflow_pod_spec(),
         )
         return builder, StorePlaceholderWriter(self.ctx.store, builder)
+
+    @property
+    def reconciler(self) -> Reconciler:
+        """The current process's reconciler (a restart replaces the controller)."""
+        return self.controller.reconciler
 
     @property
     def steps(self) -> int:
@@ -220,7 +225,6 @@ class CapacityAwareDriver:
             started_at=clock.now(),
             rng=random.Random(self.ctx.rng.random()),
         )
-        self.reconciler = self.controller.reconciler
         self.subscribers = [
             PlaceholderSubscriber(writer, namespace=self.namespace, clock=clock, config=self.config)
         ]
