@@ -3,7 +3,8 @@
 Steps, in order (each is one function below):
 
 1. ``retire_survivors``   PREEMPTED pairs whose survivor outlived ``survivor_window``, or whose
-                          survivor is a lone runner half (nothing comes for it) -> DELETED.
+                          survivor is a lone runner half (nothing comes for it) -> DELETED,
+                          unless the survivor pool re-pairs it (``reconciler/survivors.py``).
 2. ``time_out``           REQUESTED/PARTIAL pairs not READY within ``placeholder_ready_timeout``
                           of their first request -> TIMED_OUT, with the scheduler's and
                           Karpenter's explanation in the reason.
@@ -12,9 +13,11 @@ Steps, in order (each is one function below):
 4. ``sweep``              adopt complete pairs of an earlier instance on the first step; delete
                           orphans (other instances, expired leases, incomplete pairs) and pods
                           of TIMED_OUT pairs that survived their delete.
-5. ``resize``             desired = clamp(proactive + queued jobs, 0, maxRunners - live real
-                          runners); create QUEUED pairs up to it, or scale down in the order
-                          QUEUED, REQUESTED/PARTIAL, READY (newest first within each group).
+5. ``resize``             desired = clamp(proactive + queued jobs, 0, maxRunners headroom)
+                          (``reconciler/sizing.py``);
+                          re-paired survivors count as pairs; create QUEUED pairs up to it,
+                          or scale down in the order re-paired survivors, QUEUED,
+                          REQUESTED/PARTIAL, READY (newest first within each group).
 6. ``launch``             QUEUED -> REQUESTED, oldest first, bounded by the ramp
                           (``launch_budget``: node-launch rate in node-sized groups, NodePool
                           headroom, safety caps).
@@ -31,11 +34,13 @@ from dataclasses import dataclass, field
 
 from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
 from reconciler.settings import ReconcilerConfig
+from reconciler.sizing import desired_pairs, group_size, max_runners_headroom, packed_target
 from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
+from reconciler.survivors import LoneHalf, SurvivorPool, Survivors
 from reconciler.sync import classify
 from state_machine.events import Kind
 from state_machine.record import PairRecord
-from state_machine.states import PairState
+from state_machine.states import PairState, Role
 from state_machine.store import Change, Move, NewPair
 from state_machine.table import IN_FLIGHT, LIVE
 
@@ -67,6 +72,8 @@ class Decision:
     states: dict[str, PairState] = field(default_factory=dict)
     #: Why QUEUED pairs were left waiting this step (see :class:`LaunchBudget`), or None.
     launch_limited_by: str | None = None
+    #: The lone halves of PREEMPTED pairs, as retire_survivors found them.
+    survivors: Survivors = field(default_factory=Survivors)
 
     def move(self, record: PairRecord, target: PairState, reason: str) -> None:
         self.changes.append(Move(record.pair_id, target, Kind.ACTIVE, reason))
@@ -97,12 +104,19 @@ def decide(inp: DecideInput, ids: Iterator[str]) -> Decision:
 
 def retire_survivors(inp: DecideInput, decision: Decision) -> None:
     """The survivor window protects a *workflow* half: a runner pod took the runner half and
-    its workflow pod comes for the workflow half 10-15 s later. A lone *runner* half waits for
-    nobody: in ARC's kubernetes modes the runner pod creates its workflow pod, so the job that
-    took the workflow half already has its runner. Keeping it only held idle capacity (0.5 CPU
-    x survivorWindow for most jobs of ice-failover's day, 2-3% of its idle reserved CPU)."""
+    its workflow pod comes for a workflow half 10-15 s later. Lone halves go to the survivor
+    pool (``reconciler/survivors.py``: kept, re-paired, mended or released by resize); this
+    step retires the PREEMPTED pairs outside it (a stalled or lost survivor) as before."""
     window = inp.config.survivor_window
+    decision.survivors = SurvivorPool.of(inp.pairs, inp.snapshot).plan(inp.now, window)
+    pooled = decision.survivors.pair_ids
+    for lone in (*decision.survivors.kept, *decision.survivors.spare):
+        if lone.lost_partner is not None:  # an ended pod stays until deleted
+            reason = "ended half of a surviving pair"
+            decision.commands.append(DeleteOrphan(_ref(lone.lost_partner), reason))
     for record in _records_in(inp, S.PREEMPTED):
+        if record.pair_id in pooled:
+            continue
         if inp.now - record.since >= window:
             decision.move(record, S.DELETED, f"survivor unclaimed for {window:.0f}s")
         elif _lone_runner_half(inp.snapshot.placeholders.get(record.pair_id)):
@@ -221,63 +235,31 @@ def _records_in(inp: DecideInput, *states: PairState) -> Iterator[PairRecord]:
 # 5 -------------------------------------------------------------------------------------
 
 
-def desired_pairs(snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
-    """clamp(proactiveCapacity + queued jobs, 0, maxRunners - live real runners)."""
-    queued = snapshot.demand.queued_jobs
-    if queued is None or snapshot.demand.error:
-        # A source failed (all of them: no answer at all): fail open to at least the
-        # configured floor, never to 0 and never to "unlimited".
-        queued = max(queued or 0, config.hud_fallback_queued_jobs)
-    return max(0, min(config.proactive_capacity + max(0, queued), _headroom(snapshot)))
-
-
-def _headroom(snapshot: ClusterSnapshot) -> int:
-    """maxRunners minus live real runners: pairs beyond it could never be handed a job."""
-    live_runners = sum(1 for p in snapshot.runner_pods if p.alive)
-    return max(0, snapshot.max_runners - live_runners)
-
-
-def group_size(snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
-    """Pairs one new node of the best-fitting allowed type holds (1 without an estimate)."""
-    if config.launch_group_size is not None:
-        return config.launch_group_size
-    return max(1, snapshot.fit.pairs_per_node) if snapshot.fit is not None else 1
-
-
-def packed_target(want: int, live: int, snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
-    """Round the pairs that need *new* nodes up to whole node-sized groups.
-
-    A lone pair makes Karpenter pick the smallest type that fits it; under a NodePool vCPU
-    limit, small nodes hold fewer slots (and cost more per slot). The rounding never passes
-    maxRunners headroom, and applies only while jobs are queued: the warm pool alone
-    (``proactiveCapacity``) is kept exactly as configured, and scale to zero stays zero.
-    """
-    group = group_size(snapshot, config)
-    free_slots = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0
-    needing_nodes = want - live - free_slots
-    if not snapshot.demand.queued_jobs or group <= 1 or needing_nodes <= 0:
-        return want
-    return min(_headroom(snapshot), want + (-needing_nodes) % group)
-
-
 def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
-    want = desired_pairs(inp.snapshot, inp.config)
-    live = decision.in_states(*LIVE)
-    target = packed_target(want, len(live), inp.snapshot, inp.config)
-    if len(live) < target:
+    """Re-paired survivors count as pairs and are the first released; spare lone halves are
+    mended before any new pair is requested, and released when nothing wants them."""
+    headroom = max_runners_headroom(inp.snapshot)
+    want = desired_pairs(inp.snapshot, inp.config, headroom)
+    survivors = decision.survivors
+    live = len(decision.in_states(*LIVE)) + survivors.repaired
+    target = packed_target(want, live, inp.snapshot, inp.config, headroom)
+    live += _mend_or_release(inp, decision, survivors.spare, target - live)
+    if live < target:
         taken = (inp.snapshot.placeholders, decision.states)  # looked up, not merged: 2 000 keys
-        for _ in range(target - len(live)):
-            decision.add(_fresh_id(ids, taken), f"desired {want} pairs, have {len(live)}")
+        for _ in range(target - live):
+            decision.add(_fresh_id(ids, taken), f"desired {want} pairs, have {live}")
         return
     # Keep a partly used node's worth of extra pairs (the rounding above made them) instead
     # of flapping them away; never beyond maxRunners headroom, never when nothing is wanted.
     keep = want
     if inp.snapshot.demand.queued_jobs:
-        keep = min(_headroom(inp.snapshot), want + group_size(inp.snapshot, inp.config) - 1)
-    excess = len(live) - max(want, keep)
-    if excess <= 0:
-        return
+        keep = min(headroom, want + group_size(inp.snapshot, inp.config) - 1)
+    excess = live - max(want, keep)
+    if excess > 0:
+        excess -= _release_repaired(decision, survivors, excess, want)
     for group in ((S.QUEUED,), (S.REQUESTED, S.PARTIAL), (S.READY,)):
+        if excess <= 0:
+            return
         candidates = sorted(
             (inp.pairs[pid] for pid in decision.in_states(*group) if pid in inp.pairs),
             key=lambda r: (r.since, r.pair_id),
@@ -286,8 +268,38 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
         for record in candidates[:excess]:
             decision.move(record, S.DELETED, f"scale down to {want} pairs")
         excess -= min(excess, len(candidates))
-        if excess == 0:
-            return
+
+
+def _mend_or_release(
+    inp: DecideInput, decision: Decision, spare: tuple[LoneHalf, ...], wanted: int
+) -> int:
+    """Mend up to ``wanted`` spare lone halves (pool order); release the others that no rule
+    protects. A half whose partner is still terminating is mended next step (its name is
+    still taken), so it is neither released nor replaced by a new pair. Returns the pairs
+    this makes live (mended and about to be)."""
+    window = inp.config.survivor_window
+    live = 0
+    for lone in spare:
+        if live < wanted:
+            live += 1
+            if lone.mendable:
+                missing = "runner" if lone.role is Role.WORKFLOW else "workflow"
+                decision.move(lone.record, S.REQUESTED, f"mend: {missing} half created again")
+        elif lone.role is Role.RUNNER:
+            decision.move(lone.record, S.DELETED, "scale down: a lone runner half, no pair to mend")
+        elif inp.now - lone.record.since >= window:
+            decision.move(lone.record, S.DELETED, f"survivor unclaimed for {window:.0f}s")
+    return live
+
+
+def _release_repaired(decision: Decision, survivors: Survivors, excess: int, want: int) -> int:
+    """Release up to ``excess`` re-paired slots, oldest halves first (the most scattered)."""
+    count = min(excess, survivors.repaired)
+    runners = [h for h in survivors.repaired_oldest_first if h.role is Role.RUNNER][:count]
+    workflows = [h for h in survivors.repaired_oldest_first if h.role is Role.WORKFLOW][:count]
+    for lone in (*runners, *workflows):
+        decision.move(lone.record, S.DELETED, f"scale down to {want} pairs (re-paired survivor)")
+    return count
 
 
 def _fresh_id(ids: Iterator[str], taken: tuple[Container[str], ...]) -> str:

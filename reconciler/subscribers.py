@@ -46,7 +46,9 @@ class PlaceholderSubscriber:
 
     def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
         for event in events:
-            if event.source is PairState.QUEUED and event.target is PairState.REQUESTED:
+            if event.target is PairState.REQUESTED and event.source in _CREATES_FROM:
+                # From QUEUED both pods are new; a mend (from PREEMPTED) creates them again
+                # and the survivor's create meets AlreadyExists, which writers treat as success.
                 self.writer.create_pair(self._spec(event))
             elif _releases_pods(event):
                 # The writer skips pods that are already gone, so a pair whose pods vanished
@@ -74,6 +76,10 @@ class PlaceholderSubscriber:
             workflow_pod=event.workflow_pod,
             expires_at=self.clock.now() + self.config.placeholder_ttl,
         )
+
+
+#: A request (from QUEUED) or a mend (from PREEMPTED); PARTIAL -> REQUESTED creates nothing.
+_CREATES_FROM = frozenset((PairState.QUEUED, PairState.PREEMPTED))
 
 
 def _releases_pods(event: TransitionEvent) -> bool:

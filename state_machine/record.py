@@ -69,8 +69,17 @@ class PairRecord:
         by name: ~4x the cost, and a churn step moves every changed pair twice). The
         ``first_entered`` mapping is immutable, so it is shared unless ``target`` is new.
         """
-        first = self.first_entered
-        if target not in first:
+        first, seen = self.first_entered, self.seen
+        if self.state is PairState.PREEMPTED and target is PairState.REQUESTED:
+            # A mend is a fresh request: its own ready timeout, and the half it creates is
+            # not "seen, then gone" before it was ever created.
+            fresh: dict[PairState, float] = {
+                s: t for s, t in first.items() if s is not PairState.PARTIAL
+            }
+            fresh[PairState.REQUESTED] = at
+            first = MappingProxyType(fresh)
+            seen = frozenset()
+        elif target not in first:
             first = MappingProxyType({**first, target: at})
         return PairRecord(
             pair_id=self.pair_id,
@@ -83,7 +92,7 @@ class PairRecord:
             since=at,
             first_entered=first,
             history=(*self.history, HistoryEntry(target, at, reason))[-HISTORY_LIMIT:],
-            seen=self.seen,
+            seen=seen,
         )
 
     def observed(self, roles: frozenset[Role]) -> PairRecord:

@@ -49,11 +49,13 @@ DESCRIPTIONS: dict[PairState, str] = {
         "retired and replaced."
     ),
     PairState.PREEMPTED: (
-        "A half was preempted by a real pod, evicted, deleted or ended. A surviving workflow "
-        "half is protected: when a runner pod takes the runner half, its workflow pod will "
-        "come for the workflow half a little later. Its life is bounded by survivorWindow; "
-        "when it is gone too the pair is DELETED. A surviving runner half is released at once: "
-        "the runner pod comes before its workflow pod, so nothing comes for it."
+        "A half was preempted by a real pod, evicted, deleted or ended. The surviving half "
+        "joins the survivor pool: a workflow half is reserved within survivorWindow for a "
+        "runner pod still waiting to create its workflow pod; lone halves nobody waits for "
+        "pair up with each other (re-paired, counted as pairs); the rest are mended while "
+        "pairs are wanted (-> REQUESTED: only the missing half is created again) or released "
+        "(a runner half at once, a workflow half after the window). When the survivor is gone "
+        "too the pair is DELETED."
     ),
     PairState.TIMED_OUT: (
         "The pair was not READY within placeholderReadyTimeout of its first request: the cloud "

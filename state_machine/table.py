@@ -66,6 +66,9 @@ EDGES: tuple[Edge, ...] = (
     # The survivor outlived its protection window: nobody came for it; free the capacity.
     # A lone runner half is not protected: a runner pod always precedes its workflow pod.
     Edge(PE, D, ACTIVE, "the surviving pod outlived survivorWindow, or is a lone runner half"),
+    # Mend: pairs are wanted and the survivor's partner is gone; only the missing half is
+    # created again (a fresh request: its own ready timeout), instead of a whole new pair.
+    Edge(PE, R, ACTIVE, "pairs are wanted: the missing half is created again beside the survivor"),
     # Both pods of a timed-out pair are confirmed gone.
     Edge(TO, D, PASSIVE, "both pods are confirmed gone"),
 )
@@ -82,6 +85,8 @@ def _targets() -> MappingProxyType[PairState, frozenset[PairState]]:
 
 #: For each state, the states it may move to.
 TARGETS = _targets()
+#: The one edge back from PREEMPTED: decide chooses it, a survivor never takes it by itself.
+MEND = (PE, R)
 
 
 def allowed(source: PairState, target: PairState) -> bool:
@@ -92,12 +97,15 @@ def edges_between(source: PairState, target: PairState) -> tuple[Edge, ...]:
     return tuple(e for e in EDGES if e.source is source and e.target is target)
 
 
-def reachable_from(start: PairState) -> frozenset[PairState]:
+def reachable_from(start: PairState, *, through_mend: bool = True) -> frozenset[PairState]:
     """States reachable from ``start`` (not including it unless on a cycle)."""
     seen: set[PairState] = set()
     frontier: list[PairState] = [start]
     while frontier:
-        for nxt in TARGETS[frontier.pop()]:
+        source = frontier.pop()
+        for nxt in TARGETS[source]:
+            if not through_mend and (source, nxt) == MEND:
+                continue
             if nxt not in seen:
                 seen.add(nxt)
                 frontier.append(nxt)
@@ -112,7 +120,10 @@ def _states_where(predicate_states: Iterable[PairState]) -> frozenset[PairState]
 TERMINAL = _states_where(s for s in ALL_STATES if not TARGETS[s])
 #: Pods exist or are being created but the pair does not back capacity yet.
 IN_FLIGHT = _states_where(s for s in ALL_STATES if RD in TARGETS[s] and s is not Q)
-#: Pairs that count towards the desired number (can still become or are READY).
-LIVE = _states_where(s for s in ALL_STATES if s is RD or RD in reachable_from(s))
+#: Pairs that count towards the desired number (can still become or are READY without being
+#: mended; a survivor counts only once re-paired, reconciler/survivors.py).
+LIVE = _states_where(
+    s for s in ALL_STATES if s is RD or RD in reachable_from(s, through_mend=False)
+)
 #: Pods were requested (may exist in the cluster) and must be cleaned up on the way out.
 HAS_PODS = _states_where(s for s in ALL_STATES if s is not Q and s not in TERMINAL)

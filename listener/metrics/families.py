@@ -133,12 +133,14 @@ class ReasonCategory(StrEnum):
     GONE = "gone"  # pods confirmed gone (PREEMPTED/TIMED_OUT -> DELETED)
     SCALE_DOWN = "scale_down"  # fewer pairs wanted
     ADOPTED = "adopted"  # taken over from an earlier listener instance
+    MENDED = "mended"  # a lone survivor's missing half created again (PREEMPTED -> REQUESTED)
     OTHER = "other"  # anything the rules below do not recognise
 
 
 #: First match wins; patterns are case-insensitive and searched anywhere in the reason.
 REASON_RULES: tuple[tuple[str, ReasonCategory], ...] = (
     (r"adopted", ReasonCategory.ADOPTED),
+    (r"^mend\b", ReasonCategory.MENDED),
     (r"not ready within|timed? ?out", ReasonCategory.TIMEOUT),
     (r"survivor unclaimed|outlived", ReasonCategory.SURVIVOR_EXPIRED),
     (r"surviving pod is gone|confirmed gone", ReasonCategory.GONE),

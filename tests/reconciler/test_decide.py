@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from reconciler.decide import DecideInput, decide, desired_pairs
+from reconciler.decide import DecideInput, decide
 from reconciler.ports import DeleteOrphan, RenewLease
 from reconciler.settings import ReconcilerConfig
+from reconciler.sizing import desired_pairs
 from reconciler.snapshot import ClusterSnapshot, Demand, PairPods, PodPhase
 from state_machine.record import PairRecord
 from state_machine.states import PairState

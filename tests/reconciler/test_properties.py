@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from reconciler.capacity import compute_ledger
 from reconciler.clock import ManualClock
-from reconciler.decide import desired_pairs
 from reconciler.reconciler import Reconciler
 from reconciler.settings import ReconcilerConfig
+from reconciler.sizing import desired_pairs
 from reconciler.snapshot import ClusterSnapshot, Demand, PairPods, PlaceholderPod, PodPhase
 from reconciler.subscribers import RecordingSubscriber
 from state_machine.states import PairState, Role
@@ -119,8 +119,13 @@ def test_capacity_beyond_jobs_holding_resources_is_really_reservable(snap: Clust
     assert ledger.capacity - jobs_holding <= reservable_pairs(snap)
 
 
-def live_runners(snap: ClusterSnapshot) -> int:
-    return sum(1 for p in snap.runner_pods if p.alive)
+def runners_needing_room(snap: ClusterSnapshot) -> int:
+    """Live runners, except Pending ones a Running runner placeholder is there to absorb
+    (each will preempt one: real pods outrank every placeholder)."""
+    bound = sum(1 for p in snap.runner_pods if p.alive and p.node_name is not None)
+    pending = sum(1 for p in snap.runner_pods if p.alive and p.node_name is None)
+    halves = sum(1 for pods in snap.placeholders.values() if pods.runner and pods.runner.counts)
+    return bound + max(0, pending - halves)
 
 
 @settings(max_examples=200, deadline=None)
@@ -130,12 +135,13 @@ def test_the_warm_pool_and_every_queued_job_get_a_pair_within_max_runners_room(
 ) -> None:
     """proactiveCapacity plus one pair per queued job, cut only by the room maxRunners leaves
     beside live runners (a pair beyond it could never be handed a job: it only costs a
-    node); a failed demand source fails open to at least the configured floor, never to
-    zero and never unlimited."""
+    node), a Pending runner counted only when no runner placeholder waits for it; a failed
+    demand source fails open to at least the configured floor, never to zero and never
+    unlimited."""
     config = ReconcilerConfig(
         scale_set=SCALE_SET, proactive_capacity=proactive, hud_fallback_queued_jobs=floor
     )
-    room = max(0, snap.max_runners - live_runners(snap))
+    room = max(0, snap.max_runners - runners_needing_room(snap))
     known = desired_pairs(replace(snap, demand=Demand(queued)), config)
     assert known == min(proactive + queued, room)
     failed = desired_pairs(replace(snap, demand=Demand(None, error="down")), config)

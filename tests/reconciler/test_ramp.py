@@ -11,8 +11,9 @@ import itertools
 
 import pytest
 
-from reconciler.decide import DecideInput, decide, launch_budget, packed_target
+from reconciler.decide import DecideInput, decide, launch_budget
 from reconciler.settings import ReconcilerConfig
+from reconciler.sizing import packed_target
 from reconciler.snapshot import ClusterSnapshot, FitEstimate, LaunchFacts
 from state_machine.record import PairRecord
 from state_machine.states import PairState

@@ -58,7 +58,8 @@ def test_a_lone_runner_half_is_released_at_once_instead_of_idling_for_the_window
     """Regression (ice-failover's idle CPU): a workflow pod took the workflow half of a pair
     whose runner half no runner pod took (its runner landed on free room). Nothing comes for
     that runner half (a runner pod precedes its workflow pod), yet it was kept for the whole
-    survivorWindow, holding idle capacity for most jobs of the day."""
+    survivorWindow, holding idle capacity for most jobs of the day. (When a pair is wanted
+    it is mended instead: tests/reconciler/test_survivors.py.)"""
     clock = ManualClock(0.0)
     writer = FakeWriter()
     config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1, survivor_window=600)
@@ -67,6 +68,7 @@ def test_a_lone_runner_half_is_released_at_once_instead_of_idling_for_the_window
     rec.step(snapshot())
     rec.step(snapshot(placeholders={"i0-1": running_pair("i0-1")}))
     clock.advance(10)
+    rec.config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=0, survivor_window=600)
     lone_runner = PairPods(ph("i0-1", Role.RUNNER), None)
     runner_ref = PodRef("arc-runners", rec.store.get("i0-1").runner_pod)
     result = rec.step(snapshot(placeholders={"i0-1": lone_runner}, runners=(runner("r1"),)))
@@ -108,7 +110,9 @@ def test_vanished_half_is_lost_at_once_not_held_in_flight_until_the_ready_timeou
     clock.advance(5)
     workflow_only = PairPods(None, ph("i0-1", Role.WORKFLOW, phase=PodPhase.PENDING))
     result = rec.step(snapshot(placeholders={"i0-1": workflow_only}))
-    [lost] = [e for e in result.events if e.pair_id == "i0-1"]
+    lost, mended = [e for e in result.events if e.pair_id == "i0-1"]
     assert lost.target is PairState.PREEMPTED
     assert lost.reason == "runner placeholder vanished before the pair was ready (seen, then gone)"
     assert clock.now() < config.placeholder_ready_timeout
+    # The warm pool still wants the pair: its missing half is created again at once.
+    assert (mended.source, mended.target) == (PairState.PREEMPTED, PairState.REQUESTED)

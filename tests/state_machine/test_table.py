@@ -8,8 +8,8 @@ import pytest
 
 from state_machine.events import Kind
 from state_machine.machine import InvalidTransition, PairMachine
-from state_machine.states import PairState
-from state_machine.store import Move, NewPair, PairStore
+from state_machine.states import PairState, Role
+from state_machine.store import Move, NewPair, Observed, PairStore
 from state_machine.table import (
     EDGES,
     HAS_PODS,
@@ -34,7 +34,7 @@ EXPECTED = {
     (S.PARTIAL, S.READY), (S.PARTIAL, S.REQUESTED), (S.PARTIAL, S.TIMED_OUT),
     (S.PARTIAL, S.PREEMPTED), (S.PARTIAL, S.DELETED),
     (S.READY, S.PREEMPTED), (S.READY, S.DELETED),
-    (S.PREEMPTED, S.DELETED),
+    (S.PREEMPTED, S.DELETED), (S.PREEMPTED, S.REQUESTED),
     (S.TIMED_OUT, S.DELETED),
 }  # fmt: skip
 
@@ -115,7 +115,28 @@ def test_derived_predicates_follow_from_the_table() -> None:
     assert {S.QUEUED, S.REQUESTED, S.PARTIAL, S.READY} == LIVE
     assert {S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED, S.TIMED_OUT} == HAS_PODS
     assert S.READY in reachable_from(S.QUEUED)
-    assert S.READY not in reachable_from(S.PREEMPTED)
+    # Only through the mend, which decide chooses: a survivor alone never becomes READY, so
+    # PREEMPTED is not LIVE (it counts once re-paired, reconciler/survivors.py).
+    assert S.READY in reachable_from(S.PREEMPTED)
+    assert S.READY not in reachable_from(S.PREEMPTED, through_mend=False)
+
+
+def test_a_mend_is_a_fresh_request() -> None:
+    """Regression guard: a mended pair kept the REQUESTED time of its first request and the
+    halves it had seen, so the ready timeout fired at once and the half being created again
+    read as "seen, then gone" on the next sync."""
+    store = PairStore("ss")
+    store.commit([NewPair("p", "test")], at=0.0)
+    store.commit([Move("p", S.REQUESTED, Kind.ACTIVE, "launch")], at=1.0)
+    store.commit([Observed("p", frozenset((Role.RUNNER, Role.WORKFLOW)))], at=2.0)
+    for at, target in ((2.0, S.PARTIAL), (3.0, S.READY), (4.0, S.PREEMPTED)):
+        store.commit([Move("p", target, Kind.PASSIVE, "observed")], at=at)
+    assert store.get("p").seen and store.get("p").entered(S.REQUESTED) == 1.0
+    store.commit([Move("p", S.REQUESTED, Kind.ACTIVE, "mend")], at=500.0)
+    after = store.get("p")
+    assert after.entered(S.REQUESTED) == 500.0
+    assert after.entered(S.PARTIAL) is None
+    assert after.seen == frozenset()
 
 
 def test_every_state_can_reach_deleted() -> None:

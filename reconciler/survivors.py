@@ -1,0 +1,136 @@
+"""Surviving halves as one pool: which PREEMPTED pairs still back a slot, and which to mend.
+
+kube-scheduler chooses preemption victims per node, never per pair. A job's runner pod takes
+the runner half of pair A; its workflow pod, seconds later, takes a workflow half on whichever
+node ``pickOneNodeForPreemption`` ranks first (fewest, lowest-priority victims, then the
+latest-started ones), often pair B's. A workflow pod that finds enough runner halves (-10) on
+one node takes those rather than one workflow half (+10): one 4-cpu workflow pod breaks eight
+pairs of 0.5-cpu runner halves. What stands afterwards are lone halves. The capacity ledger
+counts halves, so a lone runner half and a lone workflow half already back one slot
+(docs/design.md#capacity-ledger); releasing both and requesting a new pair in their place is
+what made storms launch extra nodes. This pool says which lone halves to keep and which are
+spare; resize mends spare ones (creates only the missing half, ``state_machine.table.MEND``)
+before it requests new pairs.
+
+Steps, in order (``SurvivorPool.of`` then ``SurvivorPool.plan``):
+
+1. Lone halves: PREEMPTED pairs with one pod standing, Pending or Running on a usable node,
+   its partner gone or going. A stalled or lost survivor is retired by the old rules.
+2. Awaited: real runner pods alive without a workflow pod yet. In the kubernetes modes each
+   creates one, and it may take any workflow half: that many lone workflow halves still
+   inside ``survivorWindow`` are kept for them.
+3. Re-paired = min(lone runner halves, the other lone workflow halves): kept as slots.
+4. Spare: the lone halves left over (all of one role, or they would pair), newest first.
+   Resize mends them while pairs are wanted, then releases the rest: a spare runner half at
+   once, a spare workflow half once ``survivorWindow`` is over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
+from state_machine.record import PairRecord
+from state_machine.states import PairState, Role
+
+_POOLED = (Half.PENDING, Half.RUNNING)
+_GONE = (Half.MISSING, Half.LOST)
+
+
+@dataclass(frozen=True, slots=True)
+class LoneHalf:
+    record: PairRecord
+    #: The role still standing.
+    role: Role
+    #: The partner pod is gone from the cluster: it may be created again under its name.
+    mendable: bool
+    #: The partner pod still standing though lost (ended by itself, or a DisruptionTarget) and
+    #: not being deleted: nothing else removes it, so the pool's user deletes it.
+    lost_partner: PlaceholderPod | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Survivors:
+    """What the pool means for this step (newest first within each tuple)."""
+
+    #: Lone halves kept as they are: re-paired slots and workflow halves awaited by a runner.
+    kept: tuple[LoneHalf, ...] = ()
+    #: Re-paired lone halves, oldest first: released first when pairs are too many.
+    repaired_oldest_first: tuple[LoneHalf, ...] = ()
+    #: Lone halves nothing needs as they are: mend or release.
+    spare: tuple[LoneHalf, ...] = ()
+    repaired: int = 0
+
+    @property
+    def pair_ids(self) -> frozenset[str]:
+        return frozenset(h.record.pair_id for h in (*self.kept, *self.spare))
+
+
+@dataclass(frozen=True, slots=True)
+class SurvivorPool:
+    #: Lone runner halves, newest first.
+    runner_halves: tuple[LoneHalf, ...]
+    #: Lone workflow halves, newest first.
+    workflow_halves: tuple[LoneHalf, ...]
+    #: Real runner pods alive that have not created their workflow pod yet.
+    awaited: int
+
+    @classmethod
+    def of(cls, pairs: Mapping[str, PairRecord], snapshot: ClusterSnapshot) -> SurvivorPool:
+        runner_halves: list[LoneHalf] = []
+        workflow_halves: list[LoneHalf] = []
+        for record in pairs.values():
+            if record.state is not PairState.PREEMPTED:
+                continue
+            lone = _lone_half(record, snapshot.placeholders.get(record.pair_id))
+            if lone is not None:
+                (runner_halves if lone.role is Role.RUNNER else workflow_halves).append(lone)
+        return cls(_newest_first(runner_halves), _newest_first(workflow_halves), _awaited(snapshot))
+
+    def plan(self, now: float, window: float) -> Survivors:
+        """Awaited workflow pods are served from workflow halves still inside the window (an
+        older one waited long enough: whatever it waits for is not coming); the rest pair up
+        with lone runner halves, newest first."""
+        fresh = [h for h in self.workflow_halves if now - h.record.since < window]
+        awaited = tuple(fresh[: self.awaited])
+        reserved = {h.record.pair_id for h in awaited}
+        free = [h for h in self.workflow_halves if h.record.pair_id not in reserved]
+        repaired = min(len(self.runner_halves), len(free))
+        kept_runner, kept_workflow = self.runner_halves[:repaired], tuple(free[:repaired])
+        return Survivors(
+            kept=(*awaited, *kept_workflow, *kept_runner),
+            repaired_oldest_first=(*kept_runner[::-1], *kept_workflow[::-1]),
+            spare=(*free[repaired:], *self.runner_halves[repaired:]),
+            repaired=repaired,
+        )
+
+
+def _lone_half(record: PairRecord, pods: PairPods | None) -> LoneHalf | None:
+    """The half that alone stands: usable itself, its partner gone or going (a victim is seen
+    terminating for its grace period)."""
+    if pods is None:
+        return None
+    runner, workflow = _half(pods.runner), _half(pods.workflow)
+    if runner in _POOLED and workflow in _GONE:
+        return LoneHalf(record, Role.RUNNER, workflow is Half.MISSING, _lingering(pods.workflow))
+    if workflow in _POOLED and runner in _GONE:
+        return LoneHalf(record, Role.WORKFLOW, runner is Half.MISSING, _lingering(pods.runner))
+    return None
+
+
+def _lingering(partner: PlaceholderPod | None) -> PlaceholderPod | None:
+    return partner if partner is not None and not partner.deleting else None
+
+
+def _half(pod: PlaceholderPod | None) -> Half:
+    return Half.MISSING if pod is None else pod.half
+
+
+def _awaited(snapshot: ClusterSnapshot) -> int:
+    with_workflow = {w.runner_pod for w in snapshot.workflow_pods if not w.deleting}
+    return sum(1 for r in snapshot.runner_pods if r.alive and r.name not in with_workflow)
+
+
+def _newest_first(halves: list[LoneHalf]) -> tuple[LoneHalf, ...]:
+    return tuple(sorted(halves, key=lambda h: (h.record.since, h.record.pair_id), reverse=True))

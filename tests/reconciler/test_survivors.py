@@ -1,0 +1,186 @@
+"""The survivor pool: lone halves are kept re-paired, mended, or released (issue 24).
+
+Each case is a step of decide over PREEMPTED pairs whose one half stands, with the demand
+and the real pods around them; the expectation is what happens to every lone half and
+whether a whole new pair is requested.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pytest
+
+from reconciler.decide import DecideInput, decide
+from reconciler.ports import DeleteOrphan
+from reconciler.settings import ReconcilerConfig
+from reconciler.sizing import max_runners_headroom
+from reconciler.snapshot import PairPods, PodPhase
+from state_machine.record import PairRecord
+from state_machine.states import PairState, Role
+from state_machine.store import NewPair
+
+from .builders import INSTANCE, SCALE_SET, ph, runner, running_pair, snapshot, workflow
+
+S = PairState
+WINDOW = 120.0
+NOW = 1_000.0
+
+
+def preempted(pair_id: str, since: float) -> PairRecord:
+    record = PairRecord.new(pair_id, SCALE_SET, since - 20, "test")
+    for target in (S.REQUESTED, S.READY, S.PREEMPTED):
+        record = record.moved(target, since, "t")
+    return record
+
+
+def lone(role: Role, pair_id: str, partner: str = "missing") -> PairPods:
+    """A lone ``role`` half; its partner "missing", "terminating" or "ended"."""
+    other = Role.WORKFLOW if role is Role.RUNNER else Role.RUNNER
+    partner_pod = {
+        "missing": None,
+        "terminating": ph(pair_id, other, deleting=True),
+        "ended": ph(pair_id, other, phase=PodPhase.FAILED),
+    }[partner]
+    halves = {role: ph(pair_id, role), other: partner_pod}
+    return PairPods(halves[Role.RUNNER], halves[Role.WORKFLOW])
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    #: pair id -> (standing role, age in seconds, partner state)
+    lone: dict[str, tuple[Role, float, str]]
+    want: int  # proactiveCapacity (no queued jobs)
+    awaiting: int = 0  # runner pods without a workflow pod yet
+    expect: dict[str, PairState | None] = None  # type: ignore[assignment]  # None: kept as is
+    new_pairs: int = 0
+
+
+CASES = [
+    Case(
+        "a lone runner half and a lone workflow half are one slot: kept, no new pair",
+        {"r": (Role.RUNNER, 30, "missing"), "w": (Role.WORKFLOW, 30, "missing")},
+        want=1,
+        expect={"r": None, "w": None},
+    ),
+    Case(
+        "a workflow half a runner pod still awaits is kept, and a pair is requested",
+        {"w": (Role.WORKFLOW, 30, "missing")},
+        want=1,
+        awaiting=1,
+        expect={"w": None},
+        new_pairs=1,
+    ),
+    Case(
+        "a spare workflow half is mended when a pair is wanted (its runner half created)",
+        {"w": (Role.WORKFLOW, 30, "missing")},
+        want=1,
+        expect={"w": S.REQUESTED},
+    ),
+    Case(
+        "a spare runner half is mended when a pair is wanted (its workflow half created)",
+        {"r": (Role.RUNNER, 30, "missing")},
+        want=1,
+        expect={"r": S.REQUESTED},
+    ),
+    Case(
+        "halves are re-paired first; what is left over is mended",
+        {
+            "w": (Role.WORKFLOW, 30, "missing"),
+            "r1": (Role.RUNNER, 30, "missing"),
+            "r2": (Role.RUNNER, 20, "missing"),
+        },
+        want=2,
+        expect={"w": None, "r2": None, "r1": S.REQUESTED},
+    ),
+    Case(
+        "a spare workflow half inside the window is kept when no pair is wanted",
+        {"w": (Role.WORKFLOW, WINDOW - 1, "missing")},
+        want=0,
+        expect={"w": None},
+    ),
+    Case(
+        "a spare workflow half past the window is released when no pair is wanted",
+        {"w": (Role.WORKFLOW, WINDOW + 1, "missing")},
+        want=0,
+        expect={"w": S.DELETED},
+    ),
+    Case(
+        "an awaited workflow half past the window is no longer reserved",
+        {"w": (Role.WORKFLOW, WINDOW + 1, "missing")},
+        want=0,
+        awaiting=1,
+        expect={"w": S.DELETED},
+    ),
+    Case(
+        "a spare runner half is released at once when no pair is wanted",
+        {"r": (Role.RUNNER, 1, "missing")},
+        want=0,
+        expect={"r": S.DELETED},
+    ),
+    Case(
+        "a half whose partner still terminates waits to be mended; no new pair meanwhile",
+        {"w": (Role.WORKFLOW, 1, "terminating")},
+        want=1,
+        expect={"w": None},
+    ),
+    Case(
+        "too many pairs: a re-paired slot is released first",
+        {"r": (Role.RUNNER, 30, "missing"), "w": (Role.WORKFLOW, 30, "missing")},
+        want=0,
+        expect={"r": S.DELETED, "w": S.DELETED},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_survivor_pool(case: Case) -> None:
+    records = {pid: preempted(pid, NOW - age) for pid, (_, age, _) in case.lone.items()}
+    placeholders = {pid: lone(role, pid, partner) for pid, (role, _, partner) in case.lone.items()}
+    runners = tuple(runner(f"job-{i}") for i in range(case.awaiting))
+    snap = snapshot(placeholders=placeholders, runners=runners, queued=0)
+    config = ReconcilerConfig(
+        scale_set=SCALE_SET, proactive_capacity=case.want, survivor_window=WINDOW
+    )
+    ids = (f"new-{i}" for i in itertools.count(1))
+    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), ids)
+    moved = {c.pair_id: c.target for c in decision.changes if hasattr(c, "target")}
+    assert {pid: moved.get(pid) for pid in case.lone} == case.expect
+    assert sum(isinstance(c, NewPair) for c in decision.changes) == case.new_pairs
+
+
+def test_an_ended_partner_of_a_survivor_is_deleted() -> None:
+    """Regression (chaos day): a workflow half ended by itself (its lifetime) beside a runner
+    half the pool kept; nothing deleted the Failed pod, which outlived its lease."""
+    records = {"r": preempted("r", NOW - 5)}
+    snap = snapshot(placeholders={"r": lone(Role.RUNNER, "r", "ended")}, queued=0)
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1, survivor_window=WINDOW)
+    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), iter(()))
+    deletes = [c.pod.name for c in decision.commands if isinstance(c, DeleteOrphan)]
+    assert deletes == [snap.placeholders["r"].workflow.name]  # type: ignore[union-attr]
+
+
+def test_a_pending_runner_a_placeholder_will_absorb_does_not_release_a_pair() -> None:
+    """Regression (storm, seed 1: 542 scale-downs for 996 pairs created): a runner pod GitHub
+    had just been handed a job for counted against maxRunners while still Pending, so a pair
+    in flight was released, and a new one requested once the runner preempted a READY pair."""
+    ready = {f"p{i}": running_pair(f"p{i}") for i in range(3)}
+    records = {
+        pid: PairRecord.new(pid, SCALE_SET, 0, "t").moved(S.REQUESTED, 1, "t") for pid in ready
+    }
+    records = {pid: r.moved(S.READY, 2, "t") for pid, r in records.items()}
+    pending = runner("job-1", node=None, phase=PodPhase.PENDING)
+    snap = snapshot(placeholders=ready, runners=(pending,), max_runners=3, queued=10)
+    assert max_runners_headroom(snap) == 3
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=0)
+    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), iter(()))
+    assert not [c for c in decision.changes if getattr(c, "target", None) is S.DELETED]
+
+
+def test_a_pending_runner_without_a_placeholder_to_take_counts_against_max_runners() -> None:
+    bound = runner("job-1")
+    pending = runner("job-2", node=None, phase=PodPhase.PENDING)
+    snap = snapshot(runners=(bound, pending), workflows=(workflow("job-1"),), max_runners=5)
+    assert max_runners_headroom(snap) == 3
