@@ -44,6 +44,7 @@ def log_figures(world: World) -> dict[str, Any]:
         "pairs": pairs.pairs,
         "pair_fates": dict(pairs.fates),
         "pair_breaks": dict(pairs.broken_by_cause),
+        "pair_mends": dict(pairs.mended_by_cause),
         "halves_taken": dict(halves_taken(events)),
         "launched_types": dict(
             Counter(e["instance_type"] for e in events if e["type"] == "nodeclaim_launched")
@@ -131,6 +132,14 @@ def pair_lines(runs: list[dict[str, Any]]) -> list[str]:
     lines += [
         f"    {count:>6,} {count / n:>8,.1f}  {cause}" for cause, count in breaks.most_common()
     ]
+    mends = _sum([r["log"].get("pair_mends", {}) for r in mine])
+    lines.append(
+        f"  halves lost and mended (created again by the listener) {sum(mends.values()):,} "
+        f"({sum(mends.values()) / n:,.1f} per seed), by how they were lost:"
+    )
+    lines += [
+        f"    {count:>6,} {count / n:>8,.1f}  {cause}" for cause, count in mends.most_common()
+    ]
     lines.append("  pair fates (all seeds):")
     fates = _sum([r["log"]["pair_fates"] for r in mine])
     lines += [f"    {count:>6,}  {fate}" for fate, count in fates.most_common()]
@@ -154,8 +163,10 @@ SUMMARY_HEADER = [
     "T95 x",
     "node-h x",
     "$ x",
+    "$/job done x",
     "$ budget met",
     "breaks/seed",
+    "mends/seed",
 ]
 
 
@@ -194,6 +205,11 @@ def summary_row(scenario: Scenario, runs: list[dict[str, Any]], kth_max: str) ->
     logged = [r for r in cand if "log" in r and r["seed"] in by_seed]
     met = sum(budget_met(r, by_seed[r["seed"]]) for r in logged)
     breaks = sum(sum(r["log"]["pair_breaks"].values()) for r in logged)
+    mends = sum(sum(r["log"].get("pair_mends", {}).values()) for r in logged)
+    per_job = _ratio(
+        _ratio(total(res_c, "billed_cost_usd"), total(res_c, "jobs_completed")),
+        _ratio(total(res_b, "billed_cost_usd"), total(res_b, "jobs_completed")),
+    )
     return [
         scenario.name,
         str(len(cand)),
@@ -205,6 +221,8 @@ def summary_row(scenario: Scenario, runs: list[dict[str, Any]], kth_max: str) ->
         t95,
         _r(_ratio(total(res_c, "billed_node_hours"), total(res_b, "billed_node_hours"))),
         _r(_ratio(total(res_c, "billed_cost_usd"), total(res_b, "billed_cost_usd"))),
+        _r(per_job),
         f"{met}/{len(logged)}" if logged else "-",
         f"{breaks / len(logged):,.1f}" if logged else "-",
+        f"{mends / len(logged):,.1f}" if logged else "-",
     ]

@@ -47,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"pairs created {report.pairs:,}, broken {report.broken:,}; broken by cause:")
             for cause, count in report.broken_by_cause.most_common():
                 print(f"  {count:>6,}  {cause}")
+            mended = sum(report.mended_by_cause.values())
+            print(f"halves lost and mended (created again by the listener) {mended:,}:")
+            for cause, count in report.mended_by_cause.most_common():
+                print(f"  {count:>6,}  {cause}")
             print("pair fates:")
             for fate, count in report.fates.most_common():
                 print(f"  {count:>6,}  {fate}")

@@ -26,7 +26,9 @@ ARC's per seed, the price of its warm pool's idle reserved capacity, and whether
 1.1x stock ARC's + that price; **pair breaks by cause** read from each run's event log
 (definitions: bench/cost_report.py, simulator/measurement/pair_breaks.py, reserve_cost.py);
 and at the end one summary row per scenario (failed / stuck / over-advertised, worst k-th
-ratio, fair p50, T95, node-hours and dollars as ratios to stock ARC, budget, breaks per seed).
+ratio, fair p50, T95, node-hours and dollars as ratios to stock ARC, dollars per completed job
+as a ratio (where stock ARC fails jobs it also pays for fewer of them), budget, breaks and
+mends per seed).
 
 Run: ``.venv/bin/python bench/scenarios.py [--seeds 10] [--jobs 2] [--scenarios burst,drain]``
 (``--set cutPollOnRise=true`` measures a variant of every scenario's shared capacityAware

@@ -70,13 +70,16 @@ def packed_target(
 
     A lone pair makes Karpenter pick the smallest type that fits it; under a NodePool vCPU
     limit, small nodes hold fewer slots (and cost more per slot). The rounding never passes
-    maxRunners headroom, and applies only while jobs are queued: the warm pool alone
-    (``proactiveCapacity``) is kept exactly as configured, and scale to zero stays zero.
+    maxRunners headroom, and applies only while jobs are queued and at least one whole group
+    needs a node: the warm pool alone (``proactiveCapacity``) is kept exactly as configured,
+    scale to zero stays zero, and one queued job gets one pair on the type that fits it
+    (rounding it up bought m5.2xlarge where stock ARC bought m5.xlarge: scale-to-zero paid
+    1.12x stock ARC's dollars at 0.98x its node-hours, 3 seeds).
     """
     group = group_size(snapshot, config)
     free_slots = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0
     needing_nodes = want - live - free_slots
-    if not snapshot.demand.queued_jobs or group <= 1 or needing_nodes <= 0:
+    if not snapshot.demand.queued_jobs or group <= 1 or needing_nodes < group:
         return want
     room = max_runners_headroom(snapshot) if headroom is None else headroom
     return min(room, want + (-needing_nodes) % group)

@@ -22,6 +22,11 @@ Two views, per strategy log:
   the broken pairs counted by cause: the first half lost to a wrong-kind pod, a disruption
   or expiry; otherwise ``"<taker> took the <half> half; the other half went unused"``.
 
+**Mended.** When the listener mends a pair (issue 24: it creates the missing half again beside
+the survivor), a ``pod_created`` for a half that already ended appears under the same name.
+The earlier end is then a *mend* (counted by cause in ``mended_by_cause``), not the pair's
+fate: the pair is whole again and its fate is decided by what ends its halves afterwards.
+
 What the log cannot say: why the listener deleted a pair (a timeout of
 placeholderReadyTimeout, a surplus pair, a survivor at the end of survivorWindow all read
 ``pod_deleted`` reason ``deleted``). A pair released unused is therefore not a break here
@@ -58,6 +63,8 @@ class Outcome:
 class _Pair:
     halves: dict[str, str] = field(default_factory=dict)  # half -> pod name
     ends: dict[str, Outcome] = field(default_factory=dict)  # half -> first end
+    #: Ends of halves created again afterwards (the listener mended the pair).
+    mends: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +72,8 @@ class PairReport:
     pairs: int
     fates: Counter[str]
     broken_by_cause: Counter[str]
+    #: Halves lost and created again by the listener, by how they were lost.
+    mended_by_cause: Counter[str] = field(default_factory=Counter)
 
     @property
     def broken(self) -> int:
@@ -120,6 +129,9 @@ def _replay(events: Iterable[Mapping[str, Any]]) -> list[_Pair]:
             found = _pair_of(pod, event["role"])
             if found is not None:
                 pair = pairs.setdefault(found[0], _Pair())
+                ended = pair.ends.pop(found[1], None)
+                if ended is not None:
+                    pair.mends.append(ended.cause)
                 pair.halves[found[1]] = pod
                 half_of[pod] = (pair, found[1])
             continue
@@ -167,10 +179,12 @@ def pair_report(events: Iterable[Mapping[str, Any]]) -> PairReport:
     """Fates and breaks by cause of every capacity-aware pair in one strategy's log."""
     fates: Counter[str] = Counter()
     broken: Counter[str] = Counter()
+    mended: Counter[str] = Counter()
     pairs = _replay(events)
     for pair in pairs:
         fate, cause = _fate(pair)
         fates[fate] += 1
+        mended.update(pair.mends)
         if cause is not None:
             broken[cause] += 1
-    return PairReport(len(pairs), fates, broken)
+    return PairReport(len(pairs), fates, broken, mended)

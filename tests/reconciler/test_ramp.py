@@ -104,7 +104,9 @@ def test_decide_reports_what_held_queued_pairs_back() -> None:
         (4, 0, 0, 4, 100, 6),  # 4 pairs need nodes: round up to 2 nodes of 3
         (6, 0, 0, 6, 100, 6),  # already whole
         (4, 0, 1, 4, 100, 4),  # one fits free allocatable, 3 make one node
-        (4, 2, 0, 4, 100, 5),  # 2 exist, 2 need a node: 3
+        (4, 2, 0, 4, 100, 4),  # 2 exist, 2 need a node: less than a group, not rounded
+        (2, 0, 0, 2, 100, 2),  # one queued job's worth short of a group: not rounded
+        (5, 2, 0, 5, 100, 5),  # 3 need nodes: exactly one group
         (4, 0, 0, 4, 5, 5),  # never beyond maxRunners headroom
         (4, 0, 0, 0, 100, 4),  # no queued jobs: the warm pool is kept exactly as configured
         (0, 0, 0, 0, 100, 0),  # scale to zero stays zero

@@ -206,3 +206,20 @@ def test_an_unpriced_node_adds_no_dollars_and_is_named() -> None:
     ]
     cost = reserve_cost(log, CATALOG)
     assert (cost.cpu_hours, cost.usd, cost.unpriced) == (2.0, 0.0, ("x9.weird",))
+
+
+def test_a_mended_pair_is_not_broken_and_its_loss_is_counted_as_a_mend() -> None:
+    """A workflow pod took the runner half; the listener created the runner half again under
+    the same name (a mend) and both halves were then used: the pair is whole again, so its
+    fate is the later use and the first loss counts as a mend, not a break."""
+    log = story(
+        pair(0, "p1"),
+        taken(10, "p1-r", "job-a-workflow"),
+        created(12, "p1-r", "placeholder-runner", 0.5),
+        taken(40, "p1-r", "job-b"),
+        taken(50, "p1-w", "job-b-workflow"),
+    )
+    report = pair_report(log)
+    assert report.broken == 0
+    assert report.fates == {"both halves taken by one job": 1}
+    assert report.mended_by_cause == {"workflow pod took the runner half": 1}
