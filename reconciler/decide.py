@@ -273,16 +273,20 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
 def _mend_or_release(
     inp: DecideInput, decision: Decision, spare: tuple[LoneHalf, ...], wanted: int
 ) -> int:
-    """Mend up to ``wanted`` spare lone halves (pool order); release the others that no rule
-    protects. A half whose partner is still terminating is mended next step (its name is
-    still taken), so it is neither released nor replaced by a new pair. Returns the pairs
-    this makes live (mended and about to be)."""
+    """Mend up to ``wanted`` spare lone halves (pool order) within the launch budget, like any
+    request: in a full NodePool a mended half would only wait Pending until its ready timeout
+    while its survivor holds room (shared-nodepool: 456 such timeouts in one seed when mends
+    ignored the budget). Release the others that no rule protects. A half whose partner is
+    still terminating is mended next step (its name is still taken), so it is neither
+    released nor replaced by a new pair. Returns the pairs this makes live."""
     window = inp.config.survivor_window
-    live = 0
+    budget = _budget_now(inp, decision).pairs if spare and wanted > 0 else 0
+    live = mended = 0
     for lone in spare:
-        if live < wanted:
+        if live < wanted and (not lone.mendable or mended < budget):
             live += 1
             if lone.mendable:
+                mended += 1
                 missing = "runner" if lone.role is Role.WORKFLOW else "workflow"
                 decision.move(lone.record, S.REQUESTED, f"mend: {missing} half created again")
         elif lone.role is Role.RUNNER:
@@ -317,11 +321,16 @@ def launch(inp: DecideInput, decision: Decision) -> None:
     queued = decision.in_states(S.QUEUED)  # insertion order: existing (oldest) first, then new
     if not queued:
         return
-    budget = launch_budget(inp, len(decision.in_states(*IN_FLIGHT)), _unbound_in_flight(inp))
+    budget = _budget_now(inp, decision)
     decision.launch_limited_by = budget.limited_by if budget.pairs < len(queued) else None
     for pair_id in queued[: budget.pairs]:
         decision.changes.append(Move(pair_id, S.REQUESTED, Kind.ACTIVE, "launch slot free"))
         decision.states[pair_id] = S.REQUESTED
+
+
+def _budget_now(inp: DecideInput, decision: Decision) -> LaunchBudget:
+    """The ramp's budget for this step's requests (mends and launches share it)."""
+    return launch_budget(inp, len(decision.in_states(*IN_FLIGHT)), _unbound_in_flight(inp))
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,25 +98,38 @@ def test_decide_reports_what_held_queued_pairs_back() -> None:
     assert decision.launch_limited_by == "ramp"
 
 
+#: A NodePool whose limit binds before maxRunners (100) does: room for 50 more pairs.
+CAPPED = 50
+
+
 @pytest.mark.parametrize(
-    ("want", "live", "on_existing", "queued", "max_runners", "expected"),
+    ("want", "live", "on_existing", "queued", "max_runners", "new_pairs", "expected"),
     [
-        (4, 0, 0, 4, 100, 6),  # 4 pairs need nodes: round up to 2 nodes of 3
-        (6, 0, 0, 6, 100, 6),  # already whole
-        (4, 0, 1, 4, 100, 4),  # one fits free allocatable, 3 make one node
-        (4, 2, 0, 4, 100, 4),  # 2 exist, 2 need a node: less than a group, not rounded
-        (2, 0, 0, 2, 100, 2),  # one queued job's worth short of a group: not rounded
-        (5, 2, 0, 5, 100, 5),  # 3 need nodes: exactly one group
-        (4, 0, 0, 4, 5, 5),  # never beyond maxRunners headroom
-        (4, 0, 0, 0, 100, 4),  # no queued jobs: the warm pool is kept exactly as configured
-        (0, 0, 0, 0, 100, 0),  # scale to zero stays zero
+        (4, 0, 0, 4, 100, CAPPED, 6),  # 4 pairs need nodes: round up to 2 nodes of 3
+        (6, 0, 0, 6, 100, CAPPED, 6),  # already whole
+        (4, 0, 1, 4, 100, CAPPED, 4),  # one fits free allocatable, 3 make one node
+        (4, 2, 0, 4, 100, CAPPED, 5),  # 2 exist, 2 need a node: 3
+        (4, 0, 0, 4, 5, 4, 5),  # never beyond maxRunners headroom
+        (4, 0, 0, 0, 100, CAPPED, 4),  # no queued jobs: the warm pool is kept as configured
+        (0, 0, 0, 0, 100, CAPPED, 0),  # scale to zero stays zero
+        (1, 0, 0, 1, 10, 25, 1),  # room for all 10: a lone job gets a pair of its own size
+        (4, 0, 0, 4, 100, 1_000, 4),  # room for every pair maxRunners allows: not rounded
     ],
 )
-def test_pairs_needing_new_nodes_are_rounded_up_to_whole_node_groups(
-    want: int, live: int, on_existing: int, queued: int, max_runners: int, expected: int
+def test_pairs_needing_new_nodes_are_rounded_up_to_whole_node_groups_where_the_limit_binds(
+    want: int,
+    live: int,
+    on_existing: int,
+    queued: int,
+    max_runners: int,
+    new_pairs: int,
+    expected: int,
 ) -> None:
     snap = with_cluster(
-        snapshot(queued=queued, max_runners=max_runners), on_existing=on_existing, group=3
+        snapshot(queued=queued, max_runners=max_runners),
+        new_pairs=new_pairs,
+        on_existing=on_existing,
+        group=3,
     )
     assert packed_target(want, live, snap, config()) == expected
 
@@ -124,7 +137,7 @@ def test_pairs_needing_new_nodes_are_rounded_up_to_whole_node_groups(
 def test_a_partly_used_node_group_is_not_scaled_down_while_jobs_queue() -> None:
     """No flapping: the extra pairs the rounding made are not deleted on the next step while
     the same demand holds; they go when it ends."""
-    snap = with_cluster(snapshot(queued=4, max_runners=100), group=3)
+    snap = with_cluster(snapshot(queued=4, max_runners=100), new_pairs=CAPPED, group=3)
     ids = (f"p-{i}" for i in itertools.count(1))
     first = decide(DecideInput({}, snap, config(), 0.0, INSTANCE, False), ids)
     assert sum(isinstance(c, NewPair) for c in first.changes) == 6
@@ -132,7 +145,7 @@ def test_a_partly_used_node_group_is_not_scaled_down_while_jobs_queue() -> None:
         pid: PairRecord.new(pid, SCALE_SET, 0.0, "t").moved(S.REQUESTED, 0.0, "t")
         for pid, state in first.states.items()
     }
-    same = with_cluster(snapshot(queued=4, max_runners=100), group=3)
+    same = with_cluster(snapshot(queued=4, max_runners=100), new_pairs=CAPPED, group=3)
     again = decide(DecideInput(records, same, config(), 1.0, INSTANCE, False), ids)
     assert not any(isinstance(c, Move) and c.target is S.DELETED for c in again.changes)
     gone = with_cluster(snapshot(queued=0, max_runners=100), group=3)
