@@ -178,6 +178,23 @@ def test_window_measures_created_to_ready_and_drops_pairs_that_leave() -> None:
     assert window.observation(130.0).ready_seconds == (25.0,)
 
 
+def test_a_mended_pair_is_a_refill_measured_from_its_mend() -> None:
+    """Regression (issue 24): refills that are mends (only the missing half created again)
+    were not sampled, so W came from new pairs alone, the slow ones that need a node, and
+    the auto pool grew (ice-failover defaults: 0.80x -> 0.95x the static pool's idle)."""
+    window = WarmPoolWindow(600.0, started_at=0.0)
+    window.observe(
+        [
+            event("a", None, S.QUEUED, 100.0),
+            event("a", S.PARTIAL, S.READY, 130.0),
+            event("a", S.READY, S.PREEMPTED, 200.0),
+            event("a", S.PREEMPTED, S.REQUESTED, 201.0),
+            event("a", S.PARTIAL, S.READY, 205.0),
+        ]
+    )
+    assert window.observation(205.0).ready_seconds == (30.0, 4.0)
+
+
 def test_window_counts_pairs_taken_and_forgets_old_ones() -> None:
     window = WarmPoolWindow(600.0, started_at=0.0)
     window.observe(
