@@ -50,8 +50,26 @@ def test_desired_is_proactive_plus_queued_clamped_by_headroom() -> None:
     assert desired_pairs(snapshot(queued=3), config(proactive_capacity=2)) == 5
     assert desired_pairs(snapshot(queued=30, max_runners=10), config(proactive_capacity=2)) == 10
     live = tuple(runner(f"r{i}") for i in range(8))
-    assert desired_pairs(snapshot(queued=30, max_runners=10, runners=live), config()) == 2
+    # 2 of headroom for the queue, and the warm pair on top of it while jobs wait
+    assert desired_pairs(snapshot(queued=30, max_runners=10, runners=live), config()) == 3
+    assert (
+        desired_pairs(
+            snapshot(queued=30, max_runners=10, runners=live), config(proactive_capacity=0)
+        )
+        == 2
+    )
     assert desired_pairs(snapshot(max_runners=0), config(proactive_capacity=5)) == 0
+
+
+def test_warm_pairs_stand_beside_a_full_max_runners_only_while_jobs_wait() -> None:
+    """A finished job's successor starts in a warm pair at once (the hand-over) instead of
+    waiting for a pair to be confirmed in the room it freed; without a queue nothing is
+    handed over, so the warm pool stays within the headroom."""
+    full = tuple(runner(f"r{i}") for i in range(10))
+    cfg = config(proactive_capacity=4)
+    assert desired_pairs(snapshot(queued=50, max_runners=10, runners=full), cfg) == 4
+    assert desired_pairs(snapshot(queued=0, max_runners=10, runners=full), cfg) == 0
+    assert desired_pairs(snapshot(queued=50, max_runners=3, runners=full[:3]), cfg) == 3
 
 
 def test_hud_failure_falls_back_to_the_floor_never_zero_or_unlimited() -> None:

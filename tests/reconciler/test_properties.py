@@ -133,21 +133,27 @@ def runners_needing_room(snap: ClusterSnapshot) -> int:
 def test_the_warm_pool_and_every_queued_job_get_a_pair_within_max_runners_room(
     snap: ClusterSnapshot, proactive: int, floor: int, queued: int
 ) -> None:
-    """proactiveCapacity plus one pair per queued job, cut only by the room maxRunners leaves
-    beside live runners (a pair beyond it could never be handed a job: it only costs a
-    node), a Pending runner counted only when no runner placeholder waits for it; a failed
-    demand source fails open to at least the configured floor, never to zero and never
-    unlimited."""
+    """proactiveCapacity plus one pair per queued job, cut by the room maxRunners leaves
+    beside live runners (a pair for a job GitHub cannot hand out only costs a node; a Pending
+    runner counts only when no runner placeholder waits for it), except that while jobs
+    wait the warm pairs may stand on top of that room (hand-over pairs), never more than
+    maxRunners in all; a failed demand source fails open to at least the configured floor,
+    never to zero and never unlimited."""
     config = ReconcilerConfig(
         scale_set=SCALE_SET, proactive_capacity=proactive, hud_fallback_queued_jobs=floor
     )
     room = max(0, snap.max_runners - runners_needing_room(snap))
+
+    def expected(jobs: int) -> int:
+        ceiling = room + proactive if jobs > 0 else room
+        return min(proactive + jobs, ceiling, max(0, snap.max_runners))
+
     known = desired_pairs(replace(snap, demand=Demand(queued)), config)
-    assert known == min(proactive + queued, room)
+    assert known == expected(queued)
     failed = desired_pairs(replace(snap, demand=Demand(None, error="down")), config)
-    assert failed == min(proactive + floor, room)
+    assert failed == expected(floor)
     partial = desired_pairs(replace(snap, demand=Demand(queued, error="partial")), config)
-    assert partial == min(proactive + max(queued, floor), room)
+    assert partial == expected(max(queued, floor))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
