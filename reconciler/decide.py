@@ -36,11 +36,17 @@ from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import desired_pairs, group_size, max_runners_headroom, packed_target
 from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
-from reconciler.survivors import LoneHalf, SurvivorPool, Survivors
+from reconciler.survivors import (
+    HalfMove,
+    SurvivorPool,
+    Survivors,
+    mend_or_release,
+    release_repaired,
+)
 from reconciler.sync import classify
 from state_machine.events import Kind
 from state_machine.record import PairRecord
-from state_machine.states import PairState, Role
+from state_machine.states import PairState
 from state_machine.store import Change, Move, NewPair
 from state_machine.table import IN_FLIGHT, LIVE
 
@@ -243,7 +249,11 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     survivors = decision.survivors
     live = len(decision.in_states(*LIVE)) + survivors.repaired
     target = packed_target(want, live, inp.snapshot, inp.config, headroom)
-    live += _mend_or_release(inp, decision, survivors.spare, target - live)
+    wanted = target - live
+    budget = _budget_now(inp, decision).pairs if survivors.spare and wanted > 0 else 0
+    mend = mend_or_release(survivors.spare, wanted, budget, inp.now, inp.config.survivor_window)
+    _apply(decision, mend.moves)
+    live += mend.live
     if live < target:
         taken = (inp.snapshot.placeholders, decision.states)  # looked up, not merged: 2 000 keys
         for _ in range(target - live):
@@ -256,7 +266,9 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
         keep = min(headroom, want + group_size(inp.snapshot, inp.config) - 1)
     excess = live - max(want, keep)
     if excess > 0:
-        excess -= _release_repaired(decision, survivors, excess, want)
+        released = release_repaired(survivors, excess, f"scale down to {want} pairs")
+        _apply(decision, released.moves)
+        excess -= released.live
     for group in ((S.QUEUED,), (S.REQUESTED, S.PARTIAL), (S.READY,)):
         if excess <= 0:
             return
@@ -270,40 +282,9 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
         excess -= min(excess, len(candidates))
 
 
-def _mend_or_release(
-    inp: DecideInput, decision: Decision, spare: tuple[LoneHalf, ...], wanted: int
-) -> int:
-    """Mend up to ``wanted`` spare lone halves (pool order) within the launch budget, like any
-    request: in a full NodePool a mended half would only wait Pending until its ready timeout
-    while its survivor holds room (shared-nodepool: 456 such timeouts in one seed when mends
-    ignored the budget). Release the others that no rule protects. A half whose partner is
-    still terminating is mended next step (its name is still taken), so it is neither
-    released nor replaced by a new pair. Returns the pairs this makes live."""
-    window = inp.config.survivor_window
-    budget = _budget_now(inp, decision).pairs if spare and wanted > 0 else 0
-    live = mended = 0
-    for lone in spare:
-        if live < wanted and (not lone.mendable or mended < budget):
-            live += 1
-            if lone.mendable:
-                mended += 1
-                missing = "runner" if lone.role is Role.WORKFLOW else "workflow"
-                decision.move(lone.record, S.REQUESTED, f"mend: {missing} half created again")
-        elif lone.role is Role.RUNNER:
-            decision.move(lone.record, S.DELETED, "scale down: a lone runner half, no pair to mend")
-        elif inp.now - lone.record.since >= window:
-            decision.move(lone.record, S.DELETED, f"survivor unclaimed for {window:.0f}s")
-    return live
-
-
-def _release_repaired(decision: Decision, survivors: Survivors, excess: int, want: int) -> int:
-    """Release up to ``excess`` re-paired slots, oldest halves first (the most scattered)."""
-    count = min(excess, survivors.repaired)
-    runners = [h for h in survivors.repaired_oldest_first if h.role is Role.RUNNER][:count]
-    workflows = [h for h in survivors.repaired_oldest_first if h.role is Role.WORKFLOW][:count]
-    for lone in (*runners, *workflows):
-        decision.move(lone.record, S.DELETED, f"scale down to {want} pairs (re-paired survivor)")
-    return count
+def _apply(decision: Decision, moves: tuple[HalfMove, ...]) -> None:
+    for move in moves:
+        decision.move(move.lone.record, move.target, move.reason)
 
 
 def _fresh_id(ids: Iterator[str], taken: tuple[Container[str], ...]) -> str:

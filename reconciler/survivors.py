@@ -21,8 +21,10 @@ Steps, in order (``SurvivorPool.of`` then ``SurvivorPool.plan``):
    inside ``survivorWindow`` are kept for them.
 3. Re-paired = min(lone runner halves, the other lone workflow halves): kept as slots.
 4. Spare: the lone halves left over (all of one role, or they would pair), newest first.
-   Resize mends them while pairs are wanted, then releases the rest: a spare runner half at
-   once, a spare workflow half once ``survivorWindow`` is over.
+   ``mend_or_release`` mends them while pairs are wanted, within the launch budget, and
+   releases the rest: a spare runner half at once, a spare workflow half once
+   ``survivorWindow`` is over. ``release_repaired`` gives re-paired slots back first when
+   there are too many pairs. Both return moves; decide's resize applies them.
 """
 
 from __future__ import annotations
@@ -134,3 +136,61 @@ def _awaited(snapshot: ClusterSnapshot) -> int:
 
 def _newest_first(halves: list[LoneHalf]) -> tuple[LoneHalf, ...]:
     return tuple(sorted(halves, key=lambda h: (h.record.since, h.record.pair_id), reverse=True))
+
+
+@dataclass(frozen=True, slots=True)
+class HalfMove:
+    """A lone half's pair moves (decide applies it)."""
+
+    lone: LoneHalf
+    target: PairState
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PoolMoves:
+    moves: tuple[HalfMove, ...]
+    #: Slots these moves make live (mended, about to be) or release (re-paired ones).
+    live: int
+
+
+def mend_or_release(
+    spare: tuple[LoneHalf, ...], wanted: int, budget: int, now: float, window: float
+) -> PoolMoves:
+    """Mend up to ``wanted`` spare lone halves (pool order) within ``budget``, the launch
+    budget every request shares: in a full NodePool a mended half would only wait Pending
+    until its ready timeout while its survivor holds room (shared-nodepool: 456 such timeouts
+    in one seed when mends ignored it). Release the others no rule protects. A half whose
+    partner is still terminating is mended next step (its name is still taken), so it is
+    neither released nor replaced by a new pair: it counts as live."""
+    moves: list[HalfMove] = []
+    live = mended = 0
+    for lone in spare:
+        if live < wanted and (not lone.mendable or mended < budget):
+            live += 1
+            if lone.mendable:
+                mended += 1
+                missing = "runner" if lone.role is Role.WORKFLOW else "workflow"
+                moves.append(
+                    HalfMove(lone, PairState.REQUESTED, f"mend: {missing} half created again")
+                )
+        elif lone.role is Role.RUNNER:
+            reason = "scale down: a lone runner half, no pair to mend"
+            moves.append(HalfMove(lone, PairState.DELETED, reason))
+        elif now - lone.record.since >= window:
+            reason = f"survivor unclaimed for {window:.0f}s"
+            moves.append(HalfMove(lone, PairState.DELETED, reason))
+    return PoolMoves(tuple(moves), live)
+
+
+def release_repaired(survivors: Survivors, excess: int, reason: str) -> PoolMoves:
+    """Release up to ``excess`` re-paired slots, oldest halves first (the most scattered)."""
+    count = min(excess, survivors.repaired)
+    oldest = survivors.repaired_oldest_first
+    runners = [h for h in oldest if h.role is Role.RUNNER][:count]
+    workflows = [h for h in oldest if h.role is Role.WORKFLOW][:count]
+    moves = tuple(
+        HalfMove(lone, PairState.DELETED, f"{reason} (re-paired survivor)")
+        for lone in (*runners, *workflows)
+    )
+    return PoolMoves(moves, count)
