@@ -186,31 +186,14 @@ def subject_review(store: ObjectStore, body: Any) -> Obj:
     users (``system:serviceaccount:<ns>:<name>``) can hold bindings here; any other user is
     denied with a reason that says so."""
     spec = (body or {}).get("spec") or {}
-    res = spec.get("resourceAttributes") or {}
-    attrs = Attributes(
-        verb=str(res.get("verb", "")),
-        group=str(res.get("group", "")),
-        resource=str(res.get("resource", "")),
-        subresource=str(res.get("subresource", "")),
-        namespace=str(res.get("namespace", "")),
-        name=str(res.get("name", "")),
-    )
+    attrs = _resource_attributes(spec.get("resourceAttributes") or {})
     user = str(spec.get("user", ""))
     namespace, _, name = user.removeprefix(_SA_USER).partition(":")
     if not user.startswith(_SA_USER) or not namespace or not name:
         decision = Decision(False, f"user {user!r} is not a ServiceAccount (not modelled)")
     else:
         decision = authorize(store, Identity(namespace, name), attrs)
-    status: Obj = {"allowed": decision.allowed}
-    if decision.reason:
-        status["reason"] = decision.reason
-    return {
-        "kind": "SubjectAccessReview",
-        "apiVersion": "authorization.k8s.io/v1",
-        "metadata": {"creationTimestamp": None},
-        "spec": spec,
-        "status": status,
-    }
+    return _answer("SubjectAccessReview", spec, decision)
 
 
 def review(store: ObjectStore, who: Identity | None, body: Any) -> Obj:
@@ -219,14 +202,7 @@ def review(store: ObjectStore, who: Identity | None, body: Any) -> Obj:
     res = spec.get("resourceAttributes")
     non = spec.get("nonResourceAttributes")
     if res:
-        attrs = Attributes(
-            verb=str(res.get("verb", "")),
-            group=str(res.get("group", "")),
-            resource=str(res.get("resource", "")),
-            subresource=str(res.get("subresource", "")),
-            namespace=str(res.get("namespace", "")),
-            name=str(res.get("name", "")),
-        )
+        attrs = _resource_attributes(res)
     else:
         attrs = Attributes(
             verb=str((non or {}).get("verb", "")), path=str((non or {}).get("path", ""))
@@ -235,11 +211,28 @@ def review(store: ObjectStore, who: Identity | None, body: Any) -> Obj:
         decision = Decision(True, "no authorizer configured: everything is allowed")
     else:
         decision = authorize(store, who, attrs)
+    return _answer("SelfSubjectAccessReview", spec, decision)
+
+
+def _resource_attributes(res: Any) -> Attributes:
+    """``spec.resourceAttributes`` of an access review, as the authorizer reads them."""
+    return Attributes(
+        verb=str(res.get("verb", "")),
+        group=str(res.get("group", "")),
+        resource=str(res.get("resource", "")),
+        subresource=str(res.get("subresource", "")),
+        namespace=str(res.get("namespace", "")),
+        name=str(res.get("name", "")),
+    )
+
+
+def _answer(kind: str, spec: Any, decision: Decision) -> Obj:
+    """The review object the API server returns: the request's spec and its status."""
     status: Obj = {"allowed": decision.allowed}
     if decision.reason:
         status["reason"] = decision.reason
     return {
-        "kind": "SelfSubjectAccessReview",
+        "kind": kind,
         "apiVersion": "authorization.k8s.io/v1",
         "metadata": {"creationTimestamp": None},
         "spec": spec,
