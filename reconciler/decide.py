@@ -247,7 +247,7 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     headroom = max_runners_headroom(inp.snapshot)
     want = desired_pairs(inp.snapshot, inp.config, headroom)
     survivors = decision.survivors
-    live = len(decision.in_states(*LIVE)) + survivors.repaired
+    live = len(decision.in_states(*LIVE)) + len(survivors.repaired)
     target = packed_target(want, live, inp.snapshot, inp.config, headroom)
     wanted = target - live
     budget = _budget_now(inp, decision).pairs if survivors.spare and wanted > 0 else 0

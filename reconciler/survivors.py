@@ -56,13 +56,21 @@ class LoneHalf:
 class Survivors:
     """What the pool means for this step (newest first within each tuple)."""
 
-    #: Lone halves kept as they are: re-paired slots and workflow halves awaited by a runner.
-    kept: tuple[LoneHalf, ...] = ()
-    #: Re-paired lone halves, oldest first: released first when pairs are too many.
-    repaired_oldest_first: tuple[LoneHalf, ...] = ()
+    #: Workflow halves kept for runner pods that have not created their workflow pod yet.
+    reserved: tuple[LoneHalf, ...] = ()
+    #: Re-paired slots: (lone runner half, lone workflow half), kept as they are.
+    repaired: tuple[tuple[LoneHalf, LoneHalf], ...] = ()
     #: Lone halves nothing needs as they are: mend or release.
     spare: tuple[LoneHalf, ...] = ()
-    repaired: int = 0
+
+    @property
+    def kept(self) -> tuple[LoneHalf, ...]:
+        """Reserved, then the re-paired workflow halves, then the re-paired runner halves."""
+        return (
+            *self.reserved,
+            *(workflow for _, workflow in self.repaired),
+            *(runner for runner, _ in self.repaired),
+        )
 
     @property
     def pair_ids(self) -> frozenset[str]:
@@ -99,12 +107,10 @@ class SurvivorPool:
         reserved = {h.record.pair_id for h in awaited}
         free = [h for h in self.workflow_halves if h.record.pair_id not in reserved]
         repaired = min(len(self.runner_halves), len(free))
-        kept_runner, kept_workflow = self.runner_halves[:repaired], tuple(free[:repaired])
         return Survivors(
-            kept=(*awaited, *kept_workflow, *kept_runner),
-            repaired_oldest_first=(*kept_runner[::-1], *kept_workflow[::-1]),
+            reserved=awaited,
+            repaired=tuple(zip(self.runner_halves[:repaired], free[:repaired], strict=True)),
             spare=(*free[repaired:], *self.runner_halves[repaired:]),
-            repaired=repaired,
         )
 
 
@@ -185,12 +191,9 @@ def mend_or_release(
 
 def release_repaired(survivors: Survivors, excess: int, reason: str) -> PoolMoves:
     """Release up to ``excess`` re-paired slots, oldest halves first (the most scattered)."""
-    count = min(excess, survivors.repaired)
-    oldest = survivors.repaired_oldest_first
-    runners = [h for h in oldest if h.role is Role.RUNNER][:count]
-    workflows = [h for h in oldest if h.role is Role.WORKFLOW][:count]
+    oldest = survivors.repaired[::-1][:excess]
     moves = tuple(
         HalfMove(lone, PairState.DELETED, f"{reason} (re-paired survivor)")
-        for lone in (*runners, *workflows)
+        for lone in (*(runner for runner, _ in oldest), *(workflow for _, workflow in oldest))
     )
-    return PoolMoves(moves, count)
+    return PoolMoves(moves, len(oldest))

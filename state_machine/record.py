@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from state_machine.states import PairState, Role
+from state_machine.table import MEND
 
 #: Recent transitions kept per record (status history is bounded, unlike Ray's).
 HISTORY_LIMIT = 12
@@ -70,7 +71,7 @@ class PairRecord:
         ``first_entered`` mapping is immutable, so it is shared unless ``target`` is new.
         """
         first, seen = self.first_entered, self.seen
-        if self.state is PairState.PREEMPTED and target is PairState.REQUESTED:
+        if (self.state, target) == MEND:
             # A mend is a fresh request: its own ready timeout, and the half it creates is
             # not "seen, then gone" before it was ever created.
             fresh: dict[PairState, float] = {
