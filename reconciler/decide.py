@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
 from reconciler.settings import ReconcilerConfig
-from reconciler.sizing import desired_pairs, group_size, max_runners_headroom, packed_target
+from reconciler.sizing import desired_pairs, group_size, handover_headroom, packed_target
 from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
 from reconciler.survivors import (
     HalfMove,
@@ -244,9 +244,9 @@ def _records_in(inp: DecideInput, *states: PairState) -> Iterator[PairRecord]:
 def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     """Re-paired survivors count as pairs and are the first released; spare lone halves are
     mended before any new pair is requested, and released when nothing wants them."""
-    headroom = max_runners_headroom(inp.snapshot)
-    want = desired_pairs(inp.snapshot, inp.config, headroom)
     survivors = decision.survivors
+    headroom = handover_headroom(inp.snapshot, survivors.unserved)
+    want = desired_pairs(inp.snapshot, inp.config, headroom)
     live = len(decision.in_states(*LIVE)) + len(survivors.repaired)
     target = packed_target(want, live, inp.snapshot, inp.config, headroom)
     wanted = target - live

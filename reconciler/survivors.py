@@ -18,7 +18,8 @@ Steps, in order (``SurvivorPool.of`` then ``SurvivorPool.plan``):
    its partner gone or going. A stalled or lost survivor is retired by the old rules.
 2. Awaited: real runner pods alive without a workflow pod yet. In the kubernetes modes each
    creates one, and it may take any workflow half: that many lone workflow halves still
-   inside ``survivorWindow`` are kept for them.
+   inside ``survivorWindow`` are kept for them. Bound ones no such half serves are
+   ``unserved``: sizing keeps a pair for each while jobs wait (``handover_headroom``).
 3. Re-paired = min(lone runner halves, the other lone workflow halves): kept as slots.
 4. Spare: the lone halves left over (all of one role, or they would pair), newest first.
    ``mend_or_release`` mends them while pairs are wanted, within the launch budget, and
@@ -62,6 +63,8 @@ class Survivors:
     repaired: tuple[tuple[LoneHalf, LoneHalf], ...] = ()
     #: Lone halves nothing needs as they are: mend or release.
     spare: tuple[LoneHalf, ...] = ()
+    #: Bound runner pods still to create their workflow pod that no reserved half serves.
+    unserved: int = 0
 
     @property
     def kept(self) -> tuple[LoneHalf, ...]:
@@ -85,6 +88,8 @@ class SurvivorPool:
     workflow_halves: tuple[LoneHalf, ...]
     #: Real runner pods alive that have not created their workflow pod yet.
     awaited: int
+    #: Those of them bound to a node (the others are Pending).
+    awaited_bound: int = 0
 
     @classmethod
     def of(cls, pairs: Mapping[str, PairRecord], snapshot: ClusterSnapshot) -> SurvivorPool:
@@ -96,7 +101,10 @@ class SurvivorPool:
             lone = _lone_half(record, snapshot.placeholders.get(record.pair_id))
             if lone is not None:
                 (runner_halves if lone.role is Role.RUNNER else workflow_halves).append(lone)
-        return cls(_newest_first(runner_halves), _newest_first(workflow_halves), _awaited(snapshot))
+        awaited, awaited_bound = _awaited(snapshot)
+        return cls(
+            _newest_first(runner_halves), _newest_first(workflow_halves), awaited, awaited_bound
+        )
 
     def plan(self, now: float, window: float) -> Survivors:
         """Awaited workflow pods are served from workflow halves still inside the window (an
@@ -111,6 +119,7 @@ class SurvivorPool:
             reserved=awaited,
             repaired=tuple(zip(self.runner_halves[:repaired], free[:repaired], strict=True)),
             spare=(*free[repaired:], *self.runner_halves[repaired:]),
+            unserved=max(0, self.awaited_bound - len(awaited)),
         )
 
 
@@ -135,9 +144,11 @@ def _half(pod: PlaceholderPod | None) -> Half:
     return Half.MISSING if pod is None else pod.half
 
 
-def _awaited(snapshot: ClusterSnapshot) -> int:
+def _awaited(snapshot: ClusterSnapshot) -> tuple[int, int]:
+    """Alive runner pods without a workflow pod yet: all of them, and those bound."""
     with_workflow = {w.runner_pod for w in snapshot.workflow_pods if not w.deleting}
-    return sum(1 for r in snapshot.runner_pods if r.alive and r.name not in with_workflow)
+    awaited = [r for r in snapshot.runner_pods if r.alive and r.name not in with_workflow]
+    return len(awaited), sum(1 for r in awaited if r.holds_slot)
 
 
 def _newest_first(halves: list[LoneHalf]) -> tuple[LoneHalf, ...]:

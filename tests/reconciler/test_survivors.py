@@ -184,3 +184,57 @@ def test_a_pending_runner_without_a_placeholder_to_take_counts_against_max_runne
     pending = runner("job-2", node=None, phase=PodPhase.PENDING)
     snap = snapshot(runners=(bound, pending), workflows=(workflow("job-1"),), max_runners=5)
     assert max_runners_headroom(snap) == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "job3", "job3_workflow", "lone_workflow_half", "queued", "new_pairs"),
+    [
+        ("bound, no workflow pod yet: a pair backs its workflow side", "bound", None, False, 5, 1),
+        ("bound, workflow pod Pending: it takes room of its own", "bound", "pending", False, 5, 0),
+        ("bound, a lone workflow half is reserved for it", "bound", None, True, 5, 0),
+        ("Pending runner, no placeholder to take: its own room", "pending", None, False, 5, 0),
+        # A warm pool of 1 asks for a pair, but maxRunners is full and nobody waits.
+        ("no job waiting: nobody to hand the slot to", "bound", None, False, 0, 0),
+    ],
+)
+def test_a_runner_awaiting_its_workflow_pod_keeps_a_workflow_half_at_max_runners(
+    name: str,
+    job3: str,
+    job3_workflow: str | None,
+    lone_workflow_half: bool,
+    queued: int,
+    new_pairs: int,
+) -> None:
+    """Regression (storm hand-over gap, 24.8 s against stock ARC's 18.3 s): at maxRunners, a
+    runner pod that bound into room a finished job freed lowered the maxRunners headroom, so
+    a READY pair was released, though the workflow pod that runner creates seconds later
+    needs a workflow half the ledger can count. The workflow side then stayed one short of
+    maxRunners, the header below the jobs assigned, and the next job waited ~6 s for a new
+    pair to be confirmed instead of being handed out the moment one finished."""
+    del name
+    runners = (
+        runner("job-1"),
+        runner("job-2"),
+        runner("job-3")
+        if job3 == "bound"
+        else runner("job-3", node=None, phase=PodPhase.PENDING),
+    )
+    workflows = (workflow("job-1"), workflow("job-2"))
+    if job3_workflow == "pending":
+        workflows += (workflow("job-3", node=None),)
+    records = {"w": preempted("w", NOW - 5)} if lone_workflow_half else {}
+    placeholders = {"w": lone(Role.WORKFLOW, "w")} if lone_workflow_half else {}
+    snap = snapshot(
+        placeholders=placeholders,
+        runners=runners,
+        workflows=workflows,
+        max_runners=3,
+        queued=queued,
+    )
+    # No warm pairs on top while jobs wait (they would add one to every row), one without.
+    warm = 0 if queued else 1
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=warm, survivor_window=WINDOW)
+    ids = (f"new-{i}" for i in itertools.count(1))
+    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), ids)
+    assert sum(isinstance(c, NewPair) for c in decision.changes) == new_pairs
+    assert not [c for c in decision.changes if getattr(c, "target", None) is S.DELETED]
