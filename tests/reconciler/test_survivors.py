@@ -187,14 +187,23 @@ def test_a_pending_runner_without_a_placeholder_to_take_counts_against_max_runne
 
 
 @pytest.mark.parametrize(
-    ("name", "job3", "job3_workflow", "lone_workflow_half", "queued", "new_pairs"),
+    ("name", "job3", "job3_workflow", "lone_workflow_half", "queued", "fit", "new_pairs"),
     [
-        ("bound, no workflow pod yet: a pair backs its workflow side", "bound", None, False, 5, 1),
-        ("bound, workflow pod Pending: it takes room of its own", "bound", "pending", False, 5, 0),
-        ("bound, a lone workflow half is reserved for it", "bound", None, True, 5, 0),
-        ("Pending runner, no placeholder to take: its own room", "pending", None, False, 5, 0),
+        (
+            "bound, no workflow pod yet: a pair backs its workflow side",
+            "bound",
+            None,
+            False,
+            5,
+            9,
+            1,
+        ),
+        ("bound, workflow pod Pending: room of its own", "bound", "pending", False, 5, 9, 0),
+        ("bound, a lone workflow half is reserved for it", "bound", None, True, 5, 9, 0),
+        ("Pending runner, no placeholder to take: its own room", "pending", None, False, 5, 9, 0),
         # A warm pool of 1 asks for a pair, but maxRunners is full and nobody waits.
-        ("no job waiting: nobody to hand the slot to", "bound", None, False, 0, 0),
+        ("no job waiting: nobody to hand the slot to", "bound", None, False, 0, 9, 0),
+        ("the NodePool limit binds: no room for the pair", "bound", None, False, 5, 0, 0),
     ],
 )
 def test_a_runner_awaiting_its_workflow_pod_keeps_a_workflow_half_at_max_runners(
@@ -203,6 +212,7 @@ def test_a_runner_awaiting_its_workflow_pod_keeps_a_workflow_half_at_max_runners
     job3_workflow: str | None,
     lone_workflow_half: bool,
     queued: int,
+    fit: int,
     new_pairs: int,
 ) -> None:
     """Regression (storm hand-over gap, 24.8 s against stock ARC's 18.3 s): at maxRunners, a
@@ -215,9 +225,7 @@ def test_a_runner_awaiting_its_workflow_pod_keeps_a_workflow_half_at_max_runners
     runners = (
         runner("job-1"),
         runner("job-2"),
-        runner("job-3")
-        if job3 == "bound"
-        else runner("job-3", node=None, phase=PodPhase.PENDING),
+        runner("job-3") if job3 == "bound" else runner("job-3", node=None, phase=PodPhase.PENDING),
     )
     workflows = (workflow("job-1"), workflow("job-2"))
     if job3_workflow == "pending":
@@ -230,6 +238,7 @@ def test_a_runner_awaiting_its_workflow_pod_keeps_a_workflow_half_at_max_runners
         workflows=workflows,
         max_runners=3,
         queued=queued,
+        fit=fit,
     )
     # No warm pairs on top while jobs wait (they would add one to every row), one without.
     warm = 0 if queued else 1
