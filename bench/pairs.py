@@ -8,8 +8,9 @@ and the capacity-aware listener once per *variant* per seed, on the same jobs. V
               (config/placeholder-pdb.yaml, installed as a user would apply it);
 - ``no-ramp``: a diagnosis, not a candidate: ``nodeLaunchRate`` 10 000, so the burst's pairs
               reach Karpenter in one batch instead of the ramp's successive ones;
-- ``dnd-off``: a diagnosis: ``doNotDisrupt`` back to the listener's default (false; storm sets
-              true), so Karpenter may consolidate nodes that hold only warm placeholders.
+- ``dnd-off``: a diagnosis: ``doNotDisrupt`` forced to the listener's default (false), so
+              Karpenter may consolidate nodes that hold only warm placeholders, for scenarios
+              that set it (the shipped storm no longer does: there it equals ``ladder``).
 
 The scenario file runs as shipped: shipped scenarios set only what a user must set (the
 listener's defaults otherwise), and the simulator reads the demand sources their blocks name.
