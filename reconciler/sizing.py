@@ -80,7 +80,9 @@ def handover_headroom(snapshot: ClusterSnapshot, unserved_runners: int) -> int:
     side is still to come; counting it as a whole slot released a READY pair, the workflow
     side stayed one short of maxRunners, and the next queued job waited for a new pair to be
     confirmed instead of being handed out when a job finished (storm, 10 seeds: hand-over
-    gap p50 24.8 s -> 18.4 s, stock ARC 18.3 s). Without a queue nobody waits for that slot,
+    gap p50 24.8 s -> 18.3 s, stock ARC 18.3 s). A runner whose job just finished counts too
+    for the second between its workflow pod's deletion and its own end: the pair that will
+    replace it is requested that much earlier. Without a queue nobody waits for that slot,
     so no pair is kept for it; nor where the NodePool limit binds (the fit estimate's new
     pairs fall short): there the pair only holds capped room while it waits for more, and
     the workflow pod takes room of its own anyway (shared-nodepool's fair p50 went from 2.34x
