@@ -89,10 +89,16 @@ def handover_headroom(snapshot: ClusterSnapshot, unserved_runners: int) -> int:
     to 2.54x stock ARC's with it, 10 seeds).
     """
     headroom = max_runners_headroom(snapshot)
-    limit_binds = snapshot.fit is not None and snapshot.fit.new_pairs < headroom + unserved_runners
-    if not snapshot.demand.queued_jobs or limit_binds:
+    wider = headroom + unserved_runners
+    if not snapshot.demand.queued_jobs or nodepool_limit_binds(snapshot, wider):
         return headroom
-    return headroom + unserved_runners
+    return wider
+
+
+def nodepool_limit_binds(snapshot: ClusterSnapshot, pairs: int) -> bool:
+    """The NodePool limit binds before ``pairs`` do: the fit estimate's new pairs fall short
+    of them (never without an estimate)."""
+    return snapshot.fit is not None and snapshot.fit.new_pairs < pairs
 
 
 def group_size(snapshot: ClusterSnapshot, config: ReconcilerConfig) -> int:
@@ -127,7 +133,7 @@ def packed_target(
     free_slots = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0
     needing_nodes = want - live - free_slots
     room = max_runners_headroom(snapshot) if headroom is None else headroom
-    limit_binds = snapshot.fit is not None and snapshot.fit.new_pairs < room
+    limit_binds = nodepool_limit_binds(snapshot, room)
     if not snapshot.demand.queued_jobs or not limit_binds or group <= 1 or needing_nodes <= 0:
         return want
     return min(room, want + (-needing_nodes) % group)
