@@ -12,8 +12,9 @@ Public API (everything else in this package is internal)
     Build the cluster. ``spec`` is a :class:`ClusterSpec` (pydantic, frozen; validate scenario
     files with ``ClusterSpec.model_validate(data)``; ``ClusterSpec.default()`` is a sensible
     EKS-like catalog with a static system pool, a general pool and a GPU pool). ``rng`` seeds
-    every random latency (the cluster derives its own ``random.Random`` from it at
-    construction, so it does not perturb the caller's sequence afterwards). ``log`` is an
+    every random latency (the cluster takes one draw from it at construction and derives a
+    stream per kind of draw from that, :mod:`simulator.engine.streams`, so it does not perturb
+    the caller's sequence afterwards). ``log`` is an
     optional :class:`~simulator.engine.eventlog.EventLog`.
 ``Cluster.start()``
     Creates the PriorityClasses of ``spec.priority_classes`` that do not exist yet, the

@@ -28,6 +28,7 @@ from simulator.cluster.usage import Machine, Usage
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, ObjectStore
+from simulator.engine.streams import Streams
 
 _EMPTY: Mapping[str, float] = MappingProxyType({})
 
@@ -84,7 +85,7 @@ class Cluster:
         self.loop = loop
         self.store = store
         self.spec = spec
-        seed = random.Random(rng.getrandbits(64))
+        streams = Streams.from_rng(rng)
         self.emit = Emitter(log)
         self.state = ClusterState(store, loop.now, self.emit, categorize=categorize)
         self._usage = Usage(loop.now)
@@ -101,10 +102,10 @@ class Cluster:
             self.state,
             self.emit,
             start_latency=spec.latencies.pod_start,
-            rng=random.Random(seed.getrandbits(64)),
+            streams=streams,
         )
         self.lifecycle = ClaimLifecycle(
-            loop, self.state, self.emit, self._usage, spec, rng=random.Random(seed.getrandbits(64))
+            loop, self.state, self.emit, self._usage, spec, streams=streams
         )
         self.pools = PoolCache(self.state, spec)
         self.provisioner = Provisioner(

@@ -1,8 +1,10 @@
 """kubelet: admission of pinned pods, start latency, endings, deadlines and graceful removal.
 
 * A pod bound by the scheduler starts after a latency drawn from ``latencies.pod_start``
-  (seeded RNG): phase Running, ``startTime`` (= binding time, when the kubelet acknowledged
-  it), ``Ready``/``ContainersReady``/``Initialized`` conditions, running container statuses.
+  (one seeded stream per pod category and image, so a placeholder's start never shifts a
+  runner's: :mod:`simulator.engine.streams`): phase Running, ``startTime`` (= binding time,
+  when the kubelet acknowledged it), ``Ready``/``ContainersReady``/``Initialized``
+  conditions, running container statuses.
 * A pod *created* with ``spec.nodeName`` skips the scheduler; the kubelet admits it only if it
   fits (requests vs allocatable minus the pods already admitted there, terminating ones
   included; nominations do not count), matches the node's labels and tolerates its NoExecute
@@ -22,7 +24,6 @@
 from __future__ import annotations
 
 import contextlib
-import random
 from collections.abc import Callable
 
 from simulator.cluster.conditions import iso_cached as iso
@@ -32,6 +33,7 @@ from simulator.cluster.errors import PodStateError
 from simulator.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, StoreError
+from simulator.engine.streams import Streams
 
 
 class Kubelet(Observer):
@@ -42,14 +44,14 @@ class Kubelet(Observer):
         emit: Emitter,
         *,
         start_latency: tuple[float, float],
-        rng: random.Random,
+        streams: Streams,
     ) -> None:
         self.loop = loop
         self.state = state
         self.store = state.store
         self.emit = emit
         self.start_latency = start_latency
-        self.rng = rng
+        self.streams = streams
         self.rejections = 0
         state.admit_pinned = self.admit
 
@@ -114,7 +116,9 @@ class Kubelet(Observer):
 
     def pod_bound(self, pod: PodInfo, node: NodeInfo) -> None:
         lo, hi = self.start_latency
-        pod.timers.append(self.loop.call_later(self.rng.uniform(lo, hi), self._start, pod))
+        containers = pod.obj.get("spec", {}).get("containers") or [{}]
+        stream = self.streams("pod-start", pod.category, str(containers[0].get("image", "")))
+        pod.timers.append(self.loop.call_later(stream.uniform(lo, hi), self._start, pod))
         if pod.active_deadline is not None:
             pod.timers.append(self.loop.call_later(pod.active_deadline, self._deadline, pod))
 

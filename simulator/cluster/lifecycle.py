@@ -40,7 +40,6 @@ pods, the Node and the NodeClaim at once.
 from __future__ import annotations
 
 import contextlib
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -67,6 +66,7 @@ from simulator.cluster.state import (
 from simulator.cluster.usage import Machine, Usage
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import Obj, StoreError, iso
+from simulator.engine.streams import Streams
 
 FINALIZER = "karpenter.sh/termination"
 MAX_INSTANCE_TYPES = 60  # Karpenter truncates a NodeClaim's instance-type requirement
@@ -148,7 +148,7 @@ class ClaimLifecycle(Observer):
         usage: Usage,
         spec: ClusterSpec,
         *,
-        rng: random.Random,
+        streams: Streams,
     ) -> None:
         self.loop = loop
         self.state = state
@@ -157,7 +157,7 @@ class ClaimLifecycle(Observer):
         self.usage = usage
         self.spec = spec
         self.lat = spec.latencies
-        self.rng = rng
+        self.streams = streams
         self.claims: dict[str, Claim] = {}
         #: Offering key -> virtual time it becomes available again.
         self.ice: dict[tuple[str, str, str], float] = {}
@@ -185,7 +185,8 @@ class ClaimLifecycle(Observer):
 
     def _new_name(self, pool: str) -> str:
         while True:
-            suffix = "".join(self.rng.choice(ALPHABET) for _ in range(5))
+            names = self.streams("nodeclaim-names")
+            suffix = "".join(names.choice(ALPHABET) for _ in range(5))
             name = f"{pool}-{suffix}"
             if name not in self.claims and name not in self.state.nodes:
                 return name
@@ -394,7 +395,8 @@ class ClaimLifecycle(Observer):
         claim.offering = o
         claim.labels = {**claim.labels, **dict(o.labels)}
         self.launched += 1
-        provider_id = f"aws:///{o.zone}/i-{self.rng.getrandbits(68):017x}"
+        instance = self.streams("instance-ids").getrandbits(68)
+        provider_id = f"aws:///{o.zone}/i-{instance:017x}"
         claim.provider_id = provider_id
 
         def extra(obj: Obj) -> None:
@@ -426,7 +428,7 @@ class ClaimLifecycle(Observer):
         )
         # The node registers when the machine has booted: creation + U(launch) + registration.
         lo, hi = self.lat.launch
-        boot = max(self.rng.uniform(lo, hi) - self.lat.ice_failure, 0.0)
+        boot = max(self.streams("boot", claim.pool).uniform(lo, hi) - self.lat.ice_failure, 0.0)
         claim.timers.append(
             self.loop.call_later(boot + self.lat.registration, self._registered, claim)
         )

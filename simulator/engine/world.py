@@ -15,7 +15,9 @@ Assembly, in order (the order is part of determinism):
 Randomness: every component gets its own ``random.Random`` seeded from
 ``"<seed>/<component>"`` (string seeds hash with SHA-512, independent of PYTHONHASHSEED), and
 the job list and cluster latencies do not depend on the strategy, so every strategy sees the
-same jobs. Nothing reads the wall clock.
+same jobs. Inside a component each kind of draw has a stream of its own (common random
+numbers, :mod:`simulator.engine.streams`): the n-th NodeClaim of a pool boots, and the n-th
+runner pod starts, after the same draw in every strategy. Nothing reads the wall clock.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ from providers.kubernetes import labels as L
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import NotFound, Obj, ObjectStore
+from simulator.engine.streams import Streams
 from simulator.workload.actions import ActionsService, Job, JobState, ScaleSet
 from simulator.workload.arc_scaledown import ScaleDownStats, pick_idle, sample
 from simulator.workload.hook import poll_schedule
@@ -248,7 +249,7 @@ class ArcScaleSet:
         self.scale_set = scale_set
         self.spec = spec
         self.timings = timings
-        self.rng = rng
+        self.streams = Streams.from_rng(rng)
         self.log = log
         self.namespace = spec.namespace
         self.ers_name = spec.name
@@ -397,7 +398,8 @@ class ArcScaleSet:
     def _runner_name(self) -> str:
         alphabet = string.ascii_lowercase + string.digits
         while True:
-            suffix = "".join(self.rng.choice(alphabet) for _ in range(5))
+            names = self.streams("runner-names")
+            suffix = "".join(names.choice(alphabet) for _ in range(5))
             name = f"{self.ers_name}-runner-{suffix}"
             if (
                 name not in self.runners
@@ -489,7 +491,7 @@ class ArcScaleSet:
             self.loop.call_soon(self._runner_lost, runner, "runner pod preempted or evicted")
         elif phase == "Running" and runner.phase is RunnerPhase.PENDING:
             runner.phase = RunnerPhase.STARTING
-            delay = _span(self.rng, self.timings.runner_startup)
+            delay = _span(self.streams("runner-startup"), self.timings.runner_startup)
             runner.timers.append(self.loop.call_later(delay, self._register, runner))
         elif phase in ("Succeeded", "Failed"):
             if runner.phase is RunnerPhase.EXITING:
@@ -554,7 +556,7 @@ class ArcScaleSet:
         """Called by the service when this runner takes a job (do not call back into it)."""
         runner.job = job
         runner.phase = RunnerPhase.BUSY
-        delay = _span(self.rng, self.timings.hook_delay)
+        delay = _span(self.streams("hook-delay"), self.timings.hook_delay)
         runner.timers.append(self.loop.call_later(delay, self._create_workflow_pod, runner))
 
     def _create_workflow_pod(self, runner: RunnerState) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from simulator.faults import FaultKind
 from tests.reliability.cases import Outcome
-from tests.reliability.cases_world import ChaosResult
+from tests.reliability.cases_world import ChaosResult, baseline
 from tools.fault_matrix import DOC, KNOWN_GAPS, _cases, render
 
 
@@ -50,3 +50,12 @@ def test_docs_reliability_md_is_what_the_cases_produce(
     assert current == expected, (
         "docs/reliability.md is stale: run python -m tools.fault_matrix\n" + "\n".join(differ[:3])
     )
+
+
+def test_the_cluster_cases_start_from_a_whole_warm_pool() -> None:
+    """The node-loss, consolidation and crash cases promise what happens to READY pairs; a world
+    change that leaves the fault hitting re-paired survivors instead would fail them as "0
+    pairs PREEMPTED" with no hint why (it did when the simulator moved to common random
+    numbers). This says which premise broke."""
+    states = baseline().states_at_fault
+    assert states.get("READY") == 3, f"pair states just before the fault: {states}"
