@@ -8,6 +8,10 @@ Steps, in order (each is one function below):
 2. ``time_out``           REQUESTED/PARTIAL pairs not READY within ``placeholder_ready_timeout``
                           of their first request -> TIMED_OUT, with the scheduler's and
                           Karpenter's explanation in the reason.
+   ``unblock``            of the waiting pairs whose workflow half is bound and whose runner
+                          half has no room, the newest few -> DELETED, so their room
+                          completes the others (``reconciler/unblock.py``); launches wait
+                          for the next step.
 3. ``retire_blocked``     READY pairs with a half on a node that stopped accepting it
                           (cordoned, disrupted, untolerated taint) -> DELETED, to be replaced.
 4. ``sweep``              adopt complete pairs of an earlier instance on the first step; delete
@@ -44,6 +48,7 @@ from reconciler.survivors import (
     release_repaired,
 )
 from reconciler.sync import classify
+from reconciler.unblock import stuck_pairs, to_release
 from state_machine.events import Kind
 from state_machine.record import PairRecord
 from state_machine.states import PairState
@@ -76,10 +81,13 @@ class Decision:
     commands: list[Command] = field(default_factory=list)
     #: The state each pair will be in once ``changes`` apply (pairs deleted are dropped).
     states: dict[str, PairState] = field(default_factory=dict)
-    #: Why QUEUED pairs were left waiting this step (see :class:`LaunchBudget`), or None.
+    #: Why QUEUED pairs were left waiting this step (see :class:`LaunchBudget`; "unblocking":
+    #: held for a step while stuck runner halves take freed room), or None.
     launch_limited_by: str | None = None
     #: The lone halves of PREEMPTED pairs, as retire_survivors found them.
     survivors: Survivors = field(default_factory=Survivors)
+    #: Pairs released this step so their room completes others (``unblock``).
+    unblocked: int = 0
 
     def move(self, record: PairRecord, target: PairState, reason: str) -> None:
         self.changes.append(Move(record.pair_id, target, Kind.ACTIVE, reason))
@@ -97,6 +105,7 @@ def decide(inp: DecideInput, ids: Iterator[str]) -> Decision:
     decision = Decision(states={pid: r.state for pid, r in inp.pairs.items()})
     retire_survivors(inp, decision)
     time_out(inp, decision)
+    unblock(inp, decision)
     retire_blocked(inp, decision)
     sweep(inp, decision)
     resize(inp, decision, ids)
@@ -158,6 +167,25 @@ def _timeout_reason(timeout: float, pods: PairPods, snapshot: ClusterSnapshot) -
     if signals:
         parts.append("Karpenter: " + "; ".join(signals[:3]))
     return "; ".join(parts)
+
+
+def unblock(inp: DecideInput, decision: Decision) -> None:
+    fit = inp.snapshot.fit
+    if fit is None or not fit.runner_share:
+        return
+    waiting = (r for r in inp.pairs.values() if decision.states.get(r.pair_id) in _WAITING)
+    stuck = stuck_pairs(waiting, inp.snapshot.placeholders)
+    released = to_release(stuck, fit.runner_share)
+    for record in released:
+        reason = (
+            f"unblock: its bound workflow half makes room for the runner halves of "
+            f"{len(stuck) - len(released)} other waiting pairs"
+        )
+        decision.move(record, S.DELETED, reason)
+    decision.unblocked = len(released)
+
+
+_WAITING = (S.REQUESTED, S.PARTIAL)
 
 
 # 3 -------------------------------------------------------------------------------------
@@ -301,6 +329,11 @@ def _fresh_id(ids: Iterator[str], taken: tuple[Container[str], ...]) -> str:
 def launch(inp: DecideInput, decision: Decision) -> None:
     queued = decision.in_states(S.QUEUED)  # insertion order: existing (oldest) first, then new
     if not queued:
+        return
+    if decision.unblocked:
+        # A new pair's workflow half (+10) would take the room just freed before the stuck
+        # runner halves (-10) do: request it next step, once they have bound.
+        decision.launch_limited_by = "unblocking"
         return
     budget = _budget_now(inp, decision)
     decision.launch_limited_by = budget.limited_by if budget.pairs < len(queued) else None

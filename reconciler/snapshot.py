@@ -189,6 +189,11 @@ class FitEstimate:
     pairs_per_node: int = 1
     #: Pairs one node of the largest allowed type holds (what a big batch fills).
     pairs_per_large_node: int = 1
+    #: Of one pair's requests, the largest share any resource's runner half takes
+    #: (``runner / (runner + workflow)``, e.g. 0.2 for 500m + 2 cpu): a bound workflow half
+    #: released makes room for ``(1 - share) / share`` runner halves. 0 when the halves may
+    #: not share a node (different nodeSelectors): then that room is no use to them.
+    runner_share: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

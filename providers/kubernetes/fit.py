@@ -267,4 +267,11 @@ def fit_estimate(
         on_existing_nodes=min(on_nodes, total),
         pairs_per_node=packing.pairs_per_node,
         pairs_per_large_node=packing.pairs_per_large_node,
+        runner_share=runner_share(runner_requests, pair) if same_node else 0.0,
     )
+
+
+def runner_share(runner: Mapping[str, Decimal], pair: Mapping[str, Decimal]) -> float:
+    """The largest fraction of any resource of ``pair`` that the runner half requests."""
+    shares = [runner.get(r, Decimal(0)) / total for r, total in pair.items() if total > 0]
+    return float(max(shares, default=Decimal(0)))

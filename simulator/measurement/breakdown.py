@@ -62,6 +62,8 @@ _QUEUED_CAUSE = {
     "per-step cap": "ramp_limit",
     "nodepool": "nodepool_full",
     "max_runners": "max_runners",
+    # Launches held for one step while stuck runner halves take freed room (unblock).
+    "unblocking": "ramp_limit",
 }
 
 

@@ -376,3 +376,20 @@ def test_another_scale_sets_waiting_placeholder_does_not_keep_us_from_queueing()
 def test_fit_estimate_without_limits_is_bounded_only_by_the_cap():
     src = o.DictSource(o.nodepool(limits=None))
     assert fit_estimate(src, TARGET, RUNNER, WORKFLOW, limit=50).new_pairs == 50
+
+
+def test_fit_estimate_reports_the_runner_halfs_share_of_a_pair_only_where_they_share_nodes():
+    """unblock releases ceil(n * share) stuck pairs; the share is the runner half's largest
+    part of any resource (here 0.5 of 1.5 cpu, 1 of 3 GiB), and 0 when the halves are kept
+    to different nodes, where a freed workflow half's room is no use to a runner half."""
+    src = o.DictSource(o.nodepool(limits={"cpu": "10"}), o.node("node-a"))
+    fit = fit_estimate(src, TARGET, RUNNER, WORKFLOW)
+    assert fit is not None
+    assert fit.runner_share == pytest.approx(1 / 3)
+    big = {"cpu": Decimal(4), "memory": Decimal(8 * 2**30)}  # 0.5 / 4.5 cpu, 1 / 9 GiB
+    fit = fit_estimate(src, TARGET, RUNNER, big)
+    assert fit is not None and fit.runner_share == pytest.approx(1 / 9)
+    apart = fit_estimate(
+        src, TARGET, RUNNER, WORKFLOW, runner_selector={"pool": "a"}, workflow_selector={}
+    )
+    assert apart is not None and apart.runner_share == 0.0
