@@ -134,6 +134,7 @@ class ReasonCategory(StrEnum):
     SCALE_DOWN = "scale_down"  # fewer pairs wanted
     ADOPTED = "adopted"  # taken over from an earlier listener instance
     MENDED = "mended"  # a lone survivor's missing half created again (PREEMPTED -> REQUESTED)
+    UNBLOCKED = "unblocked"  # a half-placed pair released so its room completes others
     OTHER = "other"  # anything the rules below do not recognise
 
 
@@ -141,6 +142,7 @@ class ReasonCategory(StrEnum):
 REASON_RULES: tuple[tuple[str, ReasonCategory], ...] = (
     (r"adopted", ReasonCategory.ADOPTED),
     (r"^mend\b", ReasonCategory.MENDED),
+    (r"^unblock\b", ReasonCategory.UNBLOCKED),
     (r"not ready within|timed? ?out", ReasonCategory.TIMEOUT),
     (r"survivor unclaimed|outlived", ReasonCategory.SURVIVOR_EXPIRED),
     (r"surviving pod is gone|confirmed gone", ReasonCategory.GONE),

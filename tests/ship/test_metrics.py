@@ -542,6 +542,9 @@ REASONS = {
     "scale down: a lone runner half, no pair to mend": ReasonCategory.SCALE_DOWN,
     "mend: runner half created again": ReasonCategory.MENDED,
     "mend: workflow half created again": ReasonCategory.MENDED,
+    "unblock: its bound workflow half makes room for the runner halves of 8 other waiting pairs": (
+        ReasonCategory.UNBLOCKED
+    ),
     "adopted from instance qwert": ReasonCategory.ADOPTED,
     "adopted: both pods Running": ReasonCategory.ADOPTED,
     "something nobody wrote a rule for": ReasonCategory.OTHER,
