@@ -95,6 +95,37 @@ def cost_lines(by_seed: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
             f"$ max {_r(max(usd))}x median {_r(statistics.median(usd))}x; "
             f"budget met on {met}/{len(usd)} seeds"
         )
+        lines += _summed_budget_lines(by_seed)
+    return lines
+
+
+def _summed_budget_lines(by_seed: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
+    """The budget over all seeds together, and per completed job where the strategies
+    completed different numbers of jobs (a job stock ARC failed cost it nothing)."""
+    pairs = [
+        (runs[CAPACITY_AWARE], runs[BASELINE])
+        for runs in by_seed.values()
+        if CAPACITY_AWARE in runs and BASELINE in runs and "log" in runs[CAPACITY_AWARE]
+    ]
+    cand = sum(c["results"]["billed_cost_usd"] for c, _ in pairs)
+    ref = sum(b["results"]["billed_cost_usd"] for _, b in pairs)
+    reserve = sum(c["log"]["reserve_usd"] for c, _ in pairs)
+    done_c = sum(c["results"]["jobs_completed"] for c, _ in pairs)
+    done_b = sum(b["results"]["jobs_completed"] for _, b in pairs)
+    limit = BUDGET * ref + reserve
+    verdict = "meets" if cand <= limit + 1e-9 else "MISSES"
+    lines = [
+        f"  ALL     summed over seeds: ${cand:,.2f} vs stock ${ref:,.2f}; warm reserve "
+        f"${reserve:,.2f}; limit ${limit:,.2f}: {verdict}; jobs completed {done_c:,} vs {done_b:,}"
+    ]
+    if done_c != done_b and done_c and done_b:
+        per_job = cand / done_c
+        per_limit = BUDGET * ref / done_b + reserve / done_c
+        verdict = "meets" if per_job <= per_limit + 1e-12 else "MISSES"
+        lines.append(
+            f"  ALL     per completed job: ${per_job:.4f} vs limit ${per_limit:.4f} "
+            f"({BUDGET} x stock's ${ref / done_b:.4f} + reserve ${reserve / done_c:.4f}): {verdict}"
+        )
     return lines
 
 

@@ -174,7 +174,7 @@ def unblock(inp: DecideInput, decision: Decision) -> None:
     if fit is None or not fit.runner_share:
         return
     waiting = (r for r in inp.pairs.values() if decision.states.get(r.pair_id) in _WAITING)
-    stuck = stuck_pairs(waiting, inp.snapshot.placeholders)
+    stuck = stuck_pairs(waiting, inp.snapshot.placeholders, inp.now)
     released = to_release(stuck, fit.runner_share)
     for record in released:
         reason = (

@@ -19,9 +19,10 @@ launching anyway (wide-storm, 10 seeds: fair p50 1.13x -> 0.7x stock ARC's, doll
 Steps (``stuck_pairs`` then ``to_release``):
 
 1. Stuck: REQUESTED or PARTIAL pairs whose workflow half is Running on a usable node and
-   whose runner half is unbound, not lost, and unschedulable for want of resources (the
+   whose runner half is unbound, not lost, unschedulable for want of resources (the
    scheduler's message names an ``Insufficient`` resource; a selector or taint mismatch is
-   not helped by room).
+   not helped by room) and at least ``STUCK_AFTER`` old: room a finishing job frees comes
+   within seconds, a node not before Karpenter's batch closes and the machine boots.
 2. Release the newest ``ceil(n * share)`` of them, only when that leaves at least one pair
    to complete (``n >= 2``), and never without an estimate (``share`` 0: unknown sizes, or
    halves that may not share a node).
@@ -41,12 +42,15 @@ from state_machine.record import PairRecord
 from state_machine.states import PairState
 
 _WAITING = (PairState.REQUESTED, PairState.PARTIAL)
+#: Seconds a runner half waits before it counts as stuck: Karpenter's longest batch window
+#: (``BATCH_MAX_DURATION``, 10 s); past it the pod's room is a node launch away.
+STUCK_AFTER = 10.0
 #: kube-scheduler's filter message for a resource that does not fit ("3 Insufficient cpu").
 _FOR_WANT_OF_ROOM = "Insufficient "
 
 
 def stuck_pairs(
-    records: Iterable[PairRecord], placeholders: Mapping[str, PairPods]
+    records: Iterable[PairRecord], placeholders: Mapping[str, PairPods], now: float
 ) -> list[PairRecord]:
     """Pairs waiting with their workflow half bound and their runner half without room."""
     stuck = []
@@ -54,7 +58,7 @@ def stuck_pairs(
         if record.state not in _WAITING:
             continue
         pods = placeholders.get(record.pair_id)
-        if pods is not None and _bound(pods.workflow) and _waits_for_room(pods.runner):
+        if pods is not None and _bound(pods.workflow) and _waits_for_room(pods.runner, now):
             stuck.append(record)
     return stuck
 
@@ -63,12 +67,13 @@ def _bound(pod: PlaceholderPod | None) -> bool:
     return pod is not None and pod.counts
 
 
-def _waits_for_room(pod: PlaceholderPod | None) -> bool:
+def _waits_for_room(pod: PlaceholderPod | None, now: float) -> bool:
     return (
         pod is not None
         and pod.node_name is None
         and not pod.lost
         and _FOR_WANT_OF_ROOM in (pod.unschedulable_message or "")
+        and now - pod.created_at >= STUCK_AFTER
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 from reconciler.decide import DecideInput, decide
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, FitEstimate, PairPods, PodPhase
-from reconciler.unblock import stuck_pairs, to_release
+from reconciler.unblock import STUCK_AFTER, stuck_pairs, to_release
 from state_machine.record import PairRecord
 from state_machine.states import PairState, Role
 
@@ -139,7 +139,23 @@ def test_which_pairs_are_stuck(name: str, state: PairState, pods: PairPods, stuc
     for target in {S.REQUESTED: (S.REQUESTED,), S.PARTIAL: (S.REQUESTED, S.PARTIAL),
                    S.READY: (S.REQUESTED, S.READY)}[state]:  # fmt: skip
         record = record.moved(target, 1.0, "t")
-    assert bool(stuck_pairs([record], {"p": pods})) is stuck, name
+    assert bool(stuck_pairs([record], {"p": pods}, now=NOW)) is stuck, name
+
+
+@pytest.mark.parametrize(
+    ("waited", "stuck"), [(STUCK_AFTER - 1, False), (STUCK_AFTER, True), (STUCK_AFTER + 1, True)]
+)
+def test_a_runner_half_counts_as_stuck_once_karpenters_batch_window_is_over(
+    waited: float, stuck: bool
+) -> None:
+    """Room a finishing job frees comes within seconds (releasing a pair then only churns:
+    the chaos day made 62 placeholders instead of 43); past Karpenter's 10 s batch window the
+    runner half waits for a node to boot."""
+    pods = half_placed("p")
+    assert pods.runner is not None
+    pods = PairPods(dataclasses.replace(pods.runner, created_at=NOW - waited), pods.workflow)
+    record = waiting("p", since=NOW - waited)
+    assert bool(stuck_pairs([record], {"p": pods}, now=NOW)) is stuck
 
 
 @pytest.mark.parametrize("share", [None, 0.0])
