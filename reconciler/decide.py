@@ -170,6 +170,8 @@ def _timeout_reason(timeout: float, pods: PairPods, snapshot: ClusterSnapshot) -
 
 
 def unblock(inp: DecideInput, decision: Decision) -> None:
+    """Release the few half-placed pairs whose room completes the others (see
+    ``reconciler/unblock.py``); ``launch`` then waits a step."""
     fit = inp.snapshot.fit
     if fit is None or not fit.runner_share:
         return

@@ -5,7 +5,7 @@ per component, draws are handed out in the order they are asked for: a strategy 
 placeholder pods before its first runner pod gives that runner the third start latency, where
 stock ARC gives it the first, and the first NodeClaim of a strategy that launched a node for a
 warm pool boots with another draw than stock ARC's first. The ratio of the two strategies then
-measures the draw, not the strategy (`docs/benchmarks.md`, "Common random numbers").
+measures the draw, not the strategy (docs/design.md#simulator, "Common random numbers").
 
 So every component keys its draws by what they are for: the n-th runner pod to bind starts after
 the n-th draw of the runner image's stream in every strategy, the n-th NodeClaim of a NodePool
