@@ -37,6 +37,8 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
 	$(BIN)/python -m tools.alert_rules
+	$(BIN)/python -m listener.metrics
+	$(BIN)/python -m tools.fault_matrix
 
 bench: $(STAMP)
 	$(BIN)/python bench/reconcile_step.py
