@@ -9,8 +9,11 @@ Steps, in order, for every pair whose pods may exist (one pass, one lookup per p
    later disappearance is news and not "the create is not in the cache yet".
 3. REQUESTED: a LOST or vanished half -> PREEMPTED while the other half lives, DELETED when
    nothing survives; both RUNNING -> READY; one RUNNING -> PARTIAL. A MISSING half never seen
-   is not news: the create may not be in the cache yet, and a pod that never shows up is
-   caught by decide's ready timeout.
+   is not news for ``UNSEEN_AFTER`` seconds after the request: the create may not be in the
+   cache yet. Past that it counts as vanished too: a half can bind and be preempted by a
+   real pod between two snapshots (storm seed 7: nine mended runner halves taken by workflow
+   pods 1.5 s after their create, their pairs PARTIAL for two minutes), and a create that
+   failed leaves nothing to wait for.
 4. PARTIAL: as REQUESTED; and no half left that ever ran -> PREEMPTED; both RUNNING -> READY;
    the Running half STALLED -> back to REQUESTED.
 5. READY: a half LOST or MISSING (both were seen Running, so missing means gone) -> PREEMPTED.
@@ -42,6 +45,11 @@ _GONE = (MISSING, LOST)
 _ALIVE = (PENDING, RUNNING, STALLED)
 #: States in which a half may still be unseen, so first sightings are worth remembering.
 _WATCHING = frozenset((PairState.REQUESTED, PairState.PARTIAL))
+#: Seconds after a request within which a half missing from the snapshot may still be on its
+#: way (watch lag); later, a half never seen is gone. Far above a watch's usual lag (well
+#: under a second), far below ``placeholderReadyTimeout`` (5 min), which caught it before.
+UNSEEN_AFTER = 30.0
+_BOTH = frozenset(Role)
 
 
 def classify(pod: PlaceholderPod | None) -> Half:
@@ -65,21 +73,47 @@ def sync(pairs: Iterable[PairRecord], snapshot: ClusterSnapshot) -> list[Move | 
         if rule is None:
             continue
         pods = observed.get(record.pair_id, _EMPTY)
+        seen = record.seen
         if record.state in _WATCHING:
             first_seen = _first_seen(record, pods)
             if first_seen:
                 changes.append(Observed(record.pair_id, first_seen))
+            if seen is not _BOTH and _unseen_is_gone(record, snapshot.taken_at):
+                seen = _BOTH
         runner, workflow = pods.runner, pods.workflow  # classify(), inlined: once per half
         decided = rule(
             MISSING if runner is None else runner.half,
             MISSING if workflow is None else workflow.half,
             pods,
-            record.seen,
+            seen,
         )
         if decided is not None:
             target, reason = decided
+            if seen is not record.seen:
+                reason = _unseen_reason(record, pods, target, reason)
             changes.append(Move(record.pair_id, target, Kind.PASSIVE, reason))
     return changes
+
+
+def _unseen_is_gone(record: PairRecord, now: float) -> bool:
+    """A half of this pair is still unseen ``UNSEEN_AFTER`` seconds after its request."""
+    if len(record.seen) == len(_BOTH):
+        return False
+    requested = record.entered(PairState.REQUESTED)
+    return requested is not None and now - requested >= UNSEEN_AFTER
+
+
+def _unseen_reason(record: PairRecord, pods: PairPods, target: PairState, reason: str) -> str:
+    """Name the half that never showed up, where that is what the rule acted on."""
+    unseen = [
+        role.value
+        for role in (Role.RUNNER, Role.WORKFLOW)
+        if role not in record.seen and pods.get(role) is None
+    ]
+    if not unseen or target not in (PairState.PREEMPTED, PairState.DELETED):
+        return reason
+    gone = f"{' and '.join(unseen)} placeholder not observed {UNSEEN_AFTER:.0f}s after its request"
+    return gone + ("; nothing survives" if target is PairState.DELETED else "")
 
 
 def _first_seen(record: PairRecord, pods: PairPods) -> frozenset[Role]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.snapshot import PairPods, PodPhase
-from reconciler.sync import Half, classify, sync
+from reconciler.sync import UNSEEN_AFTER, Half, classify, sync
 from state_machine.events import Kind
 from state_machine.record import PairRecord
 from state_machine.states import PairState, Role
@@ -148,3 +148,56 @@ def test_preemption_reason_names_the_half_and_the_cause() -> None:
     pods = PairPods(ph("p-1", Role.RUNNER, disrupted=True), ph("p-1", Role.WORKFLOW))
     [move] = moves_only(sync([record_in(S.READY)], snapshot(placeholders={"p-1": pods})))
     assert move.reason == "runner placeholder preempted or evicted"
+
+
+def _requested_at(at: float, seen: frozenset[Role], state: PairState = S.PARTIAL) -> PairRecord:
+    record = PairRecord.new("p-1", "arc-runners", at - 1, "test").moved(S.REQUESTED, at, "t")
+    record = record.moved(state, at + 1, "t") if state is not S.REQUESTED else record
+    return record.observed(seen)
+
+
+@pytest.mark.parametrize(
+    ("waited", "expected"),
+    [(UNSEEN_AFTER - 1, None), (UNSEEN_AFTER, S.PREEMPTED), (UNSEEN_AFTER + 1, S.PREEMPTED)],
+)
+def test_a_half_never_seen_long_after_its_request_is_gone(
+    waited: float, expected: PairState | None
+) -> None:
+    """Storm seed 7: mended runner halves bound and were preempted by workflow pods 1.5 s after
+    their create, before any snapshot saw them; sync read them as "not in the cache yet", so
+    nine pairs sat PARTIAL (no capacity) until jobs finished two minutes later."""
+    record = _requested_at(100.0, frozenset((Role.WORKFLOW,)))
+    pods = PairPods(None, ph("p-1", Role.WORKFLOW))
+    moves = moves_only(sync([record], snapshot(now=100.0 + waited, placeholders={"p-1": pods})))
+    assert [m.target for m in moves] == ([expected] if expected else [])
+    for move in moves:
+        assert (
+            move.reason == f"runner placeholder not observed {UNSEEN_AFTER:.0f}s after its request"
+        )
+
+
+def test_a_pair_whose_creates_never_showed_up_is_deleted_after_the_wait() -> None:
+    """A create that failed (an API outage) leaves nothing to wait for: the pair goes, and
+    resize requests a new one, instead of holding its place for placeholderReadyTimeout."""
+    record = _requested_at(100.0, frozenset(), state=S.REQUESTED)
+    moves = moves_only(sync([record], snapshot(now=100.0 + UNSEEN_AFTER, placeholders={})))
+    assert [(m.target, m.reason) for m in moves] == [
+        (
+            S.DELETED,
+            f"runner and workflow placeholder not observed {UNSEEN_AFTER:.0f}s after its "
+            "request; nothing survives",
+        )
+    ]
+
+
+def test_a_mend_waits_from_its_own_request() -> None:
+    """A mend creates the missing half again: its wait starts at the mend, not at the pair's
+    first request long before."""
+    record = _requested_at(100.0, frozenset(Role)).moved(S.READY, 110.0, "t")
+    record = record.moved(S.PREEMPTED, 200.0, "t").moved(S.REQUESTED, 300.0, "mend: runner")
+    record = record.observed(frozenset((Role.WORKFLOW,)))
+    pods = PairPods(None, ph("p-1", Role.WORKFLOW))
+    early = snapshot(now=300.0 + UNSEEN_AFTER - 1, placeholders={"p-1": pods})
+    late = snapshot(now=300.0 + UNSEEN_AFTER, placeholders={"p-1": pods})
+    assert [m.target for m in moves_only(sync([record], early))] == [S.PARTIAL]  # as always
+    assert [m.target for m in moves_only(sync([record], late))] == [S.PREEMPTED]
