@@ -50,16 +50,18 @@ EDGES: tuple[Edge, ...] = (
     Edge(P, TO, ACTIVE, "not READY within placeholderReadyTimeout"),
     # A half was preempted by a real pod, evicted, deleted, ended, or its node was lost.
     Edge(RD, PE, PASSIVE, "a pod of the pair was preempted, evicted, deleted or ended"),
-    Edge(P, PE, PASSIVE, "a pod of the pair was preempted, evicted, deleted or ended"),
-    # A pod we had already seen vanished before the pair was ready (deleted behind our back).
-    Edge(R, PE, PASSIVE, "a pod already observed vanished or ended before the pair was ready"),
+    Edge(P, PE, PASSIVE, "a pod was preempted, evicted, deleted, ended, or unseen 30 s on"),
+    # A pod we had already seen vanished before the pair was ready (deleted behind our back),
+    # or one was still not observed 30 s after the request (taken between two snapshots).
+    Edge(R, PE, PASSIVE, "a pod vanished or ended before the pair was ready, or unseen 30 s on"),
     # Every pod the pair had was seen and is gone again before it was ready (preempted or
     # deleted behind our back): nothing survives to protect, so the pair is over at once.
     Edge(R, D, PASSIVE, "every pod it had vanished before the pair was ready"),
     Edge(P, D, PASSIVE, "every pod it had vanished before the pair was ready"),
     # Scale down (pending pairs go first, then READY), or a pod create failed.
-    Edge(R, D, ACTIVE, "scale down (pending first), or its pods could not be created"),
-    Edge(P, D, ACTIVE, "scale down (pending first)"),
+    # Unblock: a half-placed pair's room completes other pairs (reconciler/unblock.py).
+    Edge(R, D, ACTIVE, "scale down (pending first), unblock, or its pods could not be created"),
+    Edge(P, D, ACTIVE, "scale down (pending first), or unblock: its room completes others"),
     Edge(RD, D, ACTIVE, "scale down (after every pending pair)"),
     # The surviving half is gone too (e.g. the workflow pod took the workflow placeholder).
     Edge(PE, D, PASSIVE, "the surviving pod is gone too"),
