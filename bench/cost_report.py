@@ -66,17 +66,25 @@ def budget_met(cand: dict[str, Any], ref: dict[str, Any]) -> bool:
     return bool(cand["results"]["billed_cost_usd"] <= limit + 1e-9)
 
 
+def _compared(
+    by_seed: dict[int, dict[str, dict[str, Any]]],
+) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(seed, capacity-aware run, stock ARC run) for the seeds with both and the former's log."""
+    return [
+        (seed, runs[CAPACITY_AWARE], runs[BASELINE])
+        for seed, runs in sorted(by_seed.items())
+        if CAPACITY_AWARE in runs and BASELINE in runs and "log" in runs[CAPACITY_AWARE]
+    ]
+
+
 def cost_lines(by_seed: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
     """Per seed and over seeds: node-hours and dollars of capacity-aware / stock ARC."""
     lines = []
     node_h: list[float] = []
     usd: list[float] = []
     met = 0
-    for seed in sorted(by_seed):
-        runs = by_seed[seed]
-        if CAPACITY_AWARE not in runs or BASELINE not in runs or "log" not in runs[CAPACITY_AWARE]:
-            continue
-        cand, ref = runs[CAPACITY_AWARE], runs[BASELINE]
+    compared = _compared(by_seed)
+    for seed, cand, ref in compared:
         c, b = cand["results"], ref["results"]
         node_h.append(_ratio(c["billed_node_hours"], b["billed_node_hours"]))
         usd.append(_ratio(c["billed_cost_usd"], b["billed_cost_usd"]))
@@ -95,18 +103,13 @@ def cost_lines(by_seed: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
             f"$ max {_r(max(usd))}x median {_r(statistics.median(usd))}x; "
             f"budget met on {met}/{len(usd)} seeds"
         )
-        lines += _summed_budget_lines(by_seed)
+        lines += _summed_budget_lines([(c, b) for _, c, b in compared])
     return lines
 
 
-def _summed_budget_lines(by_seed: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
+def _summed_budget_lines(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[str]:
     """The budget over all seeds together, and per completed job where the strategies
     completed different numbers of jobs (a job stock ARC failed cost it nothing)."""
-    pairs = [
-        (runs[CAPACITY_AWARE], runs[BASELINE])
-        for runs in by_seed.values()
-        if CAPACITY_AWARE in runs and BASELINE in runs and "log" in runs[CAPACITY_AWARE]
-    ]
     cand = sum(c["results"]["billed_cost_usd"] for c, _ in pairs)
     ref = sum(b["results"]["billed_cost_usd"] for _, b in pairs)
     reserve = sum(c["log"]["reserve_usd"] for c, _ in pairs)

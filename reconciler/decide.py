@@ -175,8 +175,9 @@ def unblock(inp: DecideInput, decision: Decision) -> None:
     fit = inp.snapshot.fit
     if fit is None or not fit.runner_share:
         return
-    waiting = (r for r in inp.pairs.values() if decision.states.get(r.pair_id) in _WAITING)
-    stuck = stuck_pairs(waiting, inp.snapshot.placeholders, inp.now)
+    # Pairs this step already moved (timed out) are not waiting any more.
+    unmoved = (r for r in inp.pairs.values() if decision.states.get(r.pair_id) is r.state)
+    stuck = stuck_pairs(unmoved, inp.snapshot.placeholders, inp.now)
     released = to_release(stuck, fit.runner_share)
     for record in released:
         reason = (
@@ -185,9 +186,6 @@ def unblock(inp: DecideInput, decision: Decision) -> None:
         )
         decision.move(record, S.DELETED, reason)
     decision.unblocked = len(released)
-
-
-_WAITING = (S.REQUESTED, S.PARTIAL)
 
 
 # 3 -------------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def sync(pairs: Iterable[PairRecord], snapshot: ClusterSnapshot) -> list[Move | 
             first_seen = _first_seen(record, pods)
             if first_seen:
                 changes.append(Observed(record.pair_id, first_seen))
-            if seen is not _BOTH and _unseen_is_gone(record, snapshot.taken_at):
+            if _unseen_is_gone(record, snapshot.taken_at):
                 seen = _BOTH
         runner, workflow = pods.runner, pods.workflow  # classify(), inlined: once per half
         decided = rule(
