@@ -8,24 +8,25 @@ Steps, in order (each is one function below):
 2. ``time_out``           REQUESTED/PARTIAL pairs not READY within ``placeholder_ready_timeout``
                           of their first request -> TIMED_OUT, with the scheduler's and
                           Karpenter's explanation in the reason.
-   ``unblock``            of the waiting pairs whose workflow half is bound and whose runner
+3. ``unblock``            of the waiting pairs whose workflow half is bound and whose runner
                           half has no room, the newest few -> DELETED, so their room
                           completes the others (``reconciler/unblock.py``); launches wait
                           for the next step.
-3. ``retire_blocked``     READY pairs with a half on a node that stopped accepting it
+4. ``retire_blocked``     READY pairs with a half on a node that stopped accepting it
                           (cordoned, disrupted, untolerated taint) -> DELETED, to be replaced.
-4. ``sweep``              adopt complete pairs of an earlier instance on the first step; delete
+5. ``sweep``              adopt complete pairs of an earlier instance on the first step; delete
                           orphans (other instances, expired leases, incomplete pairs) and pods
                           of TIMED_OUT pairs that survived their delete.
-5. ``resize``             desired = clamp(proactive + queued jobs, 0, maxRunners headroom)
+6. ``resize``             desired = clamp(proactive + queued jobs, 0, maxRunners headroom),
+                          rounded up to node-sized groups where the NodePool limit binds
                           (``reconciler/sizing.py``);
                           re-paired survivors count as pairs; create QUEUED pairs up to it,
                           or scale down in the order re-paired survivors, QUEUED,
                           REQUESTED/PARTIAL, READY (newest first within each group).
-6. ``launch``             QUEUED -> REQUESTED, oldest first, bounded by the ramp
+7. ``launch``             QUEUED -> REQUESTED, oldest first, bounded by the ramp
                           (``launch_budget``: node-launch rate in node-sized groups, NodePool
                           headroom, safety caps).
-7. ``renew_leases``       RenewLease for pods of pairs we keep whose lease is past half-life.
+8. ``renew_leases``       RenewLease for pods of pairs we keep whose lease is past half-life.
 
 Decisions accumulate in a :class:`Decision`; nothing is applied here.
 """
@@ -88,6 +89,9 @@ class Decision:
     survivors: Survivors = field(default_factory=Survivors)
     #: Pairs released this step so their room completes others (``unblock``).
     unblocked: int = 0
+    #: Pairs in flight (as sync left them) with a half still waiting for a node: they take
+    #: free allocatable before any pair requested now (resize's groups, the ramp).
+    unbound_in_flight: int = 0
 
     def move(self, record: PairRecord, target: PairState, reason: str) -> None:
         self.changes.append(Move(record.pair_id, target, Kind.ACTIVE, reason))
@@ -102,7 +106,10 @@ class Decision:
 
 
 def decide(inp: DecideInput, ids: Iterator[str]) -> Decision:
-    decision = Decision(states={pid: r.state for pid, r in inp.pairs.items()})
+    decision = Decision(
+        states={pid: r.state for pid, r in inp.pairs.items()},
+        unbound_in_flight=_unbound_in_flight(inp),
+    )
     retire_survivors(inp, decision)
     time_out(inp, decision)
     unblock(inp, decision)
@@ -169,6 +176,9 @@ def _timeout_reason(timeout: float, pods: PairPods, snapshot: ClusterSnapshot) -
     return "; ".join(parts)
 
 
+# 3 -------------------------------------------------------------------------------------
+
+
 def unblock(inp: DecideInput, decision: Decision) -> None:
     """Release the few half-placed pairs whose room completes the others (see
     ``reconciler/unblock.py``); ``launch`` then waits a step."""
@@ -188,7 +198,7 @@ def unblock(inp: DecideInput, decision: Decision) -> None:
     decision.unblocked = len(released)
 
 
-# 3 -------------------------------------------------------------------------------------
+# 4 -------------------------------------------------------------------------------------
 
 
 def retire_blocked(inp: DecideInput, decision: Decision) -> None:
@@ -203,7 +213,7 @@ def _stalled(pod: PlaceholderPod | None) -> bool:
     return pod is not None and pod.half is _STALLED
 
 
-# 4 -------------------------------------------------------------------------------------
+# 5 -------------------------------------------------------------------------------------
 
 
 def sweep(inp: DecideInput, decision: Decision) -> None:
@@ -266,7 +276,7 @@ def _records_in(inp: DecideInput, *states: PairState) -> Iterator[PairRecord]:
             yield record
 
 
-# 5 -------------------------------------------------------------------------------------
+# 6 -------------------------------------------------------------------------------------
 
 
 def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
@@ -276,7 +286,9 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     headroom = handover_headroom(inp.snapshot, survivors.unserved)
     want = desired_pairs(inp.snapshot, inp.config, headroom)
     live = len(decision.in_states(*LIVE)) + len(survivors.repaired)
-    target = packed_target(want, live, inp.snapshot, inp.config, headroom)
+    target = packed_target(
+        want, live, inp.snapshot, inp.config, headroom, decision.unbound_in_flight
+    )
     wanted = target - live
     budget = _budget_now(inp, decision).pairs if survivors.spare and wanted > 0 else 0
     mend = mend_or_release(survivors.spare, wanted, budget, inp.now, inp.config.survivor_window)
@@ -323,7 +335,7 @@ def _fresh_id(ids: Iterator[str], taken: tuple[Container[str], ...]) -> str:
     raise RuntimeError("pair id source exhausted")
 
 
-# 6 -------------------------------------------------------------------------------------
+# 7 -------------------------------------------------------------------------------------
 
 
 def launch(inp: DecideInput, decision: Decision) -> None:
@@ -344,7 +356,7 @@ def launch(inp: DecideInput, decision: Decision) -> None:
 
 def _budget_now(inp: DecideInput, decision: Decision) -> LaunchBudget:
     """The ramp's budget for this step's requests (mends and launches share it)."""
-    return launch_budget(inp, len(decision.in_states(*IN_FLIGHT)), _unbound_in_flight(inp))
+    return launch_budget(inp, len(decision.in_states(*IN_FLIGHT)), decision.unbound_in_flight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,7 +413,7 @@ def _unbound_in_flight(inp: DecideInput) -> int:
     return count
 
 
-# 7 -------------------------------------------------------------------------------------
+# 8 -------------------------------------------------------------------------------------
 
 
 def renew_leases(inp: DecideInput, decision: Decision) -> None:

@@ -8,7 +8,8 @@
 2. ``desired_pairs``         proactiveCapacity + queued jobs within that headroom (the warm
                              pairs on top of it while jobs wait), at most maxRunners; a
                              failed demand source falls back to the configured floor.
-3. ``packed_target``         the pairs needing new nodes rounded up to node-sized groups
+3. ``packed_target``         the pairs needing new nodes (beyond the free slots pairs in
+                             flight have not taken) rounded up to node-sized groups
                              (``group_size``) while jobs are queued and the NodePool limit
                              binds before maxRunners does.
 """
@@ -114,6 +115,7 @@ def packed_target(
     snapshot: ClusterSnapshot,
     config: ReconcilerConfig,
     headroom: int | None = None,
+    unbound_in_flight: int = 0,
 ) -> int:
     """Round the pairs that need *new* nodes up to whole node-sized groups.
 
@@ -128,9 +130,18 @@ def packed_target(
     m5.xlarge: scale-to-zero paid 1.12x stock ARC's dollars at 0.98x its node-hours, 3
     seeds). The warm pool alone (``proactiveCapacity``) is kept exactly as configured, scale
     to zero stays zero, and the rounding never passes maxRunners headroom.
+
+    Free slots on existing nodes are the fit estimate's less ``unbound_in_flight``, the pairs
+    in flight still waiting for a node, as in the ramp: the estimate is refreshed every 10 s
+    (``PlacementBounds``), so between refreshes its free slots include room that pairs
+    requested since have taken. Counted as free, each pair a job needed was requested alone
+    and Karpenter sized a node for it alone (burst seed 4, at the NodePool limit: four
+    c5.2xlarge holding one workflow half each where c5.4xlarge hold three; 23 jobs ran at
+    once instead of 25).
     """
     group = group_size(snapshot, config)
-    free_slots = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0
+    on_existing = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0
+    free_slots = max(0, on_existing - unbound_in_flight)
     needing_nodes = want - live - free_slots
     room = max_runners_headroom(snapshot) if headroom is None else headroom
     limit_binds = nodepool_limit_binds(snapshot, room)

@@ -14,12 +14,12 @@ import pytest
 from reconciler.decide import DecideInput, decide, launch_budget
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import packed_target
-from reconciler.snapshot import ClusterSnapshot, FitEstimate, LaunchFacts
+from reconciler.snapshot import ClusterSnapshot, FitEstimate, LaunchFacts, PairPods, PodPhase
 from state_machine.record import PairRecord
-from state_machine.states import PairState
+from state_machine.states import PairState, Role
 from state_machine.store import Move, NewPair
 
-from .builders import INSTANCE, SCALE_SET, snapshot
+from .builders import INSTANCE, SCALE_SET, ph, snapshot
 
 S = PairState
 
@@ -151,3 +151,53 @@ def test_a_partly_used_node_group_is_not_scaled_down_while_jobs_queue() -> None:
     gone = with_cluster(snapshot(queued=0, max_runners=100), group=3)
     after = decide(DecideInput(records, gone, config(), 2.0, INSTANCE, False), ids)
     assert sum(isinstance(c, Move) and c.target is S.DELETED for c in after.changes) == 6
+
+
+@pytest.mark.parametrize(
+    ("on_existing", "unbound", "expected"),
+    [
+        (1, 0, 5),  # the free slot takes the fifth pair: nothing needs a node
+        (1, 1, 7),  # a pair in flight takes that slot: the fifth needs a node, of 3
+        (1, 4, 7),  # more in flight than free slots: never below none free
+        (3, 1, 5),  # two slots left after the pair in flight: the fifth fits
+        (0, 0, 7),
+    ],
+)
+def test_free_slots_that_pairs_in_flight_will_take_are_not_counted_for_new_pairs(
+    on_existing: int, unbound: int, expected: int
+) -> None:
+    snap = with_cluster(
+        snapshot(queued=5, max_runners=100), new_pairs=CAPPED, on_existing=on_existing, group=3
+    )
+    assert packed_target(5, 4, snap, config(), unbound_in_flight=unbound) == expected
+
+
+def unbound_pair(pair_id: str) -> PairPods:
+    return PairPods(
+        ph(pair_id, Role.RUNNER, phase=PodPhase.PENDING, node=None),
+        ph(pair_id, Role.WORKFLOW, phase=PodPhase.PENDING, node=None),
+    )
+
+
+def test_a_pair_needing_a_node_is_requested_with_its_node_group_while_the_estimate_is_stale() -> (
+    None
+):
+    """The fit estimate is refreshed every 10 s: a free slot it saw may already be taken by
+    pairs requested since. Counted as free, the next job's pair was requested alone, and
+    Karpenter launched a node sized for one pair (burst seed 4: four c5.2xlarge with one
+    workflow half each under a NodePool limit, where a c5.4xlarge holds three)."""
+    in_flight = {f"p-{i}": unbound_pair(f"p-{i}") for i in range(4)}
+    records = {
+        pid: PairRecord.new(pid, SCALE_SET, 0.0, "t").moved(S.REQUESTED, 0.0, "t")
+        for pid in in_flight
+    }
+    stale = with_cluster(
+        snapshot(queued=5, max_runners=100, placeholders=in_flight),
+        new_pairs=CAPPED,
+        on_existing=1,
+        group=3,
+    )
+    ids = (f"new-{i}" for i in itertools.count(1))
+    decision = decide(DecideInput(records, stale, config(), 1.0, INSTANCE, False), ids)
+    requested = [c for c in decision.changes if isinstance(c, Move) and c.target is S.REQUESTED]
+    assert len(requested) == 3
