@@ -28,7 +28,8 @@ class StorePlaceholderWriter:
     """``reconciler.ports.PlaceholderWriter`` over the ObjectStore; counts its API writes.
 
     Idempotent like the Kubernetes writer: AlreadyExists on create and NotFound on delete are
-    success; a pod already gone (or replaced by a different uid) costs no call.
+    success; a pod already there (a mend's surviving half) or already gone (or replaced by a
+    different uid) costs no call.
     """
 
     def __init__(self, store: ObjectStore, builder: PlaceholderPodBuilder) -> None:
@@ -39,6 +40,9 @@ class StorePlaceholderWriter:
 
     def create_pair(self, spec: PairSpec) -> None:
         for pod in self.builder.build(spec):
+            meta = pod["metadata"]
+            if self.store.find("Pod", meta["namespace"], meta["name"]) is not None:
+                continue
             self.writes += 1
             try:
                 self.store.create(pod)

@@ -35,10 +35,13 @@ def writer(
 
 
 def test_create_pair_creates_both_pods_once_and_already_exists_is_success(
-    writer: KubernetesPlaceholderWriter, store: ObjectStore
+    api: client.ApiClient, writer: KubernetesPlaceholderWriter, store: ObjectStore
 ):
     writer.create_pair(SPEC)
-    writer.create_pair(SPEC)  # a retried step / adopted pair
+    # A retried step or an adopted pair, from a writer whose cache has not seen the pods.
+    blind = KubernetesPlaceholderWriter(api, writer.builder, cache=None, max_workers=2)
+    blind.create_pair(SPEC)
+    blind.close()
     runner = store.get("Pod", o.NS, RUNNER)
     workflow = store.get("Pod", o.NS, WORKFLOW)
     assert runner["spec"]["priority"] == -10 and workflow["spec"]["priority"] == 10
@@ -46,8 +49,24 @@ def test_create_pair_creates_both_pods_once_and_already_exists_is_success(
         runner["metadata"]["ownerReferences"][0]["uid"]
         == store.get("EphemeralRunnerSet", o.NS, o.ERS)["metadata"]["uid"]
     )
-    assert writer.calls == {"create": 4}
-    assert writer.outcomes == {"created": 2, "exists": 2}
+    assert writer.calls == {"create": 2} and blind.calls == {"create": 2}
+    assert writer.outcomes == {"created": 2} and blind.outcomes == {"exists": 2}
+
+
+def test_a_mend_creates_only_the_half_that_is_gone(
+    writer: KubernetesPlaceholderWriter, store: ObjectStore, cache: KubeCache
+):
+    """A mend re-creates a pair whose other half survived: the survivor's POST could only
+    meet AlreadyExists, one wasted write per mend (storm: ~400 per run)."""
+    writer.create_pair(SPEC)
+    uid = store.get("Pod", o.NS, RUNNER)["metadata"]["uid"]
+    assert cache.wait_until(lambda c: c.get("Pod", o.NS, WORKFLOW) is not None, 10)
+    store.delete("Pod", o.NS, RUNNER, grace_period_seconds=0)  # the scheduler preempted it
+    assert cache.wait_until(lambda c: c.was_deleted("Pod", o.NS, RUNNER, uid), 10)
+    writer.create_pair(SPEC)
+    assert store.get("Pod", o.NS, RUNNER)["metadata"]["uid"] != uid
+    assert writer.calls == {"create": 3}
+    assert writer.outcomes == {"created": 3, "exists": 1}
 
 
 def test_delete_resolves_uids_and_skips_pods_nobody_knows(
