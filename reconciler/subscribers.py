@@ -47,8 +47,8 @@ class PlaceholderSubscriber:
     def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
         for event in events:
             if event.target is PairState.REQUESTED and event.source in _CREATES_FROM:
-                # From QUEUED both pods are new; a mend (from PREEMPTED) creates them again
-                # and the survivor's create meets AlreadyExists, which writers treat as success.
+                # From QUEUED both pods are new; a mend (from PREEMPTED) asks for both again,
+                # and writers skip the survivor they already see (AlreadyExists is success).
                 self.writer.create_pair(self._spec(event))
             elif _releases_pods(event):
                 # The writer skips pods that are already gone, so a pair whose pods vanished
