@@ -3,9 +3,10 @@
 In order, one row each:
 
 1. ``settings``: the capacityAware block was found and turns capacity-aware mode on.
-2. ``priority-classes``, ``runner-template``, ``container-mode``, ``min-runners``: the start-up
-   checks of ``run`` (providers/kubernetes/checks.py), over live objects. A warning passes
-   and is shown; an error fails.
+2. ``priority-classes``, ``runner-template``, ``container-mode``, ``min-runners``,
+   ``nodepool-types``: the start-up checks of ``run`` (providers/kubernetes/checks.py), over
+   live objects. A warning passes and is shown; an error fails. ``nodepool-types`` is
+   skipped when the runner template cannot size placeholders.
 3. ``permissions``: every permission ``run`` needs (providers/kubernetes/permissions.py),
    asked for the listener's ServiceAccount with SubjectAccessReviews.
 4. ``workflow-resources``: the hook template's workflow pod has the workflow class and
@@ -44,6 +45,8 @@ from reconciler.settings import CapacityAwareSettings
 
 Obj = dict[str, Any]
 STARTUP_ROWS = ("priority-classes", "runner-template", "container-mode", "min-runners")
+#: Needs placeholders sized (``Shapes``); skipped when the runner template cannot size them.
+POOL_ROW = "nodepool-types"
 FIX_RBAC = "arc-capacity-listener rbac --scale-set {name} --namespace {ns} --apply"
 
 
@@ -75,12 +78,22 @@ def settings_row(settings: CapacityAwareSettings, where: str) -> Row:
     return passed("settings", f"capacityAware from {where}")
 
 
-def startup_rows(api: k8s.ApiClient, scale: ScaleSet, settings: CapacityAwareSettings) -> list[Row]:
-    findings = run_startup_checks(ApiSource(api), scale.target, settings.priority_classes)
+def startup_rows(
+    api: k8s.ApiClient,
+    scale: ScaleSet,
+    settings: CapacityAwareSettings,
+    shapes: Shapes | None = None,
+) -> list[Row]:
+    pair = shapes.builder if shapes is not None else None
+    findings = run_startup_checks(ApiSource(api), scale.target, settings.priority_classes, pair)
     rows = []
     for check in STARTUP_ROWS:
         mine = [f for f in findings if f.check == check]
         rows.append(_findings_row(check, mine))
+    if pair is None:
+        rows.append(skipped(POOL_ROW, "placeholders cannot be sized (see runner-template)"))
+    else:
+        rows.append(_findings_row(POOL_ROW, [f for f in findings if f.check == POOL_ROW]))
     return rows
 
 
@@ -255,7 +268,7 @@ def read_rows(
     shapes: Shapes | None,
 ) -> list[Row]:
     """Every reading check, in order (see module doc)."""
-    rows = timed("startup", lambda: startup_rows(api, scale, settings))
+    rows = timed("startup", lambda: startup_rows(api, scale, settings, shapes))
     rows += timed("permissions", lambda: permissions_row(api, scale))
     hook, hook_error = None, None
     try:

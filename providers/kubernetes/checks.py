@@ -17,17 +17,32 @@ its first sync, or plain dicts in tests), so they cost no extra API calls.
    ``kubernetes`` mode pins the workflow pod with ``spec.nodeName`` (no preemption) and
    dind / no hooks run the job inside the runner pod (no workflow pod at all).
 4. ``minRunners > 0`` is warned about: idle runners take jobs without the capacity check.
+5. A NodePool with ``spec.limits`` that allows instance types holding this scale set's
+   workflow pods poorly is warned about (docs/operations.md#instance-types-for-a-capped-nodepool):
+   at the limit, 8-vCPU nodes that hold one 4-cpu workflow pod run a third fewer jobs per
+   vCPU than 16-vCPU nodes that hold three.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.packing import TypeFit, pool_hosts, type_fits
+from providers.kubernetes.placement import PairShape
+from providers.kubernetes.resources import (
+    QuantityError,
+    Resources,
+    add_into,
+    format_quantity,
+    quantity,
+)
 from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget, live_limits
+from providers.kubernetes.signals import list_if_known
 from reconciler.settings import PriorityClassNames
 
 
@@ -241,10 +256,99 @@ def check_min_runners(min_runners: int) -> list[Finding]:
     ]
 
 
+#: On a capped NodePool, an allowed type whose workflow pods use this much less of a node
+#: (dominant share) than the best allowed type's do is named: 4-cpu / 8Gi workflow pods use
+#: 58% of a c5.2xlarge (one fits) and 90% of a c5.4xlarge (three).
+POOR_FIT_MARGIN = 0.2
+
+
+def check_nodepool_types(source: ObjectSource, pair: PairShape, max_runners: int) -> list[Finding]:
+    """NodePools that host the workflow half, whose ``spec.limits`` hold fewer than
+    ``max_runners`` pairs (so the limit can bind), and that allow types holding few workflow
+    pods for their size.
+
+    The workflow half is the one that fragments nodes: runner halves (ARC's 500m) fill what
+    is left beside them on any node. Karpenter buys the cheapest type for the pods it sees
+    at once, so pairs that come alone get a type that may hold one workflow pod with room
+    to spare, and at the limit such nodes run fewer jobs than the limit's vCPU could.
+    """
+    workflow = pair.workflow_requests
+    selector = pair.workflow_placement.get("nodeSelector") or {}
+    runner_selector = pair.runner_placement.get("nodeSelector") or {}
+    out = []
+    for pool in list_if_known(source, "NodePool"):
+        if not pool_hosts(pool, selector):
+            continue
+        per_pair: Resources = dict(workflow)
+        if pool_hosts(pool, runner_selector):
+            add_into(per_pair, pair.runner_requests)
+        limits = _binding_limits(pool, per_pair, max_runners)
+        if not limits:
+            continue
+        fits = [f for f in type_fits(pool, {}, workflow) if f.pairs]
+        if not fits:
+            continue
+        best = max(fits, key=lambda f: (f.share, f.pairs))
+        poor = sorted(
+            (f for f in fits if f.share <= best.share - POOR_FIT_MARGIN), key=lambda f: f.share
+        )
+        if poor:
+            out.append(_poor_fit(pool, limits, poor, best, workflow))
+    return out
+
+
+def _binding_limits(
+    pool: Mapping[str, Any], per_pair: Mapping[str, Decimal], max_runners: int
+) -> dict[str, Any]:
+    """The pool's limits on resources a pair asks for that ``max_runners`` pairs exceed (a
+    limit that does not parse is left to the fit estimate, which names it)."""
+    spec_limits = (pool.get("spec") or {}).get("limits") or {}
+    binding = {}
+    for r, v in spec_limits.items():
+        if r not in per_pair:
+            continue
+        try:
+            limit = quantity(v, where=f"NodePool spec.limits.{r}")
+        except QuantityError:
+            continue
+        if limit < per_pair[r] * max_runners:
+            binding[r] = v
+    return binding
+
+
+def _poor_fit(
+    pool: Mapping[str, Any],
+    limits: Mapping[str, Any],
+    poor: Sequence[TypeFit],
+    best: TypeFit,
+    workflow: Mapping[str, Decimal],
+) -> Finding:
+    name = (pool.get("metadata") or {}).get("name", "?")
+    capped = ", ".join(f"{r} {v}" for r, v in sorted(limits.items()))
+    asks = ", ".join(f"{format_quantity(v)} {r}" for r, v in sorted(workflow.items()))
+    worst = poor[0]
+    return Finding(
+        Severity.WARNING,
+        "nodepool-types",
+        f"NodePool {name} limits {capped}, less than maxRunners pairs ask for, and allows "
+        f"{', '.join(f.instance_type for f in poor)}: one {worst.instance_type} holds "
+        f"{worst.pairs} of this scale set's workflow pods ({asks}) using {worst.share:.0%} "
+        f"of it, one {best.instance_type} {best.pairs} using {best.share:.0%}. Karpenter buys "
+        "the cheapest type for the pods it sees at once, so pairs that come alone get the "
+        "poor fit, and at the limit those nodes run fewer jobs. Where the limit binds, allow "
+        f"only types that hold workflow pods like {best.instance_type} "
+        "(docs/operations.md#instance-types-for-a-capped-nodepool)",
+    )
+
+
 def run_startup_checks(
-    source: ObjectSource, target: ScaleSetTarget, names: PriorityClassNames
+    source: ObjectSource,
+    target: ScaleSetTarget,
+    names: PriorityClassNames,
+    pair: PairShape | None = None,
 ) -> list[Finding]:
-    """All checks, errors first. Needs the cache to have synced."""
+    """All checks, errors first. Needs the cache to have synced. ``pair``: the placeholder
+    builder, when the runner template could size placeholders (check 5 needs it)."""
     out = check_priority_classes(source, names)
     ers = next(
         (
@@ -266,8 +370,10 @@ def run_startup_checks(
         )
     else:
         out.extend(check_runner_template(ers, names))
-    _, min_runners = live_limits(source, target, ers)
+    max_runners, min_runners = live_limits(source, target, ers)
     out.extend(check_min_runners(min_runners))
+    if pair is not None:
+        out.extend(check_nodepool_types(source, pair, max_runners))
     return sorted(out, key=lambda f: f.severity != Severity.ERROR)
 
 

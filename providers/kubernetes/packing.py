@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from providers.kubernetes import labels as L
 from providers.kubernetes.instance_types import shape
 from providers.kubernetes.nodes import matches_selector
 from providers.kubernetes.object_fields import metadata_of, parse_timestamp
@@ -46,10 +47,12 @@ def _template(pool: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def pool_hosts(pool: Mapping[str, Any], node_selector: Mapping[str, str]) -> bool:
-    """The pool's nodes carry every label the pair's nodeSelector asks for (template labels
-    or a single-valued ``In`` requirement)."""
+    """The pool's nodes carry every label the pair's nodeSelector asks for (template labels,
+    a single-valued ``In`` requirement, or ``karpenter.sh/nodepool: <its name>``, which
+    Karpenter puts on every node it launches for the pool)."""
     template = _template(pool)
     labels = dict(metadata_of(template).get("labels") or {})
+    labels.setdefault(L.LABEL_NODEPOOL, str(metadata_of(pool).get("name", "")))
     for req in (template.get("spec") or {}).get("requirements") or ():
         values = req.get("values") or []
         if req.get("operator") == "In" and len(values) == 1:
@@ -87,15 +90,48 @@ def _pairs_on(allocatable: Mapping[str, Decimal], pair: Mapping[str, Decimal]) -
     return n, share
 
 
+def _pair(
+    runner_requests: Mapping[str, Decimal], workflow_requests: Mapping[str, Decimal]
+) -> Resources:
+    pair: Resources = dict(runner_requests)
+    add_into(pair, workflow_requests)
+    pair["pods"] = pair.get("pods", Decimal(0)) + 2
+    return pair
+
+
+@dataclass(frozen=True, slots=True)
+class TypeFit:
+    """How one node of an instance type holds a scale set's pairs."""
+
+    instance_type: str
+    pairs: int
+    #: The dominant share of the node those pairs use.
+    share: float
+
+
+def type_fits(
+    pool: Mapping[str, Any],
+    runner_requests: Mapping[str, Decimal],
+    workflow_requests: Mapping[str, Decimal],
+) -> list[TypeFit]:
+    """Every instance type ``pool`` allows (and this module knows), with the pairs one node
+    holds; pass no runner requests when the two halves may not share a node."""
+    pair = _pair(runner_requests, workflow_requests)
+    fits = []
+    for name in allowed_types(pool):
+        node = shape(name)
+        if node is not None:
+            fits.append(TypeFit(name, *_pairs_on(node.allocatable(), pair)))
+    return fits
+
+
 def pairs_per_node(
     pools: Iterable[Mapping[str, Any]],
     runner_requests: Mapping[str, Decimal],
     workflow_requests: Mapping[str, Decimal],
     node_selector: Mapping[str, str],
 ) -> Packing:
-    pair: Resources = dict(runner_requests)
-    add_into(pair, workflow_requests)
-    pair["pods"] = pair.get("pods", Decimal(0)) + 2
+    pair = _pair(runner_requests, workflow_requests)
     best = Packing(1, None)
     best_key = (0.0, 0)
     largest = 1

@@ -150,7 +150,11 @@ class KubernetesProvider:
         return self._ensure_writer()
 
     def startup_checks(self) -> list[Finding]:
-        return run_startup_checks(self.cache, self.target, self.settings.priority_classes)
+        try:
+            pair = self._ensure_writer().builder
+        except (ProviderNotReady, PlaceholderSpecError):
+            pair = None  # the runner-template check names why
+        return run_startup_checks(self.cache, self.target, self.settings.priority_classes, pair)
 
     def snapshot(self, *, now: float, demand: Demand) -> ClusterSnapshot:
         """A snapshot from the cache (no API call). Raises ProviderNotReady before sync."""

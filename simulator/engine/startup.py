@@ -44,7 +44,9 @@ def check_world(world: World) -> list[ScaleSetFindings]:
     out = []
     for driver in strategy.drivers:
         store = world.clusters[world.scale_sets[driver.target.ers_name].cluster].store
-        findings = run_startup_checks(store, driver.target, driver.settings.priority_classes)
+        findings = run_startup_checks(
+            store, driver.target, driver.settings.priority_classes, driver.builder
+        )
         out.append(ScaleSetFindings(driver.target.ers_name, tuple(findings)))
     return out
 

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
 from providers.kubernetes.checks import (
     Severity,
+    check_nodepool_types,
     check_priority_classes,
     container_mode,
     errors,
@@ -101,3 +109,104 @@ def test_runner_class_below_workflow_class_is_refused_because_workflow_pods_woul
         "PriorityClass arc-workflow (20) must be at most arc-runner (0); fix the values so "
         "that runner placeholder < workflow placeholder < runner = workflow"
     ]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """What the check reads of the placeholder builder (``PairShape``)."""
+
+    runner_requests: Mapping[str, Decimal]
+    workflow_requests: Mapping[str, Decimal]
+    runner_placement: Mapping[str, Any] = field(default_factory=lambda: {"nodeSelector": POOL})
+    workflow_placement: Mapping[str, Any] = field(default_factory=lambda: {"nodeSelector": POOL})
+
+
+POOL = {"pool": "ci"}
+TYPES = ["m5.2xlarge", "m5.4xlarge", "c5.2xlarge", "c5.4xlarge"]
+
+
+def capped_pool(types: list[str], limits: dict[str, str] | None, hosts: str = "ci") -> dict:
+    pool = o.nodepool("ci", limits=limits)
+    pool["spec"]["template"] = {
+        "metadata": {"labels": {"pool": hosts}},
+        "spec": {
+            "requirements": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}
+            ]
+        },
+    }
+    return pool
+
+
+def pair(workflow_cpu: str, *, runner_elsewhere: bool = False) -> Pair:
+    cpu = {"cpu": Decimal(workflow_cpu), "memory": Decimal(2 * 2**30 * int(workflow_cpu))}
+    shape = Pair({"cpu": Decimal("0.5"), "memory": Decimal(2**30)}, cpu)
+    if runner_elsewhere:
+        return Pair(shape.runner_requests, cpu, runner_placement={"nodeSelector": {"pool": "r"}})
+    return shape
+
+
+@pytest.mark.parametrize(
+    ("pool", "shape", "named"),
+    [
+        # 4 cpu / 8Gi: an 8-vCPU node holds one (51-58% of it), a c5.4xlarge three (90%).
+        (capped_pool(TYPES, {"cpu": "160"}), pair("4"), ["m5.2xlarge", "c5.2xlarge"]),
+        # Without a limit Karpenter sizes nodes to what it sees: nothing to warn about.
+        (capped_pool(TYPES, None), pair("4"), []),
+        # 2 cpu / 4Gi: three on 8 vCPU (76-87%), six or seven on 16 (88-90%): all fit well.
+        (capped_pool(TYPES, {"cpu": "160"}), pair("2"), []),
+        # A limit on a resource the workflow pod does not ask for does not cap it.
+        (capped_pool(TYPES, {"nvidia.com/gpu": "8"}), pair("4"), []),
+        # A pool that does not host the workflow half is not this scale set's.
+        (capped_pool(TYPES, {"cpu": "160"}, hosts="gpu"), pair("4"), []),
+        # Runner halves on another pool: the workflow half still fragments this one.
+        (
+            capped_pool(TYPES, {"cpu": "160"}),
+            pair("4", runner_elsewhere=True),
+            ["m5.2xlarge", "c5.2xlarge"],
+        ),
+        # One allowed type: nothing better to name.
+        (capped_pool(["c5.2xlarge"], {"cpu": "160"}), pair("4"), []),
+    ],
+    ids=[
+        "capped",
+        "no-limit",
+        "small-pods",
+        "other-limit",
+        "other-pool",
+        "split-halves",
+        "one-type",
+    ],
+)
+def test_a_capped_nodepool_allowing_types_that_hold_workflow_pods_poorly_is_warned_about(
+    pool: dict, shape: Pair, named: list[str]
+) -> None:
+    """At a NodePool limit, 8-vCPU nodes holding one 4-cpu workflow pod each run a third
+    fewer jobs than 16-vCPU nodes holding three (burst: the budget missed on 6 of 10 seeds,
+    met on 10/10 with only 16-vCPU types allowed)."""
+    findings = check_nodepool_types(o.DictSource(pool), shape, max_runners=150)
+    if not named:
+        assert findings == []
+        return
+    (finding,) = findings
+    assert finding.severity is Severity.WARNING and finding.check == "nodepool-types"
+    listed = finding.message.split(" and allows ")[1].split(":")[0].split(", ")
+    assert sorted(listed) == sorted(named)
+    assert "operations.md#instance-types-for-a-capped-nodepool" in finding.message
+
+
+def test_the_capped_pool_warning_says_what_each_type_holds() -> None:
+    source = o.DictSource(capped_pool(TYPES, {"cpu": "160"}))
+    (finding,) = check_nodepool_types(source, pair("4"), max_runners=150)
+    assert finding.message.startswith(
+        "NodePool ci limits cpu 160, less than maxRunners pairs ask for, and allows "
+        "m5.2xlarge, c5.2xlarge: one m5.2xlarge holds 1 of this scale set's workflow pods "
+        "(4 cpu, 8Gi memory) using 51% of it, one c5.4xlarge 3 using 90%."
+    )
+
+
+def test_the_pool_check_runs_only_when_placeholders_can_be_sized() -> None:
+    src = o.DictSource(o.ers(), *o.ladder(), capped_pool(TYPES, {"cpu": "8"}))
+    assert run_startup_checks(src, TARGET, NAMES) == []
+    (finding,) = run_startup_checks(src, TARGET, NAMES, pair("4"))
+    assert finding.check == "nodepool-types"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
+
 from providers.kubernetes.instance_types import shape
 from providers.kubernetes.packing import launch_facts, pairs_per_node, pool_hosts
 
@@ -59,6 +61,27 @@ def test_types_larger_than_the_remaining_limit_and_pools_that_cannot_host_are_sk
     other = pool(["m5.4xlarge"], labels={"pool": "gpu"})
     assert not pool_hosts(other, {"pool": "ci"})
     assert pairs_per_node([other], RUNNER, WORKFLOW, {"pool": "ci"}).pairs_per_node == 1
+
+
+@pytest.mark.parametrize(
+    ("selector", "hosts"),
+    [
+        ({"pool": "ci"}, True),  # a template label
+        ({"karpenter.sh/nodepool": "ci"}, True),  # Karpenter labels every node with its pool
+        ({"karpenter.sh/nodepool": "ci", "pool": "ci"}, True),
+        ({"karpenter.sh/nodepool": "gpu"}, False),
+        ({"pool": "gpu"}, False),
+        ({}, True),
+    ],
+    ids=str,
+)
+def test_a_nodepool_hosts_pods_that_select_its_labels_or_its_name(
+    selector: dict[str, str], hosts: bool
+) -> None:
+    """Selecting a NodePool by ``karpenter.sh/nodepool`` (Karpenter's documented way to pin
+    pods to one) counted no pool as a host: the fit estimate then found no headroom and the
+    listener requested no pair that needed a new node."""
+    assert pool_hosts(pool(["m5.2xlarge"]), selector) is hosts
 
 
 def claim(created: str, *, initialized: bool, cpu: str = "30") -> dict:  # type: ignore[type-arg]

@@ -117,3 +117,36 @@ def test_a_template_placeholders_cannot_be_built_from_keeps_the_last_sizes(
         assert "keeping the previous sizes" in warnings[0]
     finally:
         provider.stop()
+
+
+def test_the_provider_s_start_up_checks_size_pairs_and_warn_about_a_capped_pool(
+    store: ObjectStore,
+):
+    """The listener's own start-up path hands the placeholder builder to the checks, so a
+    NodePool whose limit binds with poorly fitting types is named before the first step."""
+    pool = o.nodepool("runners", limits={"cpu": "16"})
+    pool["spec"]["template"]["spec"]["requirements"] = [
+        {
+            "key": "node.kubernetes.io/instance-type",
+            "operator": "In",
+            "values": ["c5.xlarge", "c5.4xlarge"],
+        }
+    ]
+    store.create(pool)
+    settings = parse_capacity_aware({"workflowResources": {"cpu": "2"}}, where="test")
+    with (
+        K8sFace(store, bookmark_interval=0.05) as karpenter_face,  # NodePools served
+        client.ApiClient(client.Configuration(host=karpenter_face.url)) as api,
+    ):
+        provider = KubernetesProvider(
+            api, settings, TARGET, instance=o.INSTANCE, backoff_base=0.01, backoff_cap=0.05
+        )
+        provider.start()
+        try:
+            assert provider.wait_synced(10)
+            (finding,) = provider.startup_checks()
+        finally:
+            provider.stop()
+    assert finding.check == "nodepool-types"
+    assert "NodePool runners limits cpu 16, less than maxRunners pairs ask for" in finding.message
+    assert "allows c5.xlarge:" in finding.message

@@ -313,6 +313,22 @@ def test_fit_estimate_packs_free_allocatable_then_nodepool_headroom():
     assert fit.detail.startswith("1 on existing nodes + 4 within NodePool limits")
 
 
+def test_a_pair_that_selects_its_nodepool_by_name_gets_that_pool_s_headroom():
+    """``nodeSelector: {karpenter.sh/nodepool: runners}`` (the objects' runner template's) is
+    Karpenter's own label on every node of that pool. Counted as no host, the estimate gave
+    0 new pairs, so no pair needing a node was ever requested."""
+    pools = o.DictSource(
+        o.nodepool("runners", limits={"cpu": "10", "memory": "64Gi"}),
+        o.nodepool("others", limits={"cpu": "100", "memory": "640Gi"}),
+    )
+    mine = {"karpenter.sh/nodepool": "runners"}
+    fit = fit_estimate(
+        pools, TARGET, RUNNER, WORKFLOW, runner_selector=mine, workflow_selector=mine
+    )
+    assert fit is not None
+    assert fit.new_pairs == 6  # 10 cpu of "runners" at 1.5 cpu a pair; "others" not counted
+
+
 def test_a_waiting_pod_its_selector_keeps_off_the_free_room_eats_headroom_instead():
     waiting = o.pod("waiting", requests={"cpu": "1500m", "memory": "1Gi"})
     waiting["spec"]["nodeSelector"] = {"pool": "b"}
