@@ -1,12 +1,13 @@
 """How to launch placeholder pairs so Karpenter packs them well, and how fast nodes come.
 
-1. :func:`pairs_per_node`: for the NodePools that can host the pair (their template labels
-   satisfy the pair's nodeSelector), the instance types their requirements allow, minus those
-   larger than the pool's remaining limits (Karpenter filters those too). For each type, how many
-   whole pairs (runner + workflow half on one node) its allocatable holds; the best-fitting type
-   is the one whose pairs use the largest share of it (dominant resource), ties to more pairs.
-   Requesting pairs in groups of that size lets one Karpenter batch fill one such node instead of
-   picking the smallest type for a lone pair (under a vCPU cap, small nodes waste the cap).
+1. :func:`pairs_per_node`: for the NodePools that can host the pair (Karpenter could launch a
+   node carrying the pair's nodeSelector labels: :func:`pool_hosts`), the instance types their
+   requirements allow, minus those larger than the pool's remaining limits (Karpenter filters
+   those too). For each type, how many whole pairs (runner + workflow half on one node) its
+   allocatable holds; the best-fitting type is the one whose pairs use the largest share of it
+   (dominant resource), ties to more pairs. Requesting pairs in groups of that size lets one
+   Karpenter batch fill one such node instead of picking the smallest type for a lone pair
+   (under a vCPU cap, small nodes waste the cap).
 2. :func:`launch_facts`: NodeClaims created in the last minute (launch rate) and NodeClaims
    not initialized yet (nodes on their way), from the cluster itself.
 
@@ -22,7 +23,6 @@ from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.instance_types import shape
-from providers.kubernetes.nodes import matches_selector
 from providers.kubernetes.object_fields import metadata_of, parse_timestamp
 from providers.kubernetes.resources import Resources, add_into, quantity
 from reconciler.snapshot import LaunchFacts
@@ -47,17 +47,65 @@ def _template(pool: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def pool_hosts(pool: Mapping[str, Any], node_selector: Mapping[str, str]) -> bool:
-    """The pool's nodes carry every label the pair's nodeSelector asks for (template labels,
-    a single-valued ``In`` requirement, or ``karpenter.sh/nodepool: <its name>``, which
-    Karpenter puts on every node it launches for the pool)."""
+    """Karpenter could launch a node of ``pool`` that carries every label of
+    ``node_selector`` (its ``Compatible`` check of a pod's requirements against a NodePool's).
+
+    Per selected label, in order: a template label must equal it; else every requirement on
+    its key must allow it (``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``);
+    else it must be a well-known label, which the instance type or Karpenter sets on every
+    node (``kubernetes.io/arch``, ``karpenter.sh/nodepool`` = the pool's name, ...). A custom
+    label the pool neither sets nor requires is never on its nodes.
+    """
     template = _template(pool)
     labels = dict(metadata_of(template).get("labels") or {})
     labels.setdefault(L.LABEL_NODEPOOL, str(metadata_of(pool).get("name", "")))
-    for req in (template.get("spec") or {}).get("requirements") or ():
-        values = req.get("values") or []
-        if req.get("operator") == "In" and len(values) == 1:
-            labels.setdefault(req.get("key", ""), values[0])
-    return matches_selector(labels, node_selector)
+    requirements = (template.get("spec") or {}).get("requirements") or ()
+    for key, value in node_selector.items():
+        if key in labels:
+            if labels[key] != value:
+                return False
+            continue
+        on_key = [r for r in requirements if r.get("key") == key]
+        if on_key:
+            if not all(_allows(r, value) for r in on_key):
+                return False
+        elif key not in WELL_KNOWN_LABELS and not key.startswith(WELL_KNOWN_PREFIXES):
+            return False
+    return True
+
+
+#: Labels every node Karpenter launches carries, set from its instance type and offering
+#: (``v1.WellKnownLabels`` and the AWS provider's instance labels).
+WELL_KNOWN_LABELS = frozenset(
+    {
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        "karpenter.sh/capacity-type",
+    }
+)
+WELL_KNOWN_PREFIXES = ("karpenter.k8s.aws/",)
+
+
+def _allows(requirement: Mapping[str, Any], value: str) -> bool:
+    """One NodeSelectorRequirement admits a node labelled ``value`` under its key."""
+    op = requirement.get("operator")
+    values = [str(v) for v in requirement.get("values") or ()]
+    if op == "In":
+        return value in values
+    if op == "NotIn":
+        return value not in values
+    if op == "Exists":
+        return True
+    if op in ("Gt", "Lt") and values:
+        try:
+            number, bound = int(value), int(values[0])
+        except ValueError:
+            return False
+        return number > bound if op == "Gt" else number < bound
+    return False  # DoesNotExist, or an operator Karpenter would reject
 
 
 def allowed_types(pool: Mapping[str, Any]) -> tuple[str, ...]:

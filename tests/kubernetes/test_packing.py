@@ -63,25 +63,68 @@ def test_types_larger_than_the_remaining_limit_and_pools_that_cannot_host_are_sk
     assert pairs_per_node([other], RUNNER, WORKFLOW, {"pool": "ci"}).pairs_per_node == 1
 
 
+def with_requirements(*reqs: tuple[str, str, list[str]]) -> dict:  # type: ignore[type-arg]
+    p = pool(["m5.2xlarge", "c5.2xlarge"])
+    p["spec"]["template"]["spec"]["requirements"] += [
+        {"key": key, "operator": op, "values": values} for key, op, values in reqs
+    ]
+    return p
+
+
+ARCH = "kubernetes.io/arch"
+
+
 @pytest.mark.parametrize(
-    ("selector", "hosts"),
+    ("nodepool", "selector", "hosts"),
     [
-        ({"pool": "ci"}, True),  # a template label
-        ({"karpenter.sh/nodepool": "ci"}, True),  # Karpenter labels every node with its pool
-        ({"karpenter.sh/nodepool": "ci", "pool": "ci"}, True),
-        ({"karpenter.sh/nodepool": "gpu"}, False),
-        ({"pool": "gpu"}, False),
-        ({}, True),
+        (pool(["m5.2xlarge"]), {"pool": "ci"}, True),  # a template label
+        (pool(["m5.2xlarge"]), {"pool": "gpu"}, False),
+        # Karpenter labels every node with its pool's name.
+        (pool(["m5.2xlarge"]), {"karpenter.sh/nodepool": "ci"}, True),
+        (pool(["m5.2xlarge"]), {"karpenter.sh/nodepool": "ci", "pool": "ci"}, True),
+        (pool(["m5.2xlarge"]), {"karpenter.sh/nodepool": "gpu"}, False),
+        (pool(["m5.2xlarge"]), {}, True),
+        # Requirements: each on the key must admit the value.
+        (with_requirements((ARCH, "In", ["amd64", "arm64"])), {ARCH: "amd64"}, True),
+        (with_requirements((ARCH, "In", ["arm64"])), {ARCH: "amd64"}, False),
+        (with_requirements((ARCH, "NotIn", ["arm64"])), {ARCH: "amd64"}, True),
+        (with_requirements((ARCH, "NotIn", ["amd64"])), {ARCH: "amd64"}, False),
+        (with_requirements(("team", "Exists", [])), {"team": "a"}, True),
+        (with_requirements(("team", "DoesNotExist", [])), {"team": "a"}, False),
+        (
+            with_requirements(("karpenter.k8s.aws/instance-cpu", "Gt", ["8"])),
+            {"karpenter.k8s.aws/instance-cpu": "16"},
+            True,
+        ),
+        (
+            with_requirements(("karpenter.k8s.aws/instance-cpu", "Gt", ["8"])),
+            {"karpenter.k8s.aws/instance-cpu": "8"},
+            False,
+        ),
+        (
+            with_requirements(("karpenter.k8s.aws/instance-cpu", "Lt", ["9"])),
+            {"karpenter.k8s.aws/instance-cpu": "x"},
+            False,
+        ),
+        (pool(["m5.2xlarge"]), {"node.kubernetes.io/instance-type": "m5.2xlarge"}, True),
+        (pool(["m5.2xlarge"]), {"node.kubernetes.io/instance-type": "c5.2xlarge"}, False),
+        # Well-known labels the pool does not constrain come from the instance type.
+        (pool(["m5.2xlarge"]), {"kubernetes.io/os": "linux", ARCH: "amd64"}, True),
+        (pool(["m5.2xlarge"]), {"karpenter.k8s.aws/instance-family": "m5"}, True),
+        # A custom label the pool neither sets nor requires is on none of its nodes.
+        (pool(["m5.2xlarge"]), {"team": "a"}, False),
     ],
-    ids=str,
 )
-def test_a_nodepool_hosts_pods_that_select_its_labels_or_its_name(
-    selector: dict[str, str], hosts: bool
+def test_a_nodepool_hosts_pods_whose_selector_karpenter_could_satisfy(
+    nodepool: dict,  # type: ignore[type-arg]
+    selector: dict[str, str],
+    hosts: bool,
 ) -> None:
-    """Selecting a NodePool by ``karpenter.sh/nodepool`` (Karpenter's documented way to pin
-    pods to one) counted no pool as a host: the fit estimate then found no headroom and the
-    listener requested no pair that needed a new node."""
-    assert pool_hosts(pool(["m5.2xlarge"]), selector) is hosts
+    """The fit estimate counts only the headroom of NodePools that host the pair. Selecting
+    a pool by ``karpenter.sh/nodepool`` (Karpenter's documented way to pin pods to one), or
+    by ``kubernetes.io/arch: amd64`` against ``In [amd64, arm64]``, counted no pool as a
+    host: the estimate found no headroom and the listener requested no pair needing a node."""
+    assert pool_hosts(nodepool, selector) is hosts
 
 
 def claim(created: str, *, initialized: bool, cpu: str = "30") -> dict:  # type: ignore[type-arg]
