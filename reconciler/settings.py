@@ -167,6 +167,11 @@ class CapacityAwareSettings(SettingsModel):
     #: (``30m``) = the same protection, ending that long after the placeholder started (recent
     #: Karpenter; older versions ignore a duration), so an idle warm node can still go.
     do_not_disrupt: DoNotDisrupt = False
+    #: Where a NodePool's limit holds fewer than maxRunners pairs and it allows instance types
+    #: that hold workflow pods poorly, workflow placeholders prefer (preferred node affinity)
+    #: the types that hold them well, so the nodes Karpenter buys for lone pairs run more
+    #: jobs at the limit (providers/kubernetes/capped_pools.py).
+    prefer_fitting_types: StrictBool = True
     #: Hard ceilings kept as safety valves (the ramp above is the real bound): pairs
     #: REQUESTED/PARTIAL at once...
     max_pairs_in_flight: StrictInt = Field(default=1_000, ge=1, le=10_000)

@@ -32,14 +32,10 @@ from enum import StrEnum
 from typing import Any
 
 from providers.kubernetes import labels as L
-from providers.kubernetes.packing import TypeFit, pool_hosts, type_fits
+from providers.kubernetes.capped_pools import CappedFit, capped_fits
 from providers.kubernetes.placement import PairShape
 from providers.kubernetes.resources import (
-    QuantityError,
-    Resources,
-    add_into,
     format_quantity,
-    quantity,
 )
 from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget, live_limits
 from providers.kubernetes.signals import list_if_known
@@ -256,87 +252,41 @@ def check_min_runners(min_runners: int) -> list[Finding]:
     ]
 
 
-#: On a capped NodePool, an allowed type whose workflow pods use this much less of a node
-#: (dominant share) than the best allowed type's do is named: 4-cpu / 8Gi workflow pods use
-#: 58% of a c5.2xlarge (one fits) and 90% of a c5.4xlarge (three).
-POOR_FIT_MARGIN = 0.2
-
-
 def check_nodepool_types(source: ObjectSource, pair: PairShape, max_runners: int) -> list[Finding]:
     """NodePools that host the workflow half, whose ``spec.limits`` hold fewer than
     ``max_runners`` pairs (so the limit can bind), and that allow types holding few workflow
-    pods for their size.
+    pods for their size (:mod:`providers.kubernetes.capped_pools`).
 
-    The workflow half is the one that fragments nodes: runner halves (ARC's 500m) fill what
-    is left beside them on any node. Karpenter buys the cheapest type for the pods it sees
-    at once, so pairs that come alone get a type that may hold one workflow pod with room
-    to spare, and at the limit such nodes run fewer jobs than the limit's vCPU could.
+    The workflow placeholders prefer the well-fitting types, so the pairs the listener
+    requests get them while the limit has room for one; real pods that come alone (a job's
+    runner pod in room a finished job freed) still get the cheapest type.
     """
-    workflow = pair.workflow_requests
-    selector = pair.workflow_placement.get("nodeSelector") or {}
-    runner_selector = pair.runner_placement.get("nodeSelector") or {}
-    out = []
-    for pool in list_if_known(source, "NodePool"):
-        if not pool_hosts(pool, selector):
-            continue
-        per_pair: Resources = dict(workflow)
-        if pool_hosts(pool, runner_selector):
-            add_into(per_pair, pair.runner_requests)
-        limits = _binding_limits(pool, per_pair, max_runners)
-        if not limits:
-            continue
-        fits = [f for f in type_fits(pool, {}, workflow) if f.pairs]
-        if not fits:
-            continue
-        best = max(fits, key=lambda f: (f.share, f.pairs))
-        poor = sorted(
-            (f for f in fits if f.share <= best.share - POOR_FIT_MARGIN), key=lambda f: f.share
-        )
-        if poor:
-            out.append(_poor_fit(pool, limits, poor, best, workflow))
-    return out
+    fits = capped_fits(
+        list_if_known(source, "NodePool"),
+        pair.workflow_requests,
+        pair.runner_requests,
+        pair.workflow_placement.get("nodeSelector") or {},
+        pair.runner_placement.get("nodeSelector") or {},
+        max_runners,
+    )
+    return [_poor_fit(fit, pair.workflow_requests) for fit in fits if fit.poor]
 
 
-def _binding_limits(
-    pool: Mapping[str, Any], per_pair: Mapping[str, Decimal], max_runners: int
-) -> dict[str, Any]:
-    """The pool's limits on resources a pair asks for that ``max_runners`` pairs exceed (a
-    limit that does not parse is left to the fit estimate, which names it)."""
-    spec_limits = (pool.get("spec") or {}).get("limits") or {}
-    binding = {}
-    for r, v in spec_limits.items():
-        if r not in per_pair:
-            continue
-        try:
-            limit = quantity(v, where=f"NodePool spec.limits.{r}")
-        except QuantityError:
-            continue
-        if limit < per_pair[r] * max_runners:
-            binding[r] = v
-    return binding
-
-
-def _poor_fit(
-    pool: Mapping[str, Any],
-    limits: Mapping[str, Any],
-    poor: Sequence[TypeFit],
-    best: TypeFit,
-    workflow: Mapping[str, Decimal],
-) -> Finding:
-    name = (pool.get("metadata") or {}).get("name", "?")
-    capped = ", ".join(f"{r} {v}" for r, v in sorted(limits.items()))
+def _poor_fit(fit: CappedFit, workflow: Mapping[str, Decimal]) -> Finding:
+    capped = ", ".join(f"{r} {v}" for r, v in sorted(fit.limits.items()))
     asks = ", ".join(f"{format_quantity(v)} {r}" for r, v in sorted(workflow.items()))
-    worst = poor[0]
+    worst, best = fit.poor[0], fit.best
     return Finding(
         Severity.WARNING,
         "nodepool-types",
-        f"NodePool {name} limits {capped}, less than maxRunners pairs ask for, and allows "
-        f"{', '.join(f.instance_type for f in poor)}: one {worst.instance_type} holds "
+        f"NodePool {fit.pool} limits {capped}, less than maxRunners pairs ask for, and allows "
+        f"{', '.join(f.instance_type for f in fit.poor)}: one {worst.instance_type} holds "
         f"{worst.pairs} of this scale set's workflow pods ({asks}) using {worst.share:.0%} "
         f"of it, one {best.instance_type} {best.pairs} using {best.share:.0%}. Karpenter buys "
-        "the cheapest type for the pods it sees at once, so pairs that come alone get the "
-        "poor fit, and at the limit those nodes run fewer jobs. Where the limit binds, allow "
-        f"only types that hold workflow pods like {best.instance_type} "
+        "the cheapest type for the pods it sees at once; workflow placeholders prefer "
+        f"{', '.join(f.instance_type for f in fit.good)}, but real pods that come alone get "
+        "the poor fit, and at the limit those nodes run fewer jobs. Where the limit binds, "
+        f"allow only types that hold workflow pods like {best.instance_type} "
         "(docs/operations.md#instance-types-for-a-capped-nodepool)",
     )
 

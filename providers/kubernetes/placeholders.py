@@ -27,6 +27,10 @@ Choices made here (and why):
   (label ``instance`` + TTL annotation) is the only cleanup. The reference is not a
   controller reference (ARC's controllers must not adopt or manage our pods) and does not
   set ``blockOwnerDeletion`` (that would need RBAC on the ERS's finalizers).
+- **Instance-type preference**: where a NodePool's limit binds before ``maxRunners`` pairs and
+  it allows types that hold workflow pods poorly, the workflow half carries a preferred node
+  affinity for the well-fitting ones (:mod:`providers.kubernetes.capped_pools`), so Karpenter
+  launches those for a lone pair while the limit has room for one.
 - Lifetime: ``activeDeadlineSeconds`` = ``placeholderLifetime`` jittered by a stable hash of
   the pair id within ``±lifetimeJitter``, so a warm pool does not expire all at once.
 """
@@ -41,6 +45,7 @@ from decimal import Decimal
 from typing import Any
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.capped_pools import preference_term
 from providers.kubernetes.do_not_disrupt import annotation_value
 from providers.kubernetes.resources import (
     QuantityError,
@@ -172,6 +177,14 @@ class PlaceholderPodBuilder:
         )
         self.image_pull_secrets = copy.deepcopy(list(template.get("imagePullSecrets") or ()))
         self.owner_reference = self._owner_reference(owner)
+        #: Instance types the workflow half prefers (``capped_pools.preferred_types``), set by
+        #: :class:`~providers.kubernetes.placement.PlacementBounds` from the NodePools.
+        self.preferred_types: tuple[str, ...] = ()
+
+    def prefer(self, types: tuple[str, ...]) -> None:
+        """Pairs built from now on prefer ``types`` for their workflow half (``()``: none);
+        ignored with ``preferFittingTypes: false``."""
+        self.preferred_types = types if self.settings.prefer_fitting_types else ()
 
     def _owner_reference(self, owner: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if owner is None:
@@ -282,9 +295,19 @@ class PlaceholderPodBuilder:
             },
             **copy.deepcopy(placement),
         }
+        if role is Role.WORKFLOW and self.preferred_types:
+            _add_preference(pod_spec, preference_term(self.preferred_types))
         if self.image_pull_secrets:
             pod_spec["imagePullSecrets"] = copy.deepcopy(self.image_pull_secrets)
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+
+
+def _add_preference(pod_spec: dict[str, Any], term: dict[str, Any]) -> None:
+    """Append ``term`` to the pod's preferred node affinity, after the template's own terms
+    (Karpenter tries the heaviest first; on a tie, the template's)."""
+    affinity = pod_spec.setdefault("affinity", {})
+    node_affinity = affinity.setdefault("nodeAffinity", {})
+    node_affinity.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(term)
 
 
 def format_expiry(expires_at: float) -> str:

@@ -1,22 +1,30 @@
-"""The launch ramp's two placement inputs for one scale set, read from the watch cache.
+"""The launch ramp's two placement inputs for one scale set, read from the watch cache, and
+the instance types its workflow placeholders prefer.
 
 :class:`PlacementBounds` joins the fit estimate (:mod:`providers.kubernetes.fit`, how many new
-pairs could schedule) and the launch facts (:mod:`providers.kubernetes.packing`, how fast
-nodes are coming). It lives apart from both because it needs both: in ``packing`` it had to
-import ``fit`` inside a function, since ``fit`` imports ``packing``.
+pairs could schedule), the launch facts (:mod:`providers.kubernetes.packing`, how fast
+nodes are coming) and the preference (:mod:`providers.kubernetes.capped_pools`, which types
+hold workflow pods well under a binding NodePool limit). It lives apart from them because it
+needs them all: in ``packing`` it had to import ``fit`` inside a function, since ``fit``
+imports ``packing``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Protocol
 
+from providers.kubernetes.capped_pools import CappedFit, capped_fits, preferred_types
 from providers.kubernetes.fit import FitMemo, fit_estimate
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.packing import claim_facts, launch_facts
-from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget
+from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget, find_object, live_limits
+from providers.kubernetes.signals import list_if_known
 from reconciler.snapshot import FitEstimate, LaunchFacts
+
+log = logging.getLogger(__name__)
 
 
 class PairShape(Protocol):
@@ -35,12 +43,19 @@ class PairShape(Protocol):
     @property
     def workflow_placement(self) -> Mapping[str, Any]: ...
 
+    def prefer(self, types: tuple[str, ...]) -> None:
+        """The instance types the workflow half of pairs built from now on prefers."""
+
 
 class PlacementBounds:
-    """The fit estimate and launch facts of one scale set, as the reconciler's snapshot needs.
+    """The fit estimate and launch facts of one scale set, as the reconciler's snapshot needs,
+    and the instance types its workflow placeholders prefer.
 
-    The fit estimate scans every pod, so it is recomputed at most every ``refresh`` seconds;
-    launch facts read only NodeClaims and are fresh on every call (the rate needs them so).
+    The fit estimate scans every pod, so it is recomputed at most every ``refresh`` seconds,
+    and with it the preference, which it hands to the builder (:meth:`PairShape.prefer`):
+    NodePools and the live ``maxRunners`` change rarely, and a pair created in between
+    carries the previous answer. Launch facts read only NodeClaims and are fresh on every
+    call (the rate needs them so).
     """
 
     def __init__(
@@ -56,6 +71,8 @@ class PlacementBounds:
         self._fit_at = float("-inf")
         self._memo: FitMemo | None = None
         self._claims = ObjectMemo(claim_facts)
+        #: The instance types last handed to the builder.
+        self.preferred_types: tuple[str, ...] = ()
 
     def __call__(self, now: float) -> tuple[FitEstimate | None, LaunchFacts | None]:
         if now - self._fit_at >= self.refresh:
@@ -73,6 +90,7 @@ class PlacementBounds:
                 workflow_selector=workflow.get("nodeSelector") or {},
                 memo=self._memo,
             )
+            self._prefer()
         if self._fit is None:  # no NodePools: no Karpenter, no launch rate to honour
             return None, None
         pair_cpu = self.builder.runner_requests.get("cpu", Decimal(0)) + (
@@ -82,3 +100,44 @@ class PlacementBounds:
         facts = launch_facts(claims, now=now, pair_cpu=pair_cpu, facts=self._claims)
         self._claims.age()
         return self._fit, facts
+
+    def _prefer(self) -> None:
+        """Hand the builder the types its workflow halves prefer; log when they change."""
+        ers = find_object(
+            self.source, "EphemeralRunnerSet", self.target.runner_namespace, self.target.ers_name
+        )
+        max_runners, _ = live_limits(self.source, self.target, ers)
+        fits = capped_fits(
+            list_if_known(self.source, "NodePool"),
+            self.builder.workflow_requests,
+            self.builder.runner_requests,
+            self.builder.workflow_placement.get("nodeSelector") or {},
+            self.builder.runner_placement.get("nodeSelector") or {},
+            max_runners,
+        )
+        types = preferred_types(fits)
+        if types != self.preferred_types:
+            _log_preference(self.target.ers_name, types, fits)
+        self.preferred_types = types
+        self.builder.prefer(types)
+
+
+def _log_preference(scale_set: str, types: tuple[str, ...], fits: list[CappedFit]) -> None:
+    if not types:
+        log.info("scale set %s: workflow placeholders prefer no instance type", scale_set)
+        return
+    why = "; ".join(
+        f"NodePool {f.pool} limits {', '.join(f'{r} {v}' for r, v in sorted(f.limits.items()))} "
+        f"hold fewer than maxRunners pairs and allow "
+        f"{', '.join(p.instance_type for p in f.poor)}, "
+        f"where one {f.poor[0].instance_type} holds {f.poor[0].pairs} workflow pod(s) using "
+        f"{f.poor[0].share:.0%}, one {f.best.instance_type} {f.best.pairs} using {f.best.share:.0%}"
+        for f in fits
+        if f.poor
+    )
+    log.info(
+        "scale set %s: workflow placeholders prefer instance types %s: %s",
+        scale_set,
+        ", ".join(types),
+        why,
+    )

@@ -279,7 +279,8 @@ class CapacityAwareDriver:
     def _bounds(self, now: float) -> tuple[FitEstimate | None, LaunchFacts | None]:
         if not self.use_fit:
             return None, None
-        if self._placement is None:
+        if self._placement is None or self._placement.builder is not self.builder:
+            # A restarted process has a builder of its own (as the listener's provider).
             self._placement = PlacementBounds(
                 self._source(), self.target, self.builder, refresh=self.fit_refresh
             )
