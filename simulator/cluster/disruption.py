@@ -245,7 +245,9 @@ class _Simulation:
     Built once per poll: pods already waiting for capacity (the provisioner's pending pods)
     are placed first on every schedulable node, so consolidation does not count space they
     need. For a candidate, its reschedulable pods plus the pending pods the base placement
-    put on it must all fit on the other nodes.
+    put on it must all fit on the other nodes. Preferred node affinity is not checked: the
+    consolidation simulation relaxes preferences as provisioning does (``Relax`` in
+    scheduling/preferences.go), so a preference never stops a consolidation.
     """
 
     def __init__(self, d: Disruption) -> None:

@@ -20,7 +20,10 @@ each opens as the last one closes: the pod that opened a window re-triggers at t
 (see :meth:`Provisioner.trigger`).
 
 Scheduling simulation of one batch (``provisioning/scheduling``), pods sorted by cpu then
-memory, largest first:
+memory, largest first. What a pod requires of a node in the three steps below is its
+nodeSelector, required node affinity and tolerations plus - Karpenter's ``NewPodRequirements``
+(``pkg/scheduling/requirements.go``) - the matchExpressions of its heaviest preferred
+node-affinity term, if it has one:
 
 1. existing nodes that are not being deleted/disrupted (their not-ready taints ignored: they
    will become ready) and in-flight NodeClaims (no Node yet: capacity of their offering),
@@ -29,27 +32,44 @@ memory, largest first:
 2. NodeClaims opened earlier in this batch, if some candidate offering still fits the
    claim's pods plus this one (the candidates narrow as pods are added);
 3. a new NodeClaim from the first NodePool (weight desc, then name) whose taints the pod
-   tolerates and whose offerings the pod's nodeSelector / required affinity accept, that fit
+   tolerates and whose offerings the pod's requirements accept, that fit
    the pod, are not in the ICE cache and whose capacity fits in the pool's *remaining*
    resources (``filterByRemainingResources``). Remaining starts as ``spec.limits`` minus the
    capacity of every NodeClaim of the pool (counted from creation) and, for each NodeClaim
    the batch opens, shrinks by the *largest* capacity among its candidate instance types
    (``subtractMax`` in ``scheduling/scheduler.go``), not by the one that will launch: a
-   capped pool is therefore reached over several batches, not in one.
+   capped pool is therefore reached over several batches, not in one;
+4. a pod that fits nowhere with a preferred term as a requirement is relaxed at once, on its
+   own turn (``trySchedule`` in ``scheduling/scheduler.go``, ``removePreferredNodeAffinityTerm``
+   in ``scheduling/preferences.go``): the heaviest term is dropped, the next heaviest becomes
+   the requirement, and steps 1-3 run again, down to the plain requirements. So a pod
+   preferring some instance types first goes only to nodes or in-flight claims of those types,
+   joins an open claim only by narrowing it to them, or opens a claim whose candidates are
+   those types (within the pool's remaining limits, not in the ICE cache); only if all fail is
+   it placed as if it had no preference. Karpenter before v1.4.0 pushed the relaxed pod to
+   the end of the queue instead; from v1.4.0 (#2119) only a pod that fails even fully relaxed
+   is requeued, and it would fail again here (room only shrinks in a batch), so it is not.
 
 Each new NodeClaim is created with its (narrowed) candidates; the launch picks among them
 (:mod:`.lifecycle`, :mod:`.fleet`).
+
+Not modelled: the relaxation of Karpenter's other soft constraints - several required
+node-affinity terms, which it tries one at a time and drops before any preference (we require
+their OR throughout), preferred pod (anti-)affinity, ScheduleAnyway spreads and tolerating
+PreferNoSchedule taints, none of which the simulated pods use - and ``PREFERENCE_POLICY=Ignore``
+(preferences never required; the default is ``Respect``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from providers.kubernetes.labels import TAINT_KARPENTER_DISRUPTED
 from simulator.cluster.emit import Emitter
 from simulator.cluster.lifecycle import ClaimLifecycle
-from simulator.cluster.matching import TaintT
+from simulator.cluster.matching import Placement, TaintT
 from simulator.cluster.nodepools import Offering, PoolView, all_offerings, read_pool
 from simulator.cluster.quantity import Resources, fits
 from simulator.cluster.spec import ClusterSpec
@@ -123,6 +143,27 @@ class _NewClaim:
     requests: Resources
     pods: int = 1
     names: list[str] = field(default_factory=list)
+
+
+@dataclass(eq=False, slots=True)
+class _Batch:
+    """One scheduling simulation: room on targets, open claims and pool limits only shrink."""
+
+    pools: list[PoolView]
+    targets: list[_Target]
+    usage: dict[str, tuple[Resources, int]]  # pool -> (capacity counted, NodeClaims)
+    new: list[_NewClaim] = field(default_factory=list)
+    compat: dict[tuple[str, str], bool] = field(default_factory=dict)
+
+
+def _relaxations(placement: Placement) -> Iterator[Placement]:
+    """What Karpenter requires of a node for the pod, in the order it tries: the heaviest
+    preferred node-affinity term as a requirement, then without it (the next heaviest as a
+    requirement, ...), then the plain placement. Without preferences, only the placement."""
+    while placement.preferred:
+        yield placement.strict()
+        placement = placement.relaxed()
+    yield placement
 
 
 def largest(offerings: list[Offering]) -> Resources:
@@ -231,75 +272,102 @@ class Provisioner(Observer):
             return 0
         self.batches += 1
         pools = self.pools.views()
-        targets = self._targets()
         pods.sort(key=lambda p: (-p.requests.cpu, -p.requests.memory, -p.requests.gpu, p.seq))
         # Per pool: capacity counted against spec.limits so far, and NodeClaims.
         usage = {pool.name: self.lifecycle.pool_usage(pool.name) for pool in pools}
-        new: list[_NewClaim] = []
-        compat: dict[tuple[str, str], bool] = {}
-        # Within a batch room only shrinks, so a pod class that found no home fails again.
+        batch = _Batch(pools, self._targets(), usage)
+        # Within a batch room only shrinks, so a (placement, requests) that found no home
+        # fails again: a strict placement and its relaxed one are different keys.
         homeless: set[tuple[str, Resources]] = set()
         for pod in pods:
-            req = pod.requests
-            placement = pod.placement
-            cls = (placement.key, req)
-            if cls in homeless:
+            if not self._schedule(batch, pod.placement, pod.requests, homeless):
                 self.unplaced += 1
-                continue
-            placed = False
-            for t in targets:
-                key = (placement.key, t.name)
-                ok = compat.get(key)
-                if ok is None:
-                    ok = compat[key] = placement.untolerated(
-                        t.taints
-                    ) is None and placement.matches(t.labels, t.name)
-                if ok and fits(req, t.free):
-                    t.free = t.free - req
-                    placed = True
-                    break
-            if placed:
-                continue
-            for nc in new:
-                if placement.untolerated(nc.pool.taints) is not None:
-                    continue
-                total = nc.requests + req
-                narrowed = [
-                    o
-                    for o in nc.candidates
-                    if fits(total, o.allocatable)
-                    and placement.matches(self.pools.labels(nc.pool, o), "")
-                ]
-                if narrowed:
-                    nc.candidates, nc.requests = narrowed, total
-                    nc.pods += 1
-                    placed = True
-                    break
-            if placed:
-                continue
-            for pool in pools:
-                if placement.untolerated(pool.taints) is not None:
-                    continue
-                used, n = usage[pool.name]
-                candidates = [
-                    o
-                    for o in pool.offerings
-                    if not self.lifecycle.unavailable(o.key)
-                    and fits(req, o.allocatable)
-                    and pool.limits.admits(used, n, o.capacity)
-                    and placement.matches(self.pools.labels(pool, o), "")
-                ]
-                if candidates:
-                    new.append(_NewClaim(pool, candidates, req))
-                    usage[pool.name] = (used + largest(candidates), n + 1)  # subtractMax
-                    placed = True
-                    break
-            if not placed:
-                homeless.add(cls)
-                self.unplaced += 1
-        for nc in new:
+        for nc in batch.new:
             self.lifecycle.create(nc.pool, nc.candidates, nc.requests, nc.pods)
-        return len(new)
+        return len(batch.new)
+
+    def _schedule(
+        self,
+        batch: _Batch,
+        placement: Placement,
+        req: Resources,
+        homeless: set[tuple[str, Resources]],
+    ) -> bool:
+        """``trySchedule``: place the pod with its heaviest preferred node-affinity term as a
+        requirement; while it fits nowhere, drop that term and try again at once.
+
+        Since Karpenter v1.4.0 (``perf: Relax preferences all the way per-pod``, #2119),
+        ``Solve`` relaxes a pod all the way on its own turn (``trySchedule`` in
+        pkg/controllers/provisioning/scheduling/scheduler.go); only a pod that fits nowhere
+        even fully relaxed goes back to the end of the queue, with its preferences, and it
+        would fail again here (room only shrinks), so it is not retried."""
+        for step in _relaxations(placement):
+            cls = (step.key, req)
+            if cls in homeless:
+                continue
+            if self._place(batch, step, req):
+                return True
+            homeless.add(cls)
+        return False
+
+    def _place(self, batch: _Batch, placement: Placement, req: Resources) -> bool:
+        """``add``: an existing or in-flight node, else an open claim, else a new claim."""
+        return (
+            self._on_target(batch, placement, req)
+            or self._on_open_claim(batch, placement, req)
+            or self._on_new_claim(batch, placement, req)
+        )
+
+    @staticmethod
+    def _on_target(batch: _Batch, placement: Placement, req: Resources) -> bool:
+        compat = batch.compat
+        for t in batch.targets:
+            key = (placement.key, t.name)
+            ok = compat.get(key)
+            if ok is None:
+                ok = compat[key] = placement.untolerated(t.taints) is None and placement.matches(
+                    t.labels, t.name
+                )
+            if ok and fits(req, t.free):
+                t.free = t.free - req
+                return True
+        return False
+
+    def _on_open_claim(self, batch: _Batch, placement: Placement, req: Resources) -> bool:
+        for nc in batch.new:
+            if placement.untolerated(nc.pool.taints) is not None:
+                continue
+            total = nc.requests + req
+            narrowed = [
+                o
+                for o in nc.candidates
+                if fits(total, o.allocatable)
+                and placement.matches(self.pools.labels(nc.pool, o), "")
+            ]
+            if narrowed:
+                nc.candidates, nc.requests = narrowed, total
+                nc.pods += 1
+                return True
+        return False
+
+    def _on_new_claim(self, batch: _Batch, placement: Placement, req: Resources) -> bool:
+        for pool in batch.pools:
+            if placement.untolerated(pool.taints) is not None:
+                continue
+            used, n = batch.usage[pool.name]
+            candidates = [
+                o
+                for o in pool.offerings
+                if not self.lifecycle.unavailable(o.key)
+                and fits(req, o.allocatable)
+                and pool.limits.admits(used, n, o.capacity)
+                and placement.matches(self.pools.labels(pool, o), "")
+            ]
+            if candidates:
+                batch.new.append(_NewClaim(pool, candidates, req))
+                batch.usage[pool.name] = (used + largest(candidates), n + 1)  # subtractMax
+                return True
+        return False
 
     def _targets(self) -> list[_Target]:
         targets = []

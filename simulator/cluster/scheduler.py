@@ -28,7 +28,12 @@ priority pod while its victims terminate.
 
 Scoring: ``LeastAllocated`` (default, kube-scheduler's default strategy) or ``MostAllocated``
 on cpu and memory, equal weights; ties go to the first node by name (the real scheduler picks
-randomly among ties; we need determinism). A nominated pod tries its nominated node first.
+randomly among ties; we need determinism). A pod with preferred node affinity is also scored
+by the NodeAffinity plugin (the weights of the preferred terms a node matches, normalized to
+0-100 over the feasible nodes) at twice the weight of NodeResourcesFit, as in the default
+profile (:mod:`.scoring`): it goes to a matching node that fits rather than a merely emptier
+one, and to a non-matching node when no matching one fits (preferences never filter). A
+nominated pod tries its nominated node first.
 
 Preemption (PostFilter, only when no node fits, never for ``preemptionPolicy: Never``):
 
@@ -76,6 +81,7 @@ from simulator.cluster.preemption import (
     select_victims_on_node,
 )
 from simulator.cluster.quantity import Resources, fits
+from simulator.cluster.scoring import best_preferred
 from simulator.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import Obj, StoreError
@@ -435,6 +441,9 @@ class Scheduler(Observer):
         best_score = -1.0
         key = pod.placement.key
         most = self._most
+        # Preferred node affinity is scored against every feasible node (it is normalized
+        # over them); other pods keep the running maximum.
+        scored: list[tuple[NodeInfo, float]] | None = [] if pod.placement.preferred else None
         for node in nodes:
             # Hot loop (every pending pod x every node): the filters and the fit are inlined.
             reason = node.filter_memo.get(key, _UNKNOWN)
@@ -457,8 +466,12 @@ class Scheduler(Observer):
                 (node.req_mem + rm) / a.memory if a.memory else 1.0
             )
             score = used if most else 2.0 - used
-            if score > best_score:
+            if scored is not None:
+                scored.append((node, score))
+            elif score > best_score:
                 best, best_score = node, score
+        if scored:
+            return best_preferred(pod.placement, scored), {}
         if best is not None:
             return best, {}
         # Only a failure needs the reasons (for the message).
