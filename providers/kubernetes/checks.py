@@ -34,9 +34,7 @@ from typing import Any
 from providers.kubernetes import labels as L
 from providers.kubernetes.capped_pools import CappedFit, capped_fits
 from providers.kubernetes.placement import PairShape
-from providers.kubernetes.resources import (
-    format_quantity,
-)
+from providers.kubernetes.resources import format_quantity
 from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget, live_limits
 from providers.kubernetes.signals import list_if_known
 from reconciler.settings import PriorityClassNames
