@@ -267,13 +267,20 @@ def check_nodepool_types(source: ObjectSource, pair: PairShape, max_runners: int
         pair.runner_placement.get("nodeSelector") or {},
         max_runners,
     )
-    return [_poor_fit(fit, pair.workflow_requests) for fit in fits if fit.poor]
+    prefer = pair.prefers_fitting_types
+    return [_poor_fit(fit, pair.workflow_requests, prefer) for fit in fits if fit.poor]
 
 
-def _poor_fit(fit: CappedFit, workflow: Mapping[str, Decimal]) -> Finding:
+def _poor_fit(fit: CappedFit, workflow: Mapping[str, Decimal], prefer: bool) -> Finding:
     capped = ", ".join(f"{r} {v}" for r, v in sorted(fit.limits.items()))
     asks = ", ".join(f"{format_quantity(v)} {r}" for r, v in sorted(workflow.items()))
     worst, best = fit.poor[0], fit.best
+    who = (
+        f"; workflow placeholders prefer {', '.join(f.instance_type for f in fit.good)}, but "
+        "real pods that come alone get the poor fit"
+        if prefer
+        else " (preferFittingTypes is off), so pairs and real pods that come alone get the poor fit"
+    )
     return Finding(
         Severity.WARNING,
         "nodepool-types",
@@ -281,10 +288,9 @@ def _poor_fit(fit: CappedFit, workflow: Mapping[str, Decimal]) -> Finding:
         f"{', '.join(f.instance_type for f in fit.poor)}: one {worst.instance_type} holds "
         f"{worst.pairs} of this scale set's workflow pods ({asks}) using {worst.share:.0%} "
         f"of it, one {best.instance_type} {best.pairs} using {best.share:.0%}. Karpenter buys "
-        "the cheapest type for the pods it sees at once; workflow placeholders prefer "
-        f"{', '.join(f.instance_type for f in fit.good)}, but real pods that come alone get "
-        "the poor fit, and at the limit those nodes run fewer jobs. Where the limit binds, "
-        f"allow only types that hold workflow pods like {best.instance_type} "
+        f"the cheapest type for the pods it sees at once{who}, and at the limit those nodes "
+        "run fewer jobs. Where the limit binds, allow only types that hold workflow pods like "
+        f"{best.instance_type} "
         "(docs/operations.md#instance-types-for-a-capped-nodepool)",
     )
 

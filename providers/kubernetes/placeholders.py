@@ -181,10 +181,14 @@ class PlaceholderPodBuilder:
         #: :class:`~providers.kubernetes.placement.PlacementBounds` from the NodePools.
         self.preferred_types: tuple[str, ...] = ()
 
+    @property
+    def prefers_fitting_types(self) -> bool:
+        return self.settings.prefer_fitting_types
+
     def prefer(self, types: tuple[str, ...]) -> None:
         """Pairs built from now on prefer ``types`` for their workflow half (``()``: none);
         ignored with ``preferFittingTypes: false``."""
-        self.preferred_types = types if self.settings.prefer_fitting_types else ()
+        self.preferred_types = types if self.prefers_fitting_types else ()
 
     def _owner_reference(self, owner: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if owner is None:

@@ -43,6 +43,10 @@ class PairShape(Protocol):
     @property
     def workflow_placement(self) -> Mapping[str, Any]: ...
 
+    @property
+    def prefers_fitting_types(self) -> bool:
+        """``preferFittingTypes``: whether :meth:`prefer` reaches the pods at all."""
+
     def prefer(self, types: tuple[str, ...]) -> None:
         """The instance types the workflow half of pairs built from now on prefers."""
 

@@ -119,6 +119,7 @@ class Pair:
     workflow_requests: Mapping[str, Decimal]
     runner_placement: Mapping[str, Any] = field(default_factory=lambda: {"nodeSelector": POOL})
     workflow_placement: Mapping[str, Any] = field(default_factory=lambda: {"nodeSelector": POOL})
+    prefers_fitting_types: bool = True
 
 
 POOL = {"pool": "ci"}
@@ -203,6 +204,24 @@ def test_the_capped_pool_warning_says_what_each_type_holds() -> None:
         "m5.2xlarge, c5.2xlarge: one m5.2xlarge holds 1 of this scale set's workflow pods "
         "(4 cpu, 8Gi memory) using 51% of it, one c5.4xlarge 3 using 90%."
     )
+
+
+@pytest.mark.parametrize(
+    ("prefer", "says"),
+    [
+        (True, "workflow placeholders prefer c5.4xlarge, m5.4xlarge, but real pods that come "),
+        (False, "(preferFittingTypes is off), so pairs and real pods that come alone get "),
+    ],
+)
+def test_the_capped_pool_warning_says_whether_placeholders_prefer_the_good_types(
+    prefer: bool, says: str
+) -> None:
+    """The warning must not claim a preference the listener was told not to apply."""
+    shape = pair("4")
+    shape = Pair(shape.runner_requests, shape.workflow_requests, prefers_fitting_types=prefer)
+    source = o.DictSource(capped_pool(TYPES, {"cpu": "160"}))
+    (finding,) = check_nodepool_types(source, shape, max_runners=150)
+    assert says in finding.message
 
 
 def test_the_pool_check_runs_only_when_placeholders_can_be_sized() -> None:
