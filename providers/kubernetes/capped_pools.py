@@ -54,6 +54,11 @@ class CappedFit:
     #: Every other type that holds a workflow pod (the best among them), best first.
     good: tuple[TypeFit, ...]
 
+    @property
+    def limits_text(self) -> str:
+        """The binding limits as messages name them: ``cpu 160``."""
+        return ", ".join(f"{r} {v}" for r, v in sorted(self.limits.items()))
+
 
 def capped_fit(
     pool: Mapping[str, Any],

@@ -272,7 +272,6 @@ def check_nodepool_types(source: ObjectSource, pair: PairShape, max_runners: int
 
 
 def _poor_fit(fit: CappedFit, workflow: Mapping[str, Decimal], prefer: bool) -> Finding:
-    capped = ", ".join(f"{r} {v}" for r, v in sorted(fit.limits.items()))
     asks = ", ".join(f"{format_quantity(v)} {r}" for r, v in sorted(workflow.items()))
     worst, best = fit.poor[0], fit.best
     who = (
@@ -284,9 +283,9 @@ def _poor_fit(fit: CappedFit, workflow: Mapping[str, Decimal], prefer: bool) -> 
     return Finding(
         Severity.WARNING,
         "nodepool-types",
-        f"NodePool {fit.pool} limits {capped}, less than maxRunners pairs ask for, and allows "
-        f"{', '.join(f.instance_type for f in fit.poor)}: one {worst.instance_type} holds "
-        f"{worst.pairs} of this scale set's workflow pods ({asks}) using {worst.share:.0%} "
+        f"NodePool {fit.pool} limits {fit.limits_text}, less than maxRunners pairs ask for, "
+        f"and allows {', '.join(f.instance_type for f in fit.poor)}: one {worst.instance_type} "
+        f"holds {worst.pairs} of this scale set's workflow pods ({asks}) using {worst.share:.0%} "
         f"of it, one {best.instance_type} {best.pairs} using {best.share:.0%}. Karpenter buys "
         f"the cheapest type for the pods it sees at once{who}, and at the limit those nodes "
         "run fewer jobs. Where the limit binds, allow only types that hold workflow pods like "

@@ -106,7 +106,10 @@ class PlacementBounds:
         return self._fit, facts
 
     def _prefer(self) -> None:
-        """Hand the builder the types its workflow halves prefer; log when they change."""
+        """Hand the builder the types its workflow halves prefer; log when they change.
+        Nothing to compute, hand over or log with ``preferFittingTypes: false``."""
+        if not self.builder.prefers_fitting_types:
+            return
         ers = find_object(
             self.source, "EphemeralRunnerSet", self.target.runner_namespace, self.target.ers_name
         )
@@ -131,7 +134,7 @@ def _log_preference(scale_set: str, types: tuple[str, ...], fits: list[CappedFit
         log.info("scale set %s: workflow placeholders prefer no instance type", scale_set)
         return
     why = "; ".join(
-        f"NodePool {f.pool} limits {', '.join(f'{r} {v}' for r, v in sorted(f.limits.items()))} "
+        f"NodePool {f.pool} limits {f.limits_text} "
         f"hold fewer than maxRunners pairs and allow "
         f"{', '.join(p.instance_type for p in f.poor)}, "
         f"where one {f.poor[0].instance_type} holds {f.poor[0].pairs} workflow pod(s) using "

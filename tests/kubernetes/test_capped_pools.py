@@ -120,9 +120,10 @@ def test_prefer_fitting_types_false_builds_no_preference() -> None:
     assert preference_term(BIG)["weight"] == PREFERENCE_WEIGHT
 
 
-def bounds_world(max_runners: int) -> tuple[PlacementBounds, object]:
+def bounds_world(max_runners: int, prefer: bool = True) -> tuple[PlacementBounds, object]:
     template = o.runner_template(nodeSelector={"pool": "ci"})
-    b = builder(template, settings={"workflowResources": {"cpu": "4", "memory": "8Gi"}})
+    settings = {"workflowResources": {"cpu": "4", "memory": "8Gi"}, "preferFittingTypes": prefer}
+    b = builder(template, settings=settings)
     source = o.DictSource(
         o.ers(template=template),
         o.ars(max_runners=max_runners),
@@ -160,3 +161,14 @@ def test_a_limit_that_holds_max_runners_pairs_leaves_placeholders_unsteered() ->
     bounds, b = bounds_world(max_runners=10)
     bounds(o.T0)
     assert b.preferred_types == ()  # type: ignore[attr-defined]
+
+
+def test_with_prefer_fitting_types_false_nothing_is_preferred_or_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The log line must not claim a preference the builder will not apply."""
+    bounds, b = bounds_world(max_runners=150, prefer=False)
+    with caplog.at_level(logging.INFO, logger="providers.kubernetes.placement"):
+        bounds(o.T0)
+    assert caplog.records == []
+    assert bounds.preferred_types == () and b.preferred_types == ()  # type: ignore[attr-defined]
