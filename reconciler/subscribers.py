@@ -99,7 +99,11 @@ class LoggingSubscriber:
 
     def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
         for event in events:
-            self.logger.info("transition %s", event.log_line())
+            # The fields ride along so JSON log pipelines can filter on pair/from/to/reason
+            # without parsing msg (docs/configuration.md#logs).
+            self.logger.info(
+                "transition %s", event.log_line(), extra={"fields": event.log_fields()}
+            )
         for command in commands:
             if isinstance(command, DeleteOrphan):
                 self.logger.info(

@@ -39,3 +39,15 @@ class TransitionEvent:
             f"pair={self.pair_id} scale_set={self.scale_set} {source}->{self.target.value} "
             f"kind={self.kind.value} v={self.version} reason={self.reason!r}"
         )
+
+    def log_fields(self) -> dict[str, str | int]:
+        """The same facts as :meth:`log_line`, as structured fields (JSON keys, logfmt pairs)."""
+        return {
+            "pair": self.pair_id,
+            "scale_set": self.scale_set,
+            "from": self.source.value if self.source else "(new)",
+            "to": self.target.value,
+            "kind": self.kind.value,
+            "v": self.version,
+            "reason": self.reason,
+        }

@@ -235,3 +235,42 @@ def test_empty_level_and_format_mean_info_and_text(registry: SecretRegistry) -> 
         assert not stream.getvalue().startswith("{")
     finally:
         logging.getLogger().removeHandler(handler)
+
+
+def test_a_pair_transition_keeps_its_fields_as_json_keys_not_only_in_msg(
+    capture: tuple[logging.Logger, io.StringIO],
+) -> None:
+    """Regression (issue 32): the reconciler's LoggingSubscriber packed pair, from, to and
+    reason into ``msg`` only, so a JSON log pipeline had to parse the message to filter on
+    them although docs/configuration.md#logs says they are kept as fields."""
+    from reconciler.subscribers import LoggingSubscriber
+    from state_machine.events import Kind, TransitionEvent
+    from state_machine.states import PairState
+
+    event = TransitionEvent(
+        pair_id="k3x9a-7",
+        scale_set="arc-runners",
+        source=PairState.REQUESTED,
+        target=PairState.TIMED_OUT,
+        kind=Kind.ACTIVE,
+        reason="not READY within 300s",
+        at=0.0,
+        version=3,
+        runner_pod="r",
+        workflow_pod="w",
+    )
+    LoggingSubscriber().notify([event], [])
+    (entry,) = lines(capture[1])
+    assert entry["logger"] == "reconciler.transitions"
+    assert {k: entry[k] for k in ("pair", "scale_set", "from", "to", "kind", "v", "reason")} == {
+        "pair": "k3x9a-7",
+        "scale_set": "arc-runners",
+        "from": "REQUESTED",
+        "to": "TIMED_OUT",
+        "kind": "active",
+        "v": 3,
+        "reason": "not READY within 300s",
+    }
+    assert str(entry["msg"]).startswith("transition pair=k3x9a-7 ")
+    # The slog source object is not overwritten by a field.
+    assert isinstance(entry["source"], dict)
