@@ -57,18 +57,26 @@ def compressed(rules_text: str) -> str:
 class PrometheusServer:
     """The Debian ``prometheus`` binary on 127.0.0.1, storage in a temp dir, logs to files."""
 
-    def __init__(self, workdir: Path, target: str, rules: Path) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        target: str,
+        rules: Path | None,
+        scrape_configs: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Scrapes ``target`` as job ``arc-listeners``, or with ``scrape_configs`` as given."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = workdir / "prometheus.yml"
+        jobs = scrape_configs or [
+            {"job_name": "arc-listeners", "static_configs": [{"targets": [target]}]}
+        ]
         config.write_text(
             json.dumps(
                 {
                     "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                    "rule_files": [str(rules)],
-                    "scrape_configs": [
-                        {"job_name": "arc-listeners", "static_configs": [{"targets": [target]}]}
-                    ],
+                    "rule_files": [str(rules)] if rules else [],
+                    "scrape_configs": jobs,
                 }
             )
         )
