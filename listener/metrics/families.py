@@ -292,6 +292,22 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          "1 while this demand source answers, 0 while it fails or has not answered yet.",
          "read at each scrape, one series per configured source (capacity-aware only); "
          "`source` is `statistics`, `hud`, `github` or `http`", ("source",)),
+    # Queue metrics ARC's listener does not export (ARC issues #4429/#4431, PR #4430 proposes
+    # gha_available_jobs / gha_acquired_jobs): project-prefixed, so a later ARC release with
+    # those gha_* names cannot collide with a custom `listenerMetrics` set.
+    _cap("available_jobs", "gauge",
+         "Jobs matching the scale set's labels that no scale set has acquired yet "
+         "(statistics totalAvailableJobs).",
+         "`totalAvailableJobs`, on the initial session and every message with statistics"),
+    _cap("acquired_jobs", "gauge",
+         "Jobs this scale set acquired that are not assigned to it yet (statistics "
+         "totalAcquiredJobs).",
+         "`totalAcquiredJobs`, same cadence"),
+    _cap("job_queue_duration_seconds", "histogram",
+         "Time a workflow job waited in GitHub's queue before it was assigned to this scale "
+         "set (in seconds).",
+         "per JobStarted with both times set: scaleSetAssignTime - queueTime, whole seconds "
+         "(ARC's job buckets)", (), DEFAULT_BUCKETS),
     _cap("actions_errors_total", "counter",
          "Failed calls to the Actions service (admin token chain, sessions, messages, acquire "
          "jobs), each failed attempt of a retried call included.",

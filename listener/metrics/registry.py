@@ -105,6 +105,11 @@ class PrometheusMetrics:
             ("gha_idle_runners", "totalIdleRunners"),
         ):
             self._set(name, self._scale_set, int(_field(stats, field, 0) or 0))
+        for short, field in (
+            ("available_jobs", "totalAvailableJobs"),
+            ("acquired_jobs", "totalAcquiredJobs"),
+        ):
+            self._cap_metric(short).set(int(_field(stats, field, 0) or 0))
 
     def record_job_started(self, msg: Any) -> None:
         labels = self._job_labels(msg)
@@ -114,6 +119,11 @@ class PrometheusMetrics:
         # ARC subtracts the two Unix seconds as they are (Go zero time included).
         startup = _go_unix(assigned) - _go_unix(scale_set_assigned)
         self._observe("gha_job_startup_duration_seconds", labels, startup)
+        queued = unix_seconds(_field(msg, "queueTime"))
+        if queued is not None and scale_set_assigned is not None:
+            # Unlike ARC's Go-zero arithmetic above, a missing time is no observation.
+            waited = max(0, scale_set_assigned - queued)
+            self._cap_metric("job_queue_duration_seconds").observe(waited)
 
     def record_job_completed(self, msg: Any) -> None:
         assigned = unix_seconds(_field(msg, "runnerAssignTime"))

@@ -156,7 +156,9 @@ def test_statistics_set_the_five_gauges_with_scale_set_labels() -> None:
     assert value(metrics, "gha_registered_runners", **SCALE_SET) == 6
     assert value(metrics, "gha_busy_runners", **SCALE_SET) == 5
     assert value(metrics, "gha_idle_runners", **SCALE_SET) == 1
-    assert not [n for n in scrape(metrics) if "available" in n or "acquired" in n]
+    # ARC's gha_* set stays ARC's; the queue depth is the project's own family (issue 32).
+    names = [n for n in scrape(metrics) if "available" in n or "acquired" in n]
+    assert names == ["arc_capacity_available_jobs", "arc_capacity_acquired_jobs"]
 
 
 def test_statistics_from_the_actions_wire_model() -> None:
@@ -595,3 +597,53 @@ def test_advertised_can_follow_the_capacity_sink_directly() -> None:
     metrics = make()
     metrics.record_advertised(20)
     assert value(metrics, "arc_capacity_advertised", **SCALE_SET) == 20
+
+
+# --- queue metrics ARC does not export (ARC #4429, #4431, PR #4430) ------------------------
+
+
+def test_available_and_acquired_jobs_follow_every_statistics_update() -> None:
+    """Issue 32: ARC's listener drops totalAvailableJobs / totalAcquiredJobs of the statistics
+    it receives; the listener exports them per scale set."""
+    metrics = make()
+    metrics.record_statistics({"totalAvailableJobs": 7, "totalAcquiredJobs": 2})
+    assert value(metrics, "arc_capacity_available_jobs", **SCALE_SET) == 7
+    assert value(metrics, "arc_capacity_acquired_jobs", **SCALE_SET) == 2
+    metrics.record_statistics(SimpleNamespace(total_available_jobs=0, total_acquired_jobs=0))
+    assert value(metrics, "arc_capacity_available_jobs", **SCALE_SET) == 0
+    assert value(metrics, "arc_capacity_acquired_jobs", **SCALE_SET) == 0
+
+
+def test_queue_metrics_stay_when_a_custom_listener_metrics_set_drops_every_gha_family() -> None:
+    metrics = make({"counters": {}, "gauges": {}, "histograms": {}})
+    metrics.record_statistics({"totalAvailableJobs": 3})
+    assert value(metrics, "arc_capacity_available_jobs", **SCALE_SET) == 3
+
+
+@pytest.mark.parametrize(
+    ("queued_at", "observed"),
+    [
+        # 12:00:00.9 assigned; whole seconds like ARC's startup histogram (floor of each time).
+        (datetime(2026, 1, 1, 11, 58, 30, tzinfo=UTC), 90.0),
+        (datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC), 0.0),
+        # A clock skew that puts the queue time after the assignment is no negative wait.
+        (datetime(2026, 1, 1, 12, 0, 5, tzinfo=UTC), 0.0),
+    ],
+)
+def test_job_queue_duration_is_scale_set_assign_time_minus_queue_time(
+    queued_at: datetime, observed: float
+) -> None:
+    metrics = make()
+    metrics.record_job_started(job(queue_time=queued_at))
+    assert value(metrics, "arc_capacity_job_queue_duration_seconds_count", **SCALE_SET) == 1
+    assert value(metrics, "arc_capacity_job_queue_duration_seconds_sum", **SCALE_SET) == observed
+
+
+@pytest.mark.parametrize("missing", ["queue_time", "scale_set_assign_time"])
+def test_a_job_without_its_queue_or_assign_time_is_not_a_queue_observation(missing: str) -> None:
+    """Go's zero time (or no field) would otherwise observe a wait of ~2000 years."""
+    fields: dict[str, Any] = {"queue_time": datetime(2026, 1, 1, 11, 59, tzinfo=UTC)}
+    fields[missing] = "0001-01-01T00:00:00Z"
+    metrics = make()
+    metrics.record_job_started(job(**fields))
+    assert value(metrics, "arc_capacity_job_queue_duration_seconds_count", **SCALE_SET) == 0
