@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import re
 
+import yaml
+
 from listener.metrics import ARC_FAMILIES, CAPACITY_FAMILIES, Family
 from listener.metrics.families import PROMHTTP_ERRORS
 from tests.monitoring.promtool import ROOT, alerts
 
 DASHBOARD = ROOT / "config" / "grafana-dashboard.json"
+PODMONITOR = ROOT / "config" / "monitoring" / "podmonitor.yaml"
 
 _KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "bool", "offset"}
 _KEYWORDS |= {"group_left", "group_right", "inf", "nan"}
@@ -21,9 +24,19 @@ _NAME = re.compile(r"(?<![\w.$])([a-zA-Z_:][a-zA-Z0-9_:]*)\b(?!\s*\()")
 _MATCHER_LABEL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)")
 
 
+def scrape_target_labels() -> tuple[str, ...]:
+    """Labels the shipped PodMonitor's ``relabelings`` put on every series of a listener pod
+    (``name`` / ``namespace`` from the pod's scale-set labels), so a panel may filter ARC's
+    job series by them although the listener does not export them there."""
+    monitor = yaml.safe_load(PODMONITOR.read_text(encoding="utf-8"))
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    return tuple(r["targetLabel"] for r in endpoint.get("relabelings", []))
+
+
 def exported_series() -> dict[str, tuple[str, ...]]:
     """Every series name the listener's registry exports, with its label names (a histogram
-    family is its ``_bucket`` / ``_sum`` / ``_count`` series; only ``_bucket`` has ``le``)."""
+    family is its ``_bucket`` / ``_sum`` / ``_count`` series; only ``_bucket`` has ``le``),
+    plus the labels the PodMonitor adds at scrape time."""
     out: dict[str, tuple[str, ...]] = {PROMHTTP_ERRORS: ("cause",)}
     families: list[Family] = [*ARC_FAMILIES, *CAPACITY_FAMILIES]
     for family in families:
@@ -33,7 +46,8 @@ def exported_series() -> dict[str, tuple[str, ...]]:
             out[family.name + "_count"] = family.labels
         else:
             out[family.name] = family.labels
-    return out
+    added = scrape_target_labels()
+    return {name: (*labels, *(a for a in added if a not in labels)) for name, labels in out.items()}
 
 
 def used_metrics(expr: str) -> dict[str, set[str]]:
