@@ -93,12 +93,7 @@ def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be >= 1 (got {args.workers})")
     base = load_scenario(args.scenario)
-    history = load_history(args.history)
-    jobs, unserved = replayable(base, history)
-    problems = [*history.problems, *unserved]
-    report_problems(problems, stderr)
-    if not jobs:
-        raise HistoryError(f"{args.history}: no job of the history is served by {base.name!r}")
+    # Every grid point is validated before the history is read and before any run.
     grid, grid_source = load_grid(args.grid)
     points = expand(
         grid,
@@ -106,6 +101,12 @@ def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         where=grid_source,
         sim=base.strategies.capacity_aware_sim,
     )
+    history = load_history(args.history)
+    jobs, unserved = replayable(base, history)
+    problems = [*history.problems, *unserved]
+    report_problems(problems, stderr)
+    if not jobs:
+        raise HistoryError(f"{args.history}: no job of the history is served by {base.name!r}")
     out = Path(args.out)
     scenario = with_trace(base, write_trace(jobs, out / "history-trace.csv"), jobs)
     runs = plan(points, seeds)
