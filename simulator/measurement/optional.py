@@ -3,14 +3,18 @@ every table and JSON file, and say once, before any work starts, that they skip 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 from typing import IO
 
 EXTRA = "pip install 'arc-capacity-listener[sim]'"
 
 
 def plotting_available() -> bool:
-    return importlib.util.find_spec("matplotlib") is not None
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError:
+        return False
+    return True
 
 
 def plots_or_note(wanted: bool, command: str, stream: IO[str], what: str = "PNG plots") -> bool:
