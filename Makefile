@@ -6,11 +6,17 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test image-test lint typecheck docs bench clean venv
 
+# Says what it is doing: a first install downloads and builds about 60 packages (a minute or
+# two) and would otherwise look stuck.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@echo "venv: creating $(VENV) with $(PYTHON) (first time only)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "venv: upgrading pip"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "venv: installing this project and its dev tools into $(VENV) (about 1-2 minutes)..."
+	@$(BIN)/python -m pip install --quiet --progress-bar off -e '.[dev]'
+	@touch $(STAMP)
+	@echo "venv: ready ($(VENV)/bin/arc-capacity-listener)"
 
 venv: $(STAMP)
 

@@ -82,9 +82,9 @@ def _offline_command(command: str, rest: list[str]) -> int:
             from tuning.cli import main as tool_main
 
             return tool_main(rest)
-        from simulator.cli import main as tool_main
+        from simulator.cli import main as simulator_main
 
-        return tool_main([command, *rest])
+        return simulator_main([command, *rest], prog="arc-capacity-listener")
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("simulator", "tuning"):
             raise

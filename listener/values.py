@@ -14,8 +14,18 @@ and writes an overlay whose lists are the user's lists plus our entries:
 - ``template.spec``: ``priorityClassName: arc-runner``, and the ``runner`` container gets the
   container-hook template (workflow pods get ``arc-workflow``) as an env var and a mount.
 
+- the listener pod runs as uid 65532 with a read-only root filesystem, no privilege escalation,
+  no capabilities and RuntimeDefault seccomp, and gets a writable ``/tmp`` (as
+  config/values-capacity-aware.yaml); a key the user set is kept.
+
 It never changes ``containerMode``: switching to ``kubernetes-novolume`` is a migration
 (docs/migrate-kubernetes-novolume.md); a warning says so when the current mode is another.
+
+Before writing anything it checks what it reads (listener/chart_values.py: the chart's values
+schema at 0.13-0.15) and its arguments (a non-empty image, a scale-set name the chart and
+Kubernetes accept and equal to ``runnerScaleSetName``), and refuses with one line per problem.
+A hook template the runner already names is merged, not replaced (listener/hook_merge.py).
+Listener resources below the measured need are kept, with a warning.
 """
 
 from __future__ import annotations
@@ -29,8 +39,11 @@ from typing import Any
 
 import yaml
 
-HOOK_ENV = "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"
-HOOK_DIR = "/home/runner/hook-template"
+from listener import hook_merge
+from listener.chart_values import DNS_SUBDOMAIN, ValuesError, load_values, problems
+from listener.hook_merge import HOOK_DIR, HOOK_ENV, HOOK_PATH
+from providers.kubernetes.resources import QuantityError, quantity
+
 CONFIG_DIR = "/etc/capacity-aware"
 GRACE_SECONDS = 60
 #: The listener container's resources when the current values set none. Measured with
@@ -42,16 +55,34 @@ LISTENER_RESOURCES: dict[str, dict[str, str]] = {
     "requests": {"cpu": "100m", "memory": "256Mi"},
     "limits": {"memory": "512Mi"},
 }
+#: What each of those figures is measured against (docs/image.md, "Sizing"), for the warning
+#: when a user's own resources are below them.
+MEASURED_NEED = {
+    ("requests", "cpu"): "102m mean, 160m peak in a 200-job storm",
+    ("requests", "memory"): "222 MiB peak with 10 000 pods in the namespace",
+    ("limits", "memory"): "222 MiB peak with 10 000 pods in the namespace, plus a relist",
+}
+#: The chart refuses longer scale-set names ("Name must have up to 45 characters").
+MAX_SCALE_SET_NAME = 45
+#: The listener pod's and container's security settings (config/values-capacity-aware.yaml).
+POD_SECURITY: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "runAsGroup": 65532,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+TMP_VOLUME = {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}}
 #: The chart's default runner container, used when the values define none.
 DEFAULT_RUNNER = {
     "name": "runner",
     "image": "ghcr.io/actions/actions-runner:latest",
     "command": ["/home/runner/run.sh"],
 }
-
-
-class ValuesError(ValueError):
-    """The current values cannot be read or have an unexpected shape."""
 
 
 def _by_name(items: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -84,8 +115,13 @@ def overlay(
     configmap: str,
     hook_configmap: str,
     metrics_port: int = 8080,
+    merged_hook: bool = False,
+    where: str = "values",
 ) -> tuple[dict[str, Any], list[str]]:
-    """Pure: (the overlay, warnings) for the scale set's ``current`` values."""
+    """Pure: (the overlay, warnings) for the scale set's ``current`` values.
+
+    A hook template of the user's own is refused (:class:`ValuesError`) unless
+    ``merged_hook`` says ``hook_configmap`` holds it merged with ours."""
     warnings = []
     mode = ((current.get("containerMode") or {}).get("type")) or ""
     if mode != "kubernetes-novolume":
@@ -108,6 +144,15 @@ def overlay(
     )
     if not listener.get("resources"):
         listener["resources"] = copy.deepcopy(LISTENER_RESOURCES)
+    warnings += resource_warnings(listener["resources"])
+    listener["securityContext"] = {**CONTAINER_SECURITY, **(listener.get("securityContext") or {})}
+    if not any(m.get("mountPath") == "/tmp" for m in listener["volumeMounts"]):
+        listener["volumeMounts"] = _merge_named(
+            listener["volumeMounts"], [{"name": "tmp", "mountPath": "/tmp"}]
+        )
+        listener_spec["volumes"] = _merge_named(listener_spec.get("volumes"), [TMP_VOLUME])
+    own_security = listener_spec.get("securityContext") or {}
+    listener_spec["securityContext"] = {**POD_SECURITY, **own_security}
     listener["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": metrics_port}}
     listener["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": metrics_port}}
     listener_spec["containers"] = _by_name(containers, listener)
@@ -121,9 +166,20 @@ def overlay(
     runner_spec = copy.deepcopy((current.get("template") or {}).get("spec") or {})
     runner_containers = list(runner_spec.get("containers") or [])
     runner = _container(runner_containers, "runner", DEFAULT_RUNNER)
-    runner["env"] = _merge_named(
-        runner.get("env"), [{"name": HOOK_ENV, "value": f"{HOOK_DIR}/workflow-pod.yaml"}]
-    )
+    own = hook_merge.user_hook(runner, runner_spec)
+    if own is not None and not merged_hook:
+        raise ValuesError(hook_merge.refusal(own, where))
+    taken = [
+        m
+        for m in runner.get("volumeMounts") or ()
+        if m.get("mountPath") == HOOK_DIR and m.get("name") != "hook-template"
+    ]
+    if taken:
+        raise ValuesError(
+            f"{where}: the runner container mounts volume {taken[0].get('name')!r} at {HOOK_DIR}, "
+            "where the overlay mounts the hook template: move that mount"
+        )
+    runner["env"] = _merge_named(runner.get("env"), [{"name": HOOK_ENV, "value": HOOK_PATH}])
     runner["volumeMounts"] = _merge_named(
         runner.get("volumeMounts"),
         [{"name": "hook-template", "mountPath": HOOK_DIR, "readOnly": True}],
@@ -145,7 +201,59 @@ def overlay(
     }, warnings
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def resource_warnings(resources: dict[str, Any]) -> list[str]:
+    """A warning for each of the user's listener resources below :data:`LISTENER_RESOURCES`."""
+    out = []
+    for (section, name), need in MEASURED_NEED.items():
+        value = (resources.get(section) or {}).get(name)
+        if value is None:
+            continue
+        ours = LISTENER_RESOURCES[section][name]
+        try:
+            low = quantity(value) < quantity(ours)
+        except QuantityError:
+            out.append(f"listener resources.{section}.{name} {value!r} is not a quantity")
+            continue
+        if low:
+            out.append(
+                f"the listener's resources.{section}.{name} is {value}, below the measured need "
+                f"({need}; docs/image.md, Sizing): kept as you set it; {ours} is recommended"
+            )
+    return out
+
+
+def check_arguments(image: str, scale_set: str) -> None:
+    """The image and the scale-set name, before any file is read (one line, exit 1)."""
+    if not image.strip() or any(c.isspace() for c in image):
+        raise ValuesError(
+            f"--image {image!r}: expected an image reference such as "
+            "registry.example.com/arc-capacity-listener:0.1.0"
+        )
+    if len(scale_set) > MAX_SCALE_SET_NAME or not DNS_SUBDOMAIN.match(scale_set):
+        raise ValuesError(
+            f"--scale-set {scale_set!r}: a runner scale set name is lowercase letters, digits, "
+            f"'-' and '.', starting and ending with a letter or digit, at most "
+            f"{MAX_SCALE_SET_NAME} characters (it names the ConfigMaps and ARC's objects)"
+        )
+
+
+def check_scale_set(current: dict[str, Any], scale_set: str, where: str) -> list[str]:
+    """``--scale-set`` against the file's ``runnerScaleSetName``: problems, warnings."""
+    named = current.get("runnerScaleSetName")
+    if named and named != scale_set:
+        raise ValuesError(
+            f"{where}: runnerScaleSetName is {named!r} but --scale-set is {scale_set!r}: pass "
+            f"--scale-set {named} (the ConfigMap names must match the scale set's)"
+        )
+    if not named:
+        return [
+            f"{where} sets no runnerScaleSetName, so the chart names the scale set after the Helm "
+            f"release: check that the release is {scale_set!r}"
+        ]
+    return []
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arc-capacity-listener values",
         description="Write the Helm overlay (for helm upgrade --reuse-values -f) that makes an "
@@ -159,22 +267,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scale-set", required=True, help="runnerScaleSetName (names the ConfigMaps)"
     )
     parser.add_argument("--output", "-o", help="write here instead of stdout")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--hook-template",
+        help="the hook template the runner already uses (the file, or its ConfigMap as YAML): "
+        "merged with arc-workflow instead of replaced",
+    )
+    parser.add_argument(
+        "--hook-output",
+        help="where the merged hook-template ConfigMap goes (default: "
+        "<scale-set>-hook-template.yaml)",
+    )
+    parser.add_argument(
+        "--namespace", help="the runner namespace, written into the merged ConfigMap"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except ValuesError as exc:
+        for line in str(exc).splitlines():
+            print(f"arc-capacity-listener values: {line}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    check_arguments(args.image, args.scale_set)
     try:
         text = Path(args.current).read_text(encoding="utf-8")
-        current = yaml.safe_load(text) or {}
-        if not isinstance(current, dict):
-            raise ValuesError(f"{args.current}: expected a YAML mapping of Helm values")
-        result, warnings = overlay(
-            current,
-            image=args.image,
-            configmap=f"{args.scale_set}-capacity-aware",
-            hook_configmap=f"{args.scale_set}-hook-template",
-        )
-    except (OSError, yaml.YAMLError, ValuesError) as exc:
-        print(f"arc-capacity-listener values: {exc}", file=sys.stderr)
-        return 1
-    for warning in warnings:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValuesError(f"{args.current}: cannot read the current values ({exc})") from None
+    values = load_values(args.current, text)
+    found = problems(values)
+    if found:
+        raise ValuesError("\n".join(found))
+    warnings = check_scale_set(values.data, args.scale_set, args.current)
+    hook_configmap = f"{args.scale_set}-hook-template"
+    merged_note = ""
+    if args.hook_template:
+        merged_note = _write_merged_hook(args, values.data, hook_configmap, warnings)
+    result, more = overlay(
+        values.data,
+        image=args.image,
+        configmap=f"{args.scale_set}-capacity-aware",
+        hook_configmap=hook_configmap,
+        merged_hook=bool(args.hook_template),
+        where=args.current,
+    )
+    for warning in [*warnings, *more]:
         print(f"warning: {warning}", file=sys.stderr)
     rendered = "# helm upgrade --reuse-values -f <this file> (arc-capacity-listener values)\n"
     rendered += yaml.safe_dump(result, sort_keys=False)
@@ -182,4 +324,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.output).write_text(rendered, encoding="utf-8")
     else:
         sys.stdout.write(rendered)
+    if merged_note:
+        print(merged_note, file=sys.stderr)
     return 0
+
+
+def _write_merged_hook(
+    args: argparse.Namespace, current: dict[str, Any], name: str, warnings: list[str]
+) -> str:
+    """Merge the user's hook template, write its ConfigMap, and say what was added."""
+    spec = (current.get("template") or {}).get("spec") or {}
+    runner: dict[str, Any] = next(
+        (c for c in spec.get("containers") or () if c.get("name") == "runner"), {}
+    )
+    template, where = hook_merge.read_hook_template(
+        args.hook_template, hook_merge.user_hook(runner, spec)
+    )
+    merged, added, hook_warnings = hook_merge.merge(template, where)
+    warnings += hook_warnings
+    target = Path(args.hook_output or f"{args.scale_set}-hook-template.yaml")
+    manifest = hook_merge.configmap(name, args.namespace, merged)
+    header = f"# Your hook template ({where}) with: {'; '.join(added) or 'nothing added'}\n"
+    target.write_text(header + hook_merge.dump(manifest), encoding="utf-8")
+    apply = f"kubectl apply -n {args.namespace or '<runner namespace>'} -f {target}"
+    kept = ", ".join(sorted((template.get("spec") or {}).keys())) or "nothing else"
+    return (
+        f"hook template: kept yours ({kept}); added {', '.join(added) or 'nothing'}; "
+        f"wrote ConfigMap {name} to {target}: {apply}"
+    )

@@ -28,6 +28,8 @@ from pydantic.alias_generators import to_camel
 from reconciler.demand_settings import DemandSettings, HudSettings
 from reconciler.settings_types import (
     DoNotDisrupt,
+    Quantity,
+    ResourceName,
     Seconds,
     SettingsError,
     SettingsModel,
@@ -140,7 +142,7 @@ class CapacityAwareSettings(SettingsModel):
     #: about a tenth of the warm pool's idle CPU-hours.
     survivor_window: Seconds = Field(default=120.0, ge=0, le=86_400)
     #: Requests (= limits) of the workflow placeholder, e.g. {"cpu": "2", "memory": "4Gi"}.
-    workflow_resources: dict[str, str] = Field(
+    workflow_resources: dict[ResourceName, Quantity] = Field(
         default_factory=lambda: {"cpu": "1", "memory": "2Gi"}
     )
     image: str = Field(default="registry.k8s.io/pause:3.10", min_length=1)
@@ -297,7 +299,8 @@ def format_validation_error(exc: ValidationError, *, where: str, root: str) -> s
     """One line per problem: ``<where>: <root>.<path>: got <value>; <what is allowed>``."""
     lines = []
     for err in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in (root, *err["loc"]))
+        # A dict key's error ends its loc with "[key]": the key itself names the place.
+        path = ".".join(str(p) for p in (root, *err["loc"]) if p != "[key]")
         got = err.get("input")
         shown = "<missing>" if err["type"] == "missing" else _short_repr(got)
         message = err["msg"].removeprefix("Value error, ")

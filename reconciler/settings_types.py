@@ -62,3 +62,65 @@ class SettingsModel(BaseModel):
         extra="forbid",
         frozen=True,
     )
+
+
+#: A Kubernetes quantity (k8s.io/apimachinery resource.Quantity): a decimal number, then a
+#: binary suffix (Ki..Ei), a decimal suffix (n u m k M G T P E) or an exponent (e3, E-2).
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+)
+_QUANTITY_HELP = (
+    "a Kubernetes quantity like '500m', '2', '4Gi' (suffixes Ki Mi Gi Ti Pi Ei, m k M G T)"
+)
+#: Resource names a container may request without a domain prefix (the API server refuses
+#: any other bare name; extended resources are ``domain/name``, e.g. ``nvidia.com/gpu``).
+STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+_QUALIFIED = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+def parse_quantity_text(value: Any) -> str:
+    """A non-negative Kubernetes quantity as text (numbers are accepted and written out)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(_QUANTITY_HELP)
+    text = str(value).strip()
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise ValueError(_QUANTITY_HELP + _unit_hint(text))
+    if match.group("sign") == "-" and float(match.group("number")) != 0:
+        raise ValueError("a resource quantity cannot be negative")
+    return text
+
+
+def _unit_hint(text: str) -> str:
+    """``4GB`` -> "; did you mean '4Gi' (or '4G')?": byte units are written without the B."""
+    if len(text) > 2 and text[-1] in "bB" and _QUANTITY.match(text[:-1]):
+        stem = text[:-1]
+        binary = stem[:-1] + stem[-1].upper() + "i" if stem[-1] in "kKMGTPE" else stem
+        return f"; did you mean {binary!r} (or {stem!r})?"
+    return ""
+
+
+def parse_resource_name(value: Any) -> str:
+    """``cpu``, ``memory``, ``ephemeral-storage``, ``hugepages-<size>`` or ``domain/name``."""
+    if not isinstance(value, str):
+        raise ValueError("a resource name is a string such as 'cpu' or 'nvidia.com/gpu'")
+    if value in STANDARD_RESOURCES or _QUALIFIED.match(value):
+        return value
+    if value.startswith("hugepages-") and _QUANTITY.match(value.removeprefix("hugepages-")):
+        return value
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(value.lower(), STANDARD_RESOURCES, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ValueError(
+        "not a resource name a container can request: use cpu, memory, ephemeral-storage, "
+        f"hugepages-<size> or an extended resource with its domain (nvidia.com/gpu){hint}"
+    )
+
+
+Quantity = Annotated[str, BeforeValidator(parse_quantity_text)]
+ResourceName = Annotated[str, BeforeValidator(parse_resource_name)]

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from simulator.engine.startup import StartupRefused
+from simulator.measurement.optional import plots_or_note
 from simulator.scenarios.scenario import ScenarioError
 from simulator.workload.jobs import TraceError
 
@@ -25,9 +26,9 @@ from simulator.workload.jobs import TraceError
 INPUT_ERRORS = (ScenarioError, TraceError, StartupRefused)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="simulate",
+        prog=prog,
         description="Deterministic simulation: stock ARC vs a warm pool vs the capacity-aware "
         "listener on the same jobs.",
     )
@@ -50,18 +51,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(list(argv) if argv is not None else None)
+def main(argv: Sequence[str] | None = None, prog: str = "python -m simulator.cli") -> int:
+    """``prog`` names the command in ``--help`` (``arc-capacity-listener`` when it delegates)."""
+    args = _parser(prog).parse_args(list(argv) if argv is not None else None)
     try:
         if args.command == "simulate":
             from simulator.engine.runner import simulate
 
-            simulate(args.scenario, seed=args.seed, out_dir=args.out, plots=not args.no_plots)
+            plots = plots_or_note(not args.no_plots, f"{prog} simulate", sys.stderr)
+            simulate(args.scenario, seed=args.seed, out_dir=args.out, plots=plots)
             return 0
         if args.command == "demo":
             from simulator.engine.runner import demo
 
-            demo(args.out)
+            demo(args.out, plots=plots_or_note(True, f"{prog} demo", sys.stderr))
             return 0
         from simulator.measurement.checker import main as check_main
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from reconciler.settings_types import SettingsError, duration_seconds
+from simulator.measurement.optional import plots_or_note
 from simulator.scenarios.scenario import ScenarioError, load_scenario
 from simulator.workload.jobs import TraceError
 from tuning.answer import frontier, plot, recommend, recommendation_yaml
@@ -88,17 +89,13 @@ def report_problems(problems: Sequence[Problem], stream: IO[str]) -> None:
 
 
 def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    draw = plots_or_note(not args.no_plot, "tune", stderr, what="pareto.png")
     target = _target(args.p95)
     seeds = _seeds(args.seeds)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be >= 1 (got {args.workers})")
     base = load_scenario(args.scenario)
-    history = load_history(args.history)
-    jobs, unserved = replayable(base, history)
-    problems = [*history.problems, *unserved]
-    report_problems(problems, stderr)
-    if not jobs:
-        raise HistoryError(f"{args.history}: no job of the history is served by {base.name!r}")
+    # Every grid point is validated before the history is read and before any run.
     grid, grid_source = load_grid(args.grid)
     points = expand(
         grid,
@@ -106,6 +103,12 @@ def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         where=grid_source,
         sim=base.strategies.capacity_aware_sim,
     )
+    history = load_history(args.history)
+    jobs, unserved = replayable(base, history)
+    problems = [*history.problems, *unserved]
+    report_problems(problems, stderr)
+    if not jobs:
+        raise HistoryError(f"{args.history}: no job of the history is served by {base.name!r}")
     out = Path(args.out)
     scenario = with_trace(base, write_trace(jobs, out / "history-trace.csv"), jobs)
     runs = plan(points, seeds)
@@ -133,7 +136,7 @@ def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         "runs": records,
     }
     (out / "sweep.json").write_text(json.dumps(sweep_doc, indent=2) + "\n", encoding="utf-8")
-    if not args.no_plot:
+    if draw:
         plot(rows, out, target_p95=target, title=f"{base.name}: {len(jobs)} jobs replayed")
     _print_table(rows, stdout)
     best = recommend(rows, target)

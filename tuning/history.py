@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +82,23 @@ class History:
         return max((j.queued + j.duration for j in self.jobs), default=0.0)
 
 
+def shipped_history(name: str) -> Path:
+    """A history shipped with the package (``sample-day``): package data, so a wheel has it."""
+    return Path(str(resources.files("tuning") / "history_data" / f"{name}.json"))
+
+
+def resolve_history(path: str | Path) -> Path:
+    """``path`` itself, or a bare name of a shipped history (``sample-day``)."""
+    candidate = Path(path)
+    if candidate.exists() or candidate.suffix or "/" in str(path):
+        return candidate
+    shipped = shipped_history(str(path))
+    return shipped if shipped.exists() else candidate
+
+
 def load_history(path: str | Path) -> History:
     """Read a history file (JSON by suffix or content, else CSV); see the module doc."""
-    file = Path(path)
+    file = resolve_history(path)
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from simulator.engine.runner import ProgressBar
 from simulator.engine.world import World
 from simulator.scenarios.scenario import Scenario
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
@@ -191,9 +190,60 @@ def _mean(values: Iterable[float]) -> float:
 
 
 def progress_bar(total: int, stream: IO[str] | None = None) -> Callable[[float], None]:
-    """A progress line on stderr when it is a terminal (``runs done / total``)."""
-    bar = ProgressBar(f"tune: {total} runs", stream or sys.stderr)
-    return bar
+    """Runs done / total with the time left, on stderr (see :class:`RunProgress`)."""
+    return RunProgress(total, stream or sys.stderr)
+
+
+def _clock_text(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+
+
+class RunProgress:
+    """``tune: 3/14 runs done, 1m 05s elapsed, about 4m 10s left``.
+
+    The time left is the mean time per finished run times the runs left (runs go costliest
+    first, so early estimates run high). On a terminal one line is rewritten after every run;
+    elsewhere (a CI log) a line is printed after every run, or every twentieth of the sweep
+    when it is longer than 40 runs.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        stream: IO[str],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total = total
+        self.stream = stream
+        self.clock = clock
+        self.started = clock()
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.every = 1 if total <= 40 else max(1, total // 20)
+        self.done = 0
+
+    def line(self, done: int) -> str:
+        elapsed = self.clock() - self.started
+        text = f"tune: {done}/{self.total} runs done, {_clock_text(elapsed)} elapsed"
+        if 0 < done < self.total:
+            text += f", about {_clock_text(elapsed / done * (self.total - done))} left"
+        return text
+
+    def __call__(self, fraction: float) -> None:
+        done = round(fraction * self.total)
+        if done == self.done:
+            return
+        self.done = done
+        if self.tty:
+            end = "\n" if done >= self.total else ""
+            self.stream.write(f"\r{self.line(done):<72}{end}")
+        elif done % self.every == 0 or done >= self.total:
+            self.stream.write(self.line(done) + "\n")
+        self.stream.flush()
 
 
 class Stopwatch:

@@ -33,7 +33,7 @@ from listener.verify.cluster import VerifyError, find_scale_set, load_settings
 from listener.verify.exercises import Budget, Exercises
 from listener.verify.probe import Clock, Probe, remove_labelled, sweep_leftovers
 from listener.verify.reads import read_rows, settings_row
-from listener.verify.report import Report, failed, passed, skipped
+from listener.verify.report import Report, failed, passed, row_text, skipped
 from listener.verify.shapes import LABEL_VERIFY, Shapes
 from providers.kubernetes.placeholders import PlaceholderSpecError
 from reconciler.settings import CapacityAwareSettings
@@ -142,11 +142,14 @@ def main(
         print(f"arc-capacity-listener verify: no Kubernetes credentials: {exc}", file=sys.stderr)
         return 1
     report = Report(args.scale_set, namespace)
+    if not args.json:  # each row as it completes: the exercises take tens of seconds
+        print(report.header(), end="", flush=True)
+        report.on_row = lambda row: print(row_text(row), end="", flush=True)
     started = clock.monotonic()
     with api, sigterm_as_interrupt():
         Verify(api, args, namespace, environ, clock, report).run(started + args.timeout)
     report.seconds = clock.monotonic() - started
-    print(report.as_json() if args.json else report.as_text(), end="" if not args.json else "\n")
+    print(report.as_json() if args.json else report.summary(), end="" if not args.json else "\n")
     return report.exit_code
 
 
@@ -216,7 +219,8 @@ class Verify:
             passed("leftovers", f"removed {sweep.removed} object(s) of an earlier run{others}")
         )
         shapes = self._shapes(settings, scale.ers, owner=None)
-        report.add(*read_rows(self.api, scale, settings, shapes))
+        for row in read_rows(self.api, scale, settings, shapes):
+            report.add(row)
         if args.no_exercise or shapes is None:
             why = "--no-exercise" if args.no_exercise else "placeholders cannot be sized"
             report.add(*(skipped(check, why) for check in EXERCISES))
@@ -228,7 +232,8 @@ class Verify:
         if probe_shapes is None:
             return
         budget = Budget(deadline, args.probe_timeout)
-        report.add(*Exercises(probe, probe_shapes, settings, budget).run())
+        for row in Exercises(probe, probe_shapes, settings, budget).run():
+            report.add(row)
 
     def _shapes(
         self,

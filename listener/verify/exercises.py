@@ -19,6 +19,7 @@ A step that cannot run because an earlier one failed is SKIP, saying which.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,18 +64,19 @@ class Exercises:
         self.target = ScaleSetTarget(shapes.scale_set, ns, ns, max_runners=1)
         self.now = probe.clock.wall
 
-    def run(self) -> list[Row]:
+    def run(self) -> Iterator[Row]:
+        """Each exercise's row as soon as it is judged."""
         rows, ready = self.pair_ready()
+        yield from rows
         if ready is None:
             why = "needs a READY probe pair (see pair-ready)"
-            rows += [skipped("runner-preempts", why), skipped("workflow-preempts", why)]
+            yield from (skipped("runner-preempts", why), skipped("workflow-preempts", why))
         else:
             judge, verdict = ready
-            rows.append(self.runner_preempts(judge, verdict))
-            rows.append(self.workflow_preempts(judge, verdict))
-        rows.append(self.ready_timeout())
-        rows.append(self.garbage_collection())
-        return rows
+            yield self.runner_preempts(judge, verdict)
+            yield self.workflow_preempts(judge, verdict)
+        yield self.ready_timeout()
+        yield self.garbage_collection()
 
     # --- 1 --------------------------------------------------------------------------------
 

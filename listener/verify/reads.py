@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kubernetes import client as k8s
@@ -266,26 +266,23 @@ def read_rows(
     scale: ScaleSet,
     settings: CapacityAwareSettings,
     shapes: Shapes | None,
-) -> list[Row]:
-    """Every reading check, in order (see module doc)."""
-    rows = timed("startup", lambda: startup_rows(api, scale, settings, shapes))
-    rows += timed("permissions", lambda: permissions_row(api, scale))
+) -> Iterator[Row]:
+    """Every reading check, in order (see module doc), each as soon as it is done."""
+    yield from timed("startup", lambda: startup_rows(api, scale, settings, shapes))
+    yield from timed("permissions", lambda: permissions_row(api, scale))
     hook, hook_error = None, None
     try:
         hook = hook_template(api, scale)
     except HookTemplateError as exc:
         hook_error = str(exc)
-    rows += timed("workflow-resources", lambda: workflow_resources_row(hook, hook_error, settings))
+    yield from timed(
+        "workflow-resources", lambda: workflow_resources_row(hook, hook_error, settings)
+    )
     ns = scale.target.placeholder_namespace
     if shapes is None:
         why = "placeholders cannot be sized (see runner-template)"
-        return [
-            *rows,
-            skipped("limit-ranges", why),
-            skipped("resource-quotas", why),
-            skipped("dry-run", why),
-        ]
+        yield from (skipped(check, why) for check in ("limit-ranges", "resource-quotas", "dry-run"))
+        return
     pods = shapes.dry_run_pods(scale.runner_template, hook)
-    rows += timed("limit-ranges", lambda: limits_rows(api, ns, pods))
-    rows += timed("dry-run", lambda: dry_run_row(api, ns, pods))
-    return rows
+    yield from timed("limit-ranges", lambda: limits_rows(api, ns, pods))
+    yield from timed("dry-run", lambda: dry_run_row(api, ns, pods))

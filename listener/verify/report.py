@@ -7,7 +7,7 @@ failed, 2 on bad usage (argparse, or a scale set that cannot be named at all).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
@@ -42,15 +42,24 @@ def skipped(check: str, why: str, seconds: float = 0.0) -> Row:
     return Row(check, Status.SKIP, why, seconds)
 
 
+#: Width of the check column when rows are printed as they complete (the longest name).
+CHECK_WIDTH = 18
+
+
 @dataclass(slots=True)
 class Report:
     scale_set: str
     namespace: str
     rows: list[Row] = field(default_factory=list)
     seconds: float = 0.0
+    #: Called with each row as it is added (``verify`` prints it at once).
+    on_row: Callable[[Row], None] | None = None
 
     def add(self, *rows: Row) -> None:
         self.rows.extend(rows)
+        if self.on_row is not None:
+            for row in rows:
+                self.on_row(row)
 
     @property
     def failed(self) -> bool:
@@ -72,18 +81,26 @@ class Report:
             indent=2,
         )
 
-    def as_text(self) -> str:
-        lines = [f"verify {self.namespace}/{self.scale_set}", ""]
-        width = max((len(row.check) for row in self.rows), default=5)
-        for row in self.rows:
-            lines.append(f"{row.status:<4}  {row.check:<{width}}  {row.seconds:6.1f}s  {row.seen}")
-            if row.fix:
-                lines.append(f"{'':<4}  {'':<{width}}           fix: {row.fix}")
+    def header(self) -> str:
+        return f"verify {self.namespace}/{self.scale_set}\n\n"
+
+    def summary(self) -> str:
         counts = {s: sum(1 for r in self.rows if r.status is s) for s in Status}
-        summary = ", ".join(f"{n} {s.value.lower()}" for s, n in counts.items())
+        text = ", ".join(f"{n} {s.value.lower()}" for s, n in counts.items())
         verdict = "FAIL" if self.failed else "PASS"
-        lines += ["", f"{verdict}: {summary} in {self.seconds:.1f}s"]
-        return "\n".join(lines) + "\n"
+        return f"\n{verdict}: {text} in {self.seconds:.1f}s\n"
+
+    def as_text(self) -> str:
+        width = max((len(row.check) for row in self.rows), default=5)
+        rows = "".join(row_text(row, width) for row in self.rows)
+        return self.header() + rows + self.summary()
+
+
+def row_text(row: Row, width: int = CHECK_WIDTH) -> str:
+    text = f"{row.status:<4}  {row.check:<{width}}  {row.seconds:6.1f}s  {row.seen}\n"
+    if row.fix:
+        text += f"{'':<4}  {'':<{width}}           fix: {row.fix}\n"
+    return text
 
 
 def first_failure(rows: Sequence[Row]) -> Row | None:

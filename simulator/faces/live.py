@@ -602,6 +602,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=6, help="jobs in the burst")
     parser.add_argument("--job-duration", type=float, default=10.0)
     parser.add_argument("--max-runners", type=int, default=6)
+    parser.add_argument(
+        "--scale-set",
+        default=LiveSpec.scale_set,
+        help="the scale set's name and label (arc-runners to follow docs/quickstart.md)",
+    )
     parser.add_argument("--status-every", type=float, default=5.0)
     parser.add_argument(
         "--event-log",
@@ -611,6 +616,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     spec = LiveSpec(
+        scale_set=args.scale_set,
+        labels=(args.scale_set,),
         ice_start=args.ice_start,
         ice_end=args.ice_start + args.ice_duration,
         lose_nodes_at_ice_start=not args.keep_nodes,

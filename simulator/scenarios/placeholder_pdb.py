@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import copy
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-MANIFEST = Path(__file__).resolve().parents[2] / "config" / "placeholder-pdb.yaml"
+#: Package data (a link to config/placeholder-pdb.yaml in a checkout, a copy in a wheel).
+MANIFEST = Path(str(resources.files("simulator.scenarios") / "placeholder-pdb.yaml"))
 #: The example scale set name the shipped file uses (a user replaces it).
 PLACEHOLDER = "arc-runner-set"
 

@@ -54,6 +54,7 @@ Skeleton (see config/scenarios/ for complete files)::
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,7 +76,9 @@ from simulator.cluster import ClusterSpec
 from simulator.cluster.spec import default_catalog
 from simulator.scenarios.overrides import merge_settings
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "config" / "scenarios"
+#: The shipped scenarios: package data (``shipped`` links to config/scenarios/ in a checkout
+#: and is a copy of it in a wheel), so a ``pip install`` finds them too.
+SCENARIO_DIR = Path(str(resources.files("simulator.scenarios") / "shipped"))
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 

@@ -53,6 +53,17 @@ def test_snake_case_is_accepted_too() -> None:
         ({"placeholderTtl": 30, "recalculateInterval": 60}, "placeholderTtl"),
         ({"workflowResources": {}}, "workflowResources needs at least one resource"),
         ({"enabled": "maybe"}, "capacityAware.enabled: got 'maybe'"),
+        # Quantities are checked here, not first by the API server after the Lease (issue 32).
+        ({"workflowResources": {"cpu": "two"}}, "workflowResources.cpu: got 'two'; a Kubernetes"),
+        ({"workflowResources": {"memory": "4GB"}}, "did you mean '4Gi' (or '4G')?"),
+        ({"workflowResources": {"cpu": "-1"}}, "workflowResources.cpu: got '-1'; a resource"),
+        ({"workflowResources": {"cpu": True}}, "workflowResources.cpu: got True; a Kubernetes"),
+        ({"workflowResources": {"cpu": "1.5.2"}}, "workflowResources.cpu: got '1.5.2'"),
+        ({"workflowResources": {"mem": "4Gi"}}, "workflowResources.mem: got 'mem'; not a resource"),
+        ({"workflowResources": {"cpus": "2"}}, "did you mean 'cpu'?"),
+        ({"workflowResources": {"gpu": "1"}}, "extended resource with its domain (nvidia.com/gpu)"),
+        ({"survivorWindow": "2 minutes"}, "survivorWindow: got '2 minutes'; a duration is"),
+        ({"hud": {"timeout": "5sec"}}, "hud.timeout: got '5sec'; a duration is"),
     ],
 )
 def test_bad_values_name_the_field_the_value_and_what_is_allowed(
@@ -64,3 +75,20 @@ def test_bad_values_name_the_field_the_value_and_what_is_allowed(
     assert message.startswith("/etc/capacity-aware/config.yaml: capacityAware")
     assert "\n" not in message  # one problem, one line
     assert expected in message
+
+
+@pytest.mark.parametrize(
+    ("resources", "expected"),
+    [
+        ({"cpu": "500m", "memory": "1Gi"}, {"cpu": "500m", "memory": "1Gi"}),
+        ({"cpu": 2, "memory": "4G"}, {"cpu": "2", "memory": "4G"}),  # numbers are written out
+        ({"cpu": "1.5", "ephemeral-storage": "10Gi"}, {"cpu": "1.5", "ephemeral-storage": "10Gi"}),
+        ({"nvidia.com/gpu": "1", "hugepages-2Mi": "1Gi"}, {"nvidia.com/gpu": "1", "hugepages-2Mi": "1Gi"}),  # noqa: E501
+        ({"memory": "1e9", "cpu": "0"}, {"memory": "1e9", "cpu": "0"}),
+    ],
+)
+def test_workflow_resources_accept_every_kubernetes_quantity_form(
+    resources: dict[str, object], expected: dict[str, str]
+) -> None:
+    settings = parse_capacity_aware({"workflowResources": resources}, where="x")
+    assert settings.workflow_resources == expected

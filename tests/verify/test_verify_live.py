@@ -338,3 +338,41 @@ def test_a_read_defect_fails_its_row_with_what_to_change(
     failing = outcome.rows[row]
     assert words in failing["seen"] + failing["fix"]
     assert failing["fix"]
+
+
+def test_each_row_is_printed_as_it_completes(
+    world: LiveWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reading rows are on screen while the probe pair is still being waited for, and
+    the verdict comes last (prevents a run that printed nothing until it ended, issue 32)."""
+    import json as json_module
+
+    from listener.verify.cli import main
+
+    printed_before_first_wait: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        if not printed_before_first_wait:
+            printed_before_first_wait.append(capsys.readouterr().out)
+        time.sleep(seconds)
+
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text(json_module.dumps(world.kubeconfig()))
+    env = {
+        "KUBECONFIG": str(kubeconfig),
+        "CAPACITY_AWARE_JSON": json_module.dumps(world.capacity_aware()),
+    }
+    capsys.readouterr()
+    code = main(
+        ["--scale-set", SCALE_SET, "--namespace", NAMESPACE, "--probe-timeout", "5s"],
+        env=env,
+        clock=Clock(sleep=sleep),
+    )
+    rest = capsys.readouterr().out
+    assert code == 0, printed_before_first_wait[0] + rest
+    (early,) = printed_before_first_wait
+    assert early.startswith(f"verify {NAMESPACE}/{SCALE_SET}\n")
+    assert "PASS  settings" in early and "PASS  dry-run" in early
+    assert "pair-ready" not in early  # still being exercised
+    assert "pair-ready" in rest
+    assert rest.rstrip().splitlines()[-1].startswith("PASS: ")
