@@ -291,3 +291,24 @@ def test_rbac_own_service_account_prints_without_a_cluster(
     assert code == 0
     printed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert printed == rbac.own_service_account("ci", "arc-systems", ["runners"])
+
+
+def test_the_fixed_account_is_granted_every_call_the_listener_makes() -> None:
+    """The listener runs as the install's account alone (not ARC's): every API call the code
+    makes (derived from its source, tests/ship/api_usage.py) must be granted by the
+    ClusterRole and the Role the install binds it to, ARC's own listener rules included."""
+    from tests.ship.api_usage import Permission, scan
+
+    granted: set[Permission] = set()
+    for obj in rbac.own_service_account("ci", "arc-systems", ["runners"]):
+        if obj["kind"] not in ("ClusterRole", "Role"):
+            continue
+        scope = "cluster" if obj["kind"] == "ClusterRole" else "namespaced"
+        for rule in obj["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    granted |= {Permission(group, resource, v, scope) for v in rule["verbs"]}
+    usage = scan()
+    assert usage.permissions and not usage.permissions - granted, sorted(
+        usage.permissions - granted
+    )
