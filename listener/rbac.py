@@ -8,6 +8,14 @@ namespace or the one given) and prints the ClusterRole, ClusterRoleBinding, Role
 RoleBinding(s) of ``providers.kubernetes.permissions`` bound to it, as YAML for
 ``kubectl apply -f -``; with ``--apply`` it creates or updates them itself.
 
+With ``--own-service-account`` it needs no cluster: the listener runs as a ServiceAccount
+of fixed name, ``<scale set>-capacity-listener`` in the controller namespace, whose token
+Secret ``<scale set>-capacity-listener-token`` the listener template mounts over the
+in-cluster token path (``arc-capacity-listener values`` writes that mount; ARC ignores a
+``serviceAccountName`` in ``listenerTemplate``). It prints that ServiceAccount, its token
+Secret and the bindings, ARC's own listener rules included: the objects of the declarative
+install (config/install/), which a test keeps equal to these.
+
 Exit codes: 0 done; 1 not found / not allowed / unreachable (one line on stderr); 2 usage.
 """
 
@@ -24,13 +32,24 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from providers.kubernetes.permissions import CLUSTER_RULES, NAMESPACED_RULES
+from providers.kubernetes.permissions import ARC_LISTENER_RULES, CLUSTER_RULES, NAMESPACED_RULES
 
 LABEL_NAME = "actions.github.com/scale-set-name"
 LABEL_NAMESPACE = "actions.github.com/scale-set-namespace"
 PART_OF = {"app.kubernetes.io/part-of": "arc-capacity-listener"}
 ROLE = "arc-capacity-listener"
 CLUSTER_ROLE = "arc-capacity-listener-read"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+#: Suffixes of the fixed names of ``--own-service-account`` (``<scale set>-<suffix>``).
+OWN_ACCOUNT = "capacity-listener"
+OWN_TOKEN = "capacity-listener-token"
+#: Marks the objects of one scale set's own identity (not ARC's scale-set labels: `rbac`
+#: finds ARC's listener ServiceAccount by those).
+SCALE_SET_LABEL = "arc-capacity-listener/scale-set"
+#: Where the in-cluster client reads its token; mounting the token Secret here makes the
+#: listener run as the fixed ServiceAccount (the ServiceAccount admission plugin does not
+#: mount the pod's own token over an existing mount at this path).
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 class RbacError(Exception):
@@ -76,12 +95,7 @@ def bindings(
     subject = [{"kind": "ServiceAccount", "name": sa_name, "namespace": sa_namespace}]
     rbac = "rbac.authorization.k8s.io/v1"
     objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRole",
-            "metadata": {"name": CLUSTER_ROLE, "labels": dict(PART_OF)},
-            "rules": [rule.as_dict() for rule in CLUSTER_RULES],
-        },
+        cluster_role(),
         {
             "apiVersion": rbac,
             "kind": "ClusterRoleBinding",
@@ -119,6 +133,73 @@ def bindings(
     return objects
 
 
+def own_service_account(
+    scale_set: str, controller_namespace: str, namespaces: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Pure: the fixed-name identity of one scale set's listener and its permissions (ARC's
+    listener rules plus ours): ServiceAccount, token Secret, ClusterRole, ClusterRoleBinding,
+    and a Role and RoleBinding per namespace, all named from the scale set."""
+    account = f"{scale_set}-{OWN_ACCOUNT}"
+    labels = {**PART_OF, SCALE_SET_LABEL: scale_set}
+    subject = [{"kind": "ServiceAccount", "name": account, "namespace": controller_namespace}]
+    rbac = "rbac.authorization.k8s.io/v1"
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": account,
+                "namespace": controller_namespace,
+                "labels": dict(labels),
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": f"{scale_set}-{OWN_TOKEN}",
+                "namespace": controller_namespace,
+                "labels": dict(labels),
+                # The token controller fills token, ca.crt and namespace for this account.
+                "annotations": {"kubernetes.io/service-account.name": account},
+            },
+            "type": "kubernetes.io/service-account-token",
+        },
+        cluster_role(),
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{account}-read", "labels": dict(labels)},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": CLUSTER_ROLE},
+            "subjects": subject,
+        },
+    ]
+    rules = [rule.as_dict() for rule in (*NAMESPACED_RULES, *ARC_LISTENER_RULES)]
+    for namespace in dict.fromkeys(namespaces):
+        meta = {"name": account, "namespace": namespace, "labels": dict(labels)}
+        objects.append({"apiVersion": rbac, "kind": "Role", "metadata": dict(meta), "rules": rules})
+        objects.append(
+            {
+                "apiVersion": rbac,
+                "kind": "RoleBinding",
+                "metadata": dict(meta),
+                "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": account},
+                "subjects": subject,
+            }
+        )
+    return objects
+
+
+def cluster_role() -> dict[str, Any]:
+    """The read-only ClusterRole every scale set's listener is bound to."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": CLUSTER_ROLE, "labels": dict(PART_OF)},
+        "rules": [rule.as_dict() for rule in CLUSTER_RULES],
+    }
+
+
 def render(objects: Sequence[Mapping[str, Any]], service_account: tuple[str, str]) -> str:
     header = (
         f"# RBAC of arc-capacity-listener for ServiceAccount "
@@ -129,17 +210,20 @@ def render(objects: Sequence[Mapping[str, Any]], service_account: tuple[str, str
 
 def apply(api_client: k8s.ApiClient, objects: Sequence[Mapping[str, Any]]) -> list[str]:
     """Create each object, or replace it when it exists; returns one line per object."""
-    api = k8s.RbacAuthorizationV1Api(api_client)
+    rbac_api, core_api = k8s.RbacAuthorizationV1Api(api_client), k8s.CoreV1Api(api_client)
     done = []
     for obj in objects:
         kind, meta = obj["kind"], obj["metadata"]
         name, namespace = meta["name"], meta.get("namespace")
         suffix = "namespaced_" if namespace else ""
+        api: Any = core_api if kind in ("ServiceAccount", "Secret") else rbac_api
         snake = {
             "ClusterRole": "cluster_role",
             "ClusterRoleBinding": "cluster_role_binding",
             "Role": "role",
             "RoleBinding": "role_binding",
+            "ServiceAccount": "service_account",
+            "Secret": "secret",
         }[kind]
         args = (namespace, obj) if namespace else (obj,)
         try:
@@ -166,7 +250,20 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         "--placeholder-namespace", help="capacityAware.placeholderNamespace, if not the runners'"
     )
     parser.add_argument("--apply", action="store_true", help="create/update them now")
+    parser.add_argument(
+        "--own-service-account",
+        action="store_true",
+        help="a ServiceAccount of fixed name for the listener (GitOps; no cluster needed to print)",
+    )
     args = parser.parse_args(argv)
+    namespaces = [args.namespace, args.placeholder_namespace or args.namespace]
+    own: list[dict[str, Any]] = []
+    if args.own_service_account:
+        controller = args.controller_namespace or "arc-systems"
+        own = own_service_account(args.scale_set, controller, namespaces)
+        if not args.apply:
+            sys.stdout.write(render(own, (controller, f"{args.scale_set}-{OWN_ACCOUNT}")))
+            return 0
     from listener.startup import kubernetes_api_client
 
     environ = dict(os.environ if env is None else env)
@@ -177,14 +274,19 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return 1
     try:
         with api_client:
-            sa = find_listener_service_account(
-                k8s.CoreV1Api(api_client), args.scale_set, args.namespace, args.controller_namespace
-            )
-            namespaces = [args.namespace, args.placeholder_namespace or args.namespace]
-            objects = bindings(sa, args.scale_set, namespaces)
-            if not args.apply:
-                sys.stdout.write(render(objects, sa))
-                return 0
+            if own:
+                objects = own
+            else:
+                sa = find_listener_service_account(
+                    k8s.CoreV1Api(api_client),
+                    args.scale_set,
+                    args.namespace,
+                    args.controller_namespace,
+                )
+                objects = bindings(sa, args.scale_set, namespaces)
+                if not args.apply:
+                    sys.stdout.write(render(objects, sa))
+                    return 0
             for line in apply(api_client, objects):
                 print(line)
             return 0

@@ -42,10 +42,12 @@ import yaml
 from listener import hook_merge
 from listener.chart_values import DNS_SUBDOMAIN, ValuesError, load_values, problems
 from listener.hook_merge import HOOK_DIR, HOOK_ENV, HOOK_PATH
+from listener.rbac import OWN_TOKEN, TOKEN_MOUNT_PATH
 from providers.kubernetes.resources import QuantityError, quantity
 
 CONFIG_DIR = "/etc/capacity-aware"
 GRACE_SECONDS = 60
+TOKEN_VOLUME = "capacity-listener-token"
 #: The listener container's resources when the current values set none. Measured with
 #: bench/listener_footprint.py (docs/image.md, "Sizing"): idle 2m CPU / 98 MiB; a 200-job
 #: storm 102m mean, 160m peak / 101 MiB; 10 000 pods in the namespace 48m / 222 MiB peak.
@@ -117,6 +119,7 @@ def overlay(
     metrics_port: int = 8080,
     merged_hook: bool = False,
     where: str = "values",
+    token_secret: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Pure: (the overlay, warnings) for the scale set's ``current`` values.
 
@@ -142,6 +145,13 @@ def overlay(
         listener.get("volumeMounts"),
         [{"name": "capacity-aware", "mountPath": CONFIG_DIR, "readOnly": True}],
     )
+    if token_secret:
+        # Run as the install's fixed ServiceAccount (listener/rbac.py own_service_account):
+        # ARC ignores serviceAccountName here, so its token replaces the pod's own.
+        listener["volumeMounts"] = _merge_named(
+            listener["volumeMounts"],
+            [{"name": TOKEN_VOLUME, "mountPath": TOKEN_MOUNT_PATH, "readOnly": True}],
+        )
     if not listener.get("resources"):
         listener["resources"] = copy.deepcopy(LISTENER_RESOURCES)
     warnings += resource_warnings(listener["resources"])
@@ -156,10 +166,10 @@ def overlay(
     listener["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": metrics_port}}
     listener["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": metrics_port}}
     listener_spec["containers"] = _by_name(containers, listener)
-    listener_spec["volumes"] = _merge_named(
-        listener_spec.get("volumes"),
-        [{"name": "capacity-aware", "configMap": {"name": configmap}}],
-    )
+    volumes: list[dict[str, Any]] = [{"name": "capacity-aware", "configMap": {"name": configmap}}]
+    if token_secret:
+        volumes.append({"name": TOKEN_VOLUME, "secret": {"secretName": token_secret}})
+    listener_spec["volumes"] = _merge_named(listener_spec.get("volumes"), volumes)
     grace = listener_spec.get("terminationGracePeriodSeconds") or 0
     listener_spec["terminationGracePeriodSeconds"] = max(int(grace), GRACE_SECONDS)
 
@@ -266,6 +276,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--scale-set", required=True, help="runnerScaleSetName (names the ConfigMaps)"
     )
+    parser.add_argument(
+        "--own-service-account",
+        action="store_true",
+        help="run the listener as <scale set>-capacity-listener (config/install/, rbac "
+        "--own-service-account) by mounting its token Secret",
+    )
     parser.add_argument("--output", "-o", help="write here instead of stdout")
     parser.add_argument(
         "--hook-template",
@@ -315,6 +331,7 @@ def _run(args: argparse.Namespace) -> int:
         hook_configmap=hook_configmap,
         merged_hook=bool(args.hook_template),
         where=args.current,
+        token_secret=f"{args.scale_set}-{OWN_TOKEN}" if args.own_service_account else None,
     )
     for warning in [*warnings, *more]:
         print(f"warning: {warning}", file=sys.stderr)

@@ -121,6 +121,11 @@ def render_metrics_doc() -> str:
         f'increase({PREFIX}transitions_total{{to="TIMED_OUT"}}[1h])',
         "# Jobs claimed but waiting for a node (should stay 0)",
         f"{PREFIX}starved_runners > 0",
+        "# GitHub's queue for this scale set (ARC's listener drops both statistics)",
+        f"{PREFIX}available_jobs + {PREFIX}acquired_jobs",
+        "# 95th percentile of the time jobs waited before this scale set was assigned them",
+        "histogram_quantile(0.95, sum by (le) "
+        f"(rate({PREFIX}job_queue_duration_seconds_bucket[15m])))",
         "# The reconcile loop is stuck (no successful step for 5 minutes)",
         f"time() - {PREFIX}last_successful_reconcile_timestamp_seconds > 300",
         "```",

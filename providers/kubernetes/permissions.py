@@ -50,6 +50,17 @@ NAMESPACED_RULES: tuple[Rule, ...] = (
 )
 
 
+#: What ARC's controller grants its own listener ServiceAccount (resourcebuilder.go
+#: ``rulesForListenerRole``: scale the EphemeralRunnerSet, mark EphemeralRunners). A listener
+#: that runs as a ServiceAccount of our own (the declarative install, config/install/) needs
+#: them from us; ARC's Role limits the first to the set's name, which is generated, so here it
+#: is the runner namespace's.
+ARC_LISTENER_RULES: tuple[Rule, ...] = (
+    Rule(("actions.github.com",), ("ephemeralrunnersets",), ("patch",)),
+    Rule(("actions.github.com",), ("ephemeralrunners", "ephemeralrunners/status"), ("patch",)),
+)
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Permission:
     verb: str

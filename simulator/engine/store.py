@@ -72,6 +72,9 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("LimitRange", "limitranges", "", "v1", True),
         KindInfo("ResourceQuota", "resourcequotas", "", "v1", True),
         KindInfo("PodDisruptionBudget", "poddisruptionbudgets", "policy", "v1", True),
+        # prometheus-operator's CRDs: stored and served (the install's dry run; quickstart).
+        KindInfo("PodMonitor", "podmonitors", "monitoring.coreos.com", "v1", True),
+        KindInfo("PrometheusRule", "prometheusrules", "monitoring.coreos.com", "v1", True),
     )
 }
 

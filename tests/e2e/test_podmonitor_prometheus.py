@@ -114,6 +114,13 @@ def test_the_shipped_podmonitor_keeps_the_runner_namespace_on_every_series(
         for series in _labels(now, "gha_job_startup_duration_seconds_count"):
             assert (series["namespace"], series["name"]) == (QUIET.namespace, QUIET.scale_set)
 
+        # The queue metrics ARC does not ship come from the real messages and statistics.
+        (queued,) = _labels(now, "arc_capacity_job_queue_duration_seconds_count > 0")
+        assert (queued["namespace"], queued["name"]) == (QUIET.namespace, QUIET.scale_set)
+        assert _labels(now, "arc_capacity_available_jobs") and _labels(
+            now, "arc_capacity_acquired_jobs"
+        )
+
         (wrong,) = _labels(old, "arc_capacity_ready")
         assert wrong["namespace"] == CONTROLLER_NAMESPACE, wrong
         assert wrong["exported_namespace"] == QUIET.namespace, wrong

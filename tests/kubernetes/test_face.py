@@ -40,6 +40,7 @@ def test_discovery_lists_core_and_custom_groups_but_not_absent_ones(api: client.
         "coordination.k8s.io",
         "authorization.k8s.io",
         "policy",  # PodDisruptionBudgets (the opt-in placeholder budget)
+        "monitoring.coreos.com",  # PodMonitor, PrometheusRule (config/install's dry run)
     }
     core = client.CoreV1Api(api).get_api_resources()
     assert {"pods", "nodes", "pods/status"} <= {r.name for r in core.resources}

@@ -3,7 +3,6 @@ from the case table (tests/monitoring/rule_cases.py)."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -13,15 +12,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.monitoring.rule_cases import POD, Case, Expect
+from tests.monitoring.rule_cases import Case
+from tools import alert_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "config" / "monitoring" / "alert-rules.yaml"
 PROMETHEUS_RULE = ROOT / "config" / "monitoring" / "prometheusrule.yaml"
 #: The Debian package that ships promtool and the Prometheus server (.ci/run installs it).
 PACKAGE = "prometheus"
-#: The only template the annotations may use, so the expected text can be rendered here.
-_LABEL_TEMPLATE = re.compile(r"\{\{ \$labels\.([a-z_]+) \}\}")
 
 
 def tool(name: str) -> str:
@@ -47,41 +45,17 @@ def alerts() -> dict[str, dict[str, Any]]:
 
 def render(template: str, labels: dict[str, str]) -> str:
     """What Prometheus makes of an annotation that uses only ``{{ $labels.x }}``."""
-    return _LABEL_TEMPLATE.sub(lambda m: labels.get(m.group(1), ""), template)
-
-
-def _expected(expect: Expect) -> list[dict[str, Any]]:
-    if expect.fires is None:
-        return []
-    rule = alerts()[expect.alert]
-    labels = {**POD, **rule.get("labels", {}), **expect.fires}
-    annotations = {k: render(v, labels) for k, v in rule.get("annotations", {}).items()}
-    return [{"exp_labels": labels, "exp_annotations": annotations}]
-
-
-def _test(case: Case, expects: Iterable[Expect]) -> dict[str, Any]:
-    return {
-        "name": case.name,
-        "interval": "1m",
-        "input_series": case.input_series,
-        "alert_rule_test": [
-            {"eval_time": f"{e.minute}m", "alertname": e.alert, "exp_alerts": _expected(e)}
-            for e in expects
-        ],
-    }
+    return alert_rules.render_annotation(template, labels)
 
 
 def unit_test_file(
     healthy: Case, minutes: Iterable[int], failures: Iterable[Case]
 ) -> dict[str, Any]:
-    """The promtool unit-test file: the healthy day (every alert silent at every minute of
-    ``minutes``) and each failure case as written."""
-    silent = [Expect(m, alert) for m in minutes for alert in alerts()]
-    return {
-        "rule_files": [str(RULES)],
-        "evaluation_interval": "1m",
-        "tests": [_test(healthy, silent), *(_test(c, c.expect) for c in failures)],
-    }
+    """The promtool unit-test file over the rules file in the tree (absolute path), built
+    like the shipped one (tools/alert_rules.py)."""
+    return alert_rules.unit_test_file(
+        RULES.read_text(encoding="utf-8"), str(RULES), healthy, minutes, failures
+    )
 
 
 def run_promtool(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -104,3 +104,33 @@ def test_the_operations_guide_names_both_rule_files() -> None:
     ops = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
     for path in (RULES, PROMETHEUS_RULE):
         assert f"config/monitoring/{path.name}" in ops, path.name
+
+
+def test_the_shipped_promtool_test_file_is_generated_from_the_case_table() -> None:
+    """Edit a rule or a case, forget `make docs`: this fails instead of shipping tests that no
+    longer test the rules beside them."""
+    assert alert_rules.main(["--check"]) == 0, "run `python -m tools.alert_rules`"
+    shipped = yaml.safe_load(alert_rules.UNIT_TESTS.read_text(encoding="utf-8"))
+    assert shipped["rule_files"] == ["alert-rules.yaml"]  # beside it, wherever it is copied
+
+
+def test_one_runbook_base_points_every_alert_at_its_section() -> None:
+    """Regression (issue 32): runbook_url was a repository path that on-call could not open;
+    pointing it elsewhere took a sed over several files."""
+    base = "https://git.example.com/acme/arc-capacity-listener/blob/main/docs/troubleshooting.md"
+    source = alert_rules.with_runbook_base(RULES.read_text(encoding="utf-8"), base)
+    rules = alert_rules.alerts(source)
+    assert {name: rule["annotations"]["runbook_url"] for name, rule in rules.items()} == {
+        name: f"{base}#{name.lower()}" for name in alerts()
+    }
+    # The same rules otherwise, and the generated files follow the source.
+    assert {n: r["expr"] for n, r in rules.items()} == {n: r["expr"] for n, r in alerts().items()}
+    assert f"runbook_url: {base}#arccapacityfailingclosed" in alert_rules.render(source)
+    back = alert_rules.with_runbook_base(source, alert_rules.DEFAULT_RUNBOOK_BASE)
+    assert back == RULES.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("base", ["", "https://x.example/a b", "https://x.example/t.md#top"])
+def test_a_runbook_base_that_cannot_prefix_an_anchor_is_one_clear_error(base: str) -> None:
+    with pytest.raises(alert_rules.RulesSourceError, match="--runbook-base"):
+        alert_rules.with_runbook_base("runbook_url: docs/troubleshooting.md#a\n", base)

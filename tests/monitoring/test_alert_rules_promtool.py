@@ -57,3 +57,15 @@ def test_the_healthy_day_feeds_every_metric_the_rules_read() -> None:
     fed = {s["series"].split("{", 1)[0] for s in HEALTHY_DAY.input_series}
     read = {name for expr in rule_exprs() for name in used_metrics(expr)}
     assert read <= fed, sorted(read - fed)
+
+
+def test_the_shipped_test_file_runs_with_promtool_alone_from_any_directory(tmp_path: Path) -> None:
+    """Issue 32: a team that edits a rule re-runs `promtool test rules` without Python: the
+    shipped file names the rules beside it, so it works from a copy of config/monitoring/."""
+    copy = tmp_path / "monitoring"
+    copy.mkdir()
+    for name in ("alert-rules.yaml", "alert-rules.test.yaml"):
+        (copy / name).write_bytes((RULES.parent / name).read_bytes())
+    result = run_promtool("test", "rules", str(copy / "alert-rules.test.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout + result.stderr

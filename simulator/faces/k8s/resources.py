@@ -205,7 +205,8 @@ class Resources:
             current = self.current(route)
             if rv is not None and rv != current["metadata"].get("resourceVersion"):
                 raise self._conflict(route)
-            return self._commit(route, current, self._scoped(route, current, obj), verb="update")
+            final = self._scoped(route, current, obj)
+            return self._commit(route, current, final, verb="update", dry_run=_dry_run(query))
 
     def _scoped(self, route: Route, current: Obj, changed: Obj) -> Obj:
         """The main resource cannot change status; ``/status`` changes only status."""
@@ -240,9 +241,8 @@ class Resources:
             if not isinstance(patched, dict):
                 raise ApiError(400, "BadRequest", "the patched object is not an object")
             check_fields(info, patched, query.get("fieldValidation", ""))
-            return 200, self._commit(
-                route, current, self._scoped(route, current, patched), verb="patch"
-            )
+            final = self._scoped(route, current, patched)
+            return 200, self._commit(route, current, final, verb="patch", dry_run=_dry_run(query))
 
     def _patched(self, route: Route, current: Obj, body: Any, kind: str) -> Any:
         try:
@@ -269,6 +269,7 @@ class Resources:
 
     def _apply(self, route: Route, raw: bytes, query: Mapping[str, str]) -> tuple[int, bytes]:
         info = route.info
+        dry_run = _dry_run(query)
         manager = apply.require_manager(query.get("fieldManager"))
         config = apply.parse_body(raw)
         check_fields(info, config, query.get("fieldValidation", ""))
@@ -286,12 +287,15 @@ class Resources:
             apply.with_managed(result, manager, fields, now)
             if existing is None:
                 self.count("create", info.kind, route.namespace, route.name or "")
-                return 201, self._insert(route, result)
+                return 201, self._insert(route, result, dry_run=dry_run)
             final = self._scoped(route, existing, result)
-            return 200, self._commit(route, existing, final, verb="patch")
+            return 200, self._commit(route, existing, final, verb="patch", dry_run=dry_run)
 
-    def _commit(self, route: Route, current: Obj, final: Obj, *, verb: str) -> bytes:
-        """Write ``final`` over ``current`` keeping identity fields; one MODIFIED event."""
+    def _commit(
+        self, route: Route, current: Obj, final: Obj, *, verb: str, dry_run: bool = False
+    ) -> bytes:
+        """Write ``final`` over ``current`` keeping identity fields; one MODIFIED event.
+        ``dry_run``: defaulted and validated the same way, answered, not written."""
         meta = final.setdefault("metadata", {})
         for key in _IDENTITY:
             if key in current["metadata"]:
@@ -303,6 +307,8 @@ class Resources:
         admission.validate_update(route.info, current, final)
         if final.get("spec") != current.get("spec"):
             meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
+        if dry_run:
+            return dump(final)
         snapshot = copy.deepcopy(final)
 
         def change(obj: Obj) -> None:

@@ -97,6 +97,93 @@ _BODIES: dict[str, Schema] = {
         }
     ),
 }
+# prometheus-operator's monitoring.coreos.com/v1 CRDs, the fields of the versions this project
+# supports (a named `port` since the first release, `portNumber` since v0.79): enough for a
+# dry run to refuse a misspelled field of config/monitoring/ the way the CRD's schema would.
+_LABEL_SELECTOR = obj({"matchLabels": str_map(), "matchExpressions": arr(ANY)})
+_RELABEL = obj(
+    {
+        "sourceLabels": arr(STR),
+        "separator": STR,
+        "targetLabel": STR,
+        "regex": STR,
+        "modulus": INT,
+        "replacement": STR,
+        "action": STR,
+    }
+)
+_POD_METRICS_ENDPOINT = obj(
+    {
+        "port": STR,
+        "portNumber": INT,
+        "targetPort": ANY,
+        "path": STR,
+        "scheme": STR,
+        "params": ANY,
+        "interval": STR,
+        "scrapeTimeout": STR,
+        "honorLabels": BOOL,
+        "honorTimestamps": BOOL,
+        "relabelings": arr(_RELABEL),
+        "metricRelabelings": arr(_RELABEL),
+        "basicAuth": ANY,
+        "authorization": ANY,
+        "tlsConfig": ANY,
+        "bearerTokenSecret": ANY,
+        "oauth2": ANY,
+        "proxyUrl": STR,
+        "followRedirects": BOOL,
+        "enableHttp2": BOOL,
+        "filterRunning": BOOL,
+        "trackTimestampsStaleness": BOOL,
+    }
+)
+_RULE = obj(
+    {"alert": STR, "record": STR, "expr": STR, "for": STR, "keep_firing_for": STR,
+     "labels": str_map(), "annotations": str_map()},
+    ("expr",),
+)  # fmt: skip
+_RULE_GROUP = obj(
+    {
+        "name": STR,
+        "interval": STR,
+        "limit": INT,
+        "partial_response_strategy": STR,
+        "query_offset": STR,
+        "labels": str_map(),
+        "rules": arr(_RULE),
+    },
+    ("name",),
+)
+_BODIES["PodMonitor"] = obj(
+    {
+        "spec": obj(
+            {
+                "selector": _LABEL_SELECTOR,
+                "namespaceSelector": obj({"any": BOOL, "matchNames": arr(STR)}),
+                "podMetricsEndpoints": arr(_POD_METRICS_ENDPOINT),
+                "jobLabel": STR,
+                "podTargetLabels": arr(STR),
+                "sampleLimit": INT,
+                "targetLimit": INT,
+                "attachMetadata": ANY,
+            },
+            ("selector",),
+        )
+    },
+    ("spec",),
+)
+_BODIES["PrometheusRule"] = obj(
+    {
+        "spec": obj(
+            {
+                "groups": arr(_RULE_GROUP)
+            }
+        )
+    },
+    ("spec",),
+)
+
 #: Kinds whose top level holds more than spec/status (Event): open at the top.
 _OPEN_TOP = {"Event"}
 
