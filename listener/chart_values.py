@@ -167,6 +167,12 @@ def _check(value: Any, spec: Any, path: Path_, values: Values) -> Iterator[str]:
             return
         for key, item in value.items():
             child = (*path, str(key))
+            if key == "USER-SUPPLIED VALUES" and not path:
+                yield (
+                    f"{values.where(child)}: this is `helm get values` without `-o yaml`: run it "
+                    "with -o yaml (or delete this header line)"
+                )
+                continue
             if key == "capacityAware" and not path:
                 yield (
                     f"{values.where(child)}: the chart ignores this key; the listener reads the "

@@ -97,6 +97,11 @@ BAD_VALUES = [
         id="an invalid volume name",
     ),
     pytest.param(
+        "USER-SUPPLIED VALUES:\nrunnerScaleSetName: arc-runners\n",
+        "line 1: USER-SUPPLIED VALUES: this is `helm get values` without `-o yaml`",
+        id="helm's plain output header",
+    ),
+    pytest.param(
         "- just\n- a list\n",
         "expected a mapping of Helm values",
         id="not a mapping",
