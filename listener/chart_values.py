@@ -112,7 +112,33 @@ def problems(values: Values) -> list[str]:
     """Every problem of ``values`` against the chart's schema, one line each, in file order."""
     found = list(_check(values.data, schema()["values"], (), values))
     found += _runner_bounds(values)
+    if not found:
+        found += _named_containers(values)
     return found
+
+
+#: The container ARC merges its settings into, per pod template; any other name is a sidecar.
+MAIN_CONTAINERS = {"template": "runner", "listenerTemplate": "listener"}
+
+
+def _named_containers(values: Values) -> list[str]:
+    """A pod template whose containers have none of the name ARC looks for, but one close to
+    it, is a typo that would leave the real container as an unconfigured sidecar."""
+    out = []
+    for template, name in MAIN_CONTAINERS.items():
+        containers = ((values.data.get(template) or {}).get("spec") or {}).get("containers")
+        names = [c.get("name") for c in containers or () if isinstance(c.get("name"), str)]
+        if not names or name in names:
+            continue
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        if close:
+            index = names.index(close[0])
+            out.append(
+                f"{values.where((template, 'spec', 'containers', index, 'name'))}: "
+                f"{close[0]!r}: ARC configures the container named {name!r} (any other is a "
+                f"sidecar); did you mean {name!r}?"
+            )
+    return out
 
 
 def _check(value: Any, spec: Any, path: Path_, values: Values) -> Iterator[str]:
@@ -141,6 +167,12 @@ def _check(value: Any, spec: Any, path: Path_, values: Values) -> Iterator[str]:
             return
         for key, item in value.items():
             child = (*path, str(key))
+            if key == "USER-SUPPLIED VALUES" and not path:
+                yield (
+                    f"{values.where(child)}: this is `helm get values` without `-o yaml`: run it "
+                    "with -o yaml (or delete this header line)"
+                )
+                continue
             if key == "capacityAware" and not path:
                 yield (
                     f"{values.where(child)}: the chart ignores this key; the listener reads the "
@@ -235,6 +267,11 @@ def model_problems(value: Any, model: str, path: Path_, values: Values) -> Itera
         kind = cls.openapi_types[fields[key]]
         yield from _typed(item, kind, child, values)
     name = value.get("name")
+    if model == "V1Volume" and not (isinstance(name, str) and DNS_LABEL.match(name)):
+        yield (
+            f"{values.where(path)}: a volume needs a name of lowercase letters, digits and "
+            f"'-' (got {name!r})"
+        )
     if model == "V1Container" and not (
         isinstance(name, str) and (DNS_LABEL.match(name) or name in values.special_names)
     ):

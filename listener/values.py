@@ -248,7 +248,8 @@ def check_arguments(image: str, scale_set: str) -> None:
 
 
 def check_scale_set(current: dict[str, Any], scale_set: str, where: str) -> list[str]:
-    """``--scale-set`` against the file's ``runnerScaleSetName``: problems, warnings."""
+    """``--scale-set`` against the file's ``runnerScaleSetName``: refuses a mismatch, warns
+    when the file names none."""
     named = current.get("runnerScaleSetName")
     if named and named != scale_set:
         raise ValuesError(

@@ -86,6 +86,22 @@ BAD_VALUES = [
         id="a capacityAware block in the Helm values",
     ),
     pytest.param(
+        "template:\n  spec:\n    containers:\n      - name: runnr\n",
+        "line 4: template.spec.containers[0].name: 'runnr': ARC configures the container named "
+        "'runner' (any other is a sidecar); did you mean 'runner'?",
+        id="a misspelt runner container would become a sidecar",
+    ),
+    pytest.param(
+        "template:\n  spec:\n    volumes:\n      - name: Cache_Dir\n        emptyDir: {}\n",
+        "template.spec.volumes[0]: a volume needs a name of lowercase letters",
+        id="an invalid volume name",
+    ),
+    pytest.param(
+        "USER-SUPPLIED VALUES:\nrunnerScaleSetName: arc-runners\n",
+        "line 1: USER-SUPPLIED VALUES: this is `helm get values` without `-o yaml`",
+        id="helm's plain output header",
+    ),
+    pytest.param(
         "- just\n- a list\n",
         "expected a mapping of Helm values",
         id="not a mapping",
