@@ -65,10 +65,13 @@ def find_listener_service_account(
         found = core.list_namespaced_service_account(controller_namespace, label_selector=selector)
     else:
         found = core.list_service_account_for_all_namespaces(label_selector=selector)
+    named = [
+        (sa.metadata.namespace or "", sa.metadata.name or "") for sa in found.items if sa.metadata
+    ]
     listeners = [
-        (sa.metadata.namespace, sa.metadata.name)
-        for sa in found.items
-        if sa.metadata.name.startswith(f"{scale_set}-") and sa.metadata.name.endswith("-listener")
+        (ns, name)
+        for ns, name in named
+        if name.startswith(f"{scale_set}-") and name.endswith("-listener")
     ]
     where = f"namespace {controller_namespace}" if controller_namespace else "any namespace"
     if not listeners:
