@@ -10,7 +10,6 @@ from freezegun import freeze_time
 
 from reconciler.clock import SystemClock
 from reconciler.ports import DeleteOrphan, RenewLease
-from reconciler.reconciler import Reconciler
 from reconciler.schedule import Schedule
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import PairPods
@@ -18,15 +17,16 @@ from reconciler.subscribers import RecordingSubscriber
 from state_machine.states import PairState, Role
 
 from .builders import SCALE_SET, pending_pair, ph, runner, running_pair, snapshot
+from .engine import Stepper
 
 START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 S = PairState
 
 
-def reconciler(**kw: object) -> tuple[Reconciler, RecordingSubscriber]:
+def reconciler(**kw: object) -> tuple[Stepper, RecordingSubscriber]:
     recorder = RecordingSubscriber()
     config = ReconcilerConfig(scale_set=SCALE_SET, **kw)  # type: ignore[arg-type]
-    return Reconciler(config, clock=SystemClock(), subscribers=[recorder]), recorder
+    return Stepper(config, SystemClock(), subscribers=[recorder]), recorder
 
 
 def test_ready_timeout_boundary() -> None:
