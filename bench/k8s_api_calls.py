@@ -42,7 +42,8 @@ from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.watch_targets import default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.clock import ManualClock
-from reconciler.controller import ScaleSetController, Timings
+from reconciler.controller import ScaleSetController
+from reconciler.schedule import Timings
 from reconciler.settings import parse_capacity_aware
 from reconciler.snapshot import Demand
 from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers

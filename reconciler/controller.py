@@ -41,7 +41,7 @@ from enum import Enum
 from reconciler.capacity import compute_ledger, fail_closed_capacity
 from reconciler.ports import Command
 from reconciler.reconciler import Reconciler, StepResult
-from reconciler.schedule import Schedule
+from reconciler.schedule import Schedule, Timings
 from reconciler.settings import CapacityAwareSettings, ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from state_machine.events import TransitionEvent
@@ -58,19 +58,6 @@ class Work(Enum):
 
     STEP = "step"
     DROP_CHECK = "drop-check"
-
-
-@dataclass(frozen=True, slots=True)
-class Timings:
-    """When steps run (``recalculateInterval`` and friends), from the listener's settings."""
-
-    interval: float
-    jitter: float = 0.0
-    debounce: float = 1.0
-    #: A stream of triggers never delays a step longer than this after the first one.
-    max_delay: float = 5.0
-    #: Leading triggers never run steps closer together than this (capped at ``debounce``).
-    min_gap: float = 0.5
 
 
 def controller_timings(settings: CapacityAwareSettings) -> Timings:
@@ -122,14 +109,7 @@ class ScaleSetController:
         self.timings = timings
         self.stale_after = timings.interval
         self.reconciler = Reconciler(config, started_at=started_at, instance=instance)
-        self.schedule = Schedule(
-            interval=timings.interval,
-            jitter=timings.jitter,
-            debounce=timings.debounce,
-            max_delay=timings.max_delay,
-            min_gap=timings.min_gap,
-            rng=rng or random.Random(0),
-        )
+        self.schedule = Schedule(timings, rng or random.Random(0))
         #: The capacity last published (None before the first publication).
         self.published: int | None = None
         self.failing_closed = False

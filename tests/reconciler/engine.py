@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from reconciler.clock import Clock
-from reconciler.controller import Output, ScaleSetController, Timings
+from reconciler.controller import Output, ScaleSetController
 from reconciler.ports import Subscriber
 from reconciler.reconciler import Reconciler
+from reconciler.schedule import Timings
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from reconciler.subscribers import notify_subscribers

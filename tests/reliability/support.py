@@ -18,9 +18,10 @@ from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.translate import build_snapshot
 from reconciler.capacity import CapacityLedger, compute_ledger
-from reconciler.controller import ScaleSetController, Timings
+from reconciler.controller import ScaleSetController
 from reconciler.ports import Subscriber
 from reconciler.reconciler import Reconciler, StepResult
+from reconciler.schedule import Timings
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
 from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers
