@@ -165,9 +165,7 @@ class ScaleSetController:
         except Exception as exc:
             self.errors += 1
             log.exception("reconcile step failed; retrying at the next due time")
-            ready = self.reconciler.store.count([PairState.READY])
-            capacity = compute_ledger(snapshot, ready).capacity
-            return Output(self._publish(capacity), error=exc)
+            return Output(self._publish(self._confirmed(snapshot)), error=exc)
         finally:
             self.steps += 1
             self.schedule.ran(now)
@@ -181,8 +179,7 @@ class ScaleSetController:
         self.drop_pending = False
         if snapshot is None or self.published is None or self._fail_closed(stale_for):
             return Output(failing_closed=self.failing_closed)
-        ready = self.reconciler.store.count([PairState.READY])
-        capacity = compute_ledger(snapshot, ready).capacity
+        capacity = self._confirmed(snapshot)
         if capacity >= self.published:
             return Output()
         self.drops += 1
@@ -193,6 +190,10 @@ class ScaleSetController:
         self.errors += 1
         self.drop_pending = False
         self.schedule.ran(now)
+
+    def _confirmed(self, snapshot: ClusterSnapshot) -> int:
+        """The capacity ``snapshot`` confirms for the pairs held now, outside a step."""
+        return compute_ledger(snapshot, self.reconciler.store.count([PairState.READY])).capacity
 
     def _fail_closed(self, stale_for: float) -> bool:
         stale = stale_for > self.stale_after

@@ -32,11 +32,10 @@ from state_machine.events import TransitionEvent
 from state_machine.record import PairRecord
 from state_machine.states import PairState
 from state_machine.store import Change, Observed, PairStore
+from state_machine.table import RELEASED
 
 log = logging.getLogger(__name__)
 
-#: A pair moving here this step has its pods deleted by the subscriber: not capacity any more.
-_RELEASING = frozenset((PairState.DELETED, PairState.TIMED_OUT))
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +149,7 @@ class Reconciler:
         ledger = compute_ledger(
             snapshot,
             self.store.count([PairState.READY]),
-            releasing={e.pair_id for e in events if e.target in _RELEASING},
+            releasing={e.pair_id for e in events if e.target in RELEASED},
             released_pods={c.pod.name for c in plan.commands if isinstance(c, DeleteOrphan)},
         )
         return StepResult(

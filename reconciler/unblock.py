@@ -39,9 +39,8 @@ from collections.abc import Iterable, Mapping
 
 from reconciler.snapshot import PairPods, PlaceholderPod
 from state_machine.record import PairRecord
-from state_machine.states import PairState
+from state_machine.table import IN_FLIGHT
 
-_WAITING = (PairState.REQUESTED, PairState.PARTIAL)
 #: Seconds a runner half waits before it counts as stuck: Karpenter's longest batch window
 #: (``BATCH_MAX_DURATION``, 10 s); past it the pod's room is a node launch away.
 STUCK_AFTER = 10.0
@@ -55,7 +54,7 @@ def stuck_pairs(
     """Pairs waiting with their workflow half bound and their runner half without room."""
     stuck = []
     for record in records:
-        if record.state not in _WAITING:
+        if record.state not in IN_FLIGHT:
             continue
         pods = placeholders.get(record.pair_id)
         if pods is not None and _bound(pods.workflow) and _waits_for_room(pods.runner, now):

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState
+from state_machine.table import RELEASED
 
 S = PairState
 DAY = 86_400.0
@@ -241,7 +242,7 @@ class WarmPoolWindow:
                     self._ready.append(event.at - created)
             elif event.target is S.PREEMPTED:
                 self._taken.append(event.at)
-            elif event.target in (S.DELETED, S.TIMED_OUT):
+            elif event.target in RELEASED:
                 self._created_at.pop(event.pair_id, None)
 
     def observation(self, now: float) -> WarmPoolObservation:
