@@ -170,7 +170,7 @@ def _timeout_reason(timeout: float, pods: PairPods, snapshot: ClusterSnapshot) -
     missing = [role for role, pod in halves if pod is None]
     if missing:
         parts.append(f"never observed: {', '.join(missing)} pod")
-    signals = snapshot.karpenter_signals()
+    signals = snapshot.capacity_signals
     if signals:
         parts.append("Karpenter: " + "; ".join(signals[:3]))
     return "; ".join(parts)

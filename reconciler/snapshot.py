@@ -12,7 +12,7 @@ pod).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from types import MappingProxyType
@@ -247,8 +247,6 @@ class ClusterSnapshot:
     #: Recent capacity failures seen in Karpenter (e.g. "InsufficientCapacity g5.xlarge
     #: us-east-1a"), used only to explain TIMED_OUT reasons.
     capacity_signals: tuple[str, ...] = ()
-    #: Reads the signals on demand instead (providers pass it: only a timeout needs them).
-    signals: Callable[[], tuple[str, ...]] | None = None
 
     @property
     def starting_runners(self) -> int:
@@ -258,7 +256,3 @@ class ClusterSnapshot:
         side)``, so a runner without its bound workflow pod keeps a workflow half spoken for."""
         bound = {w.runner_pod for w in self.workflow_pods if w.holds_slot}
         return sum(1 for p in self.runner_pods if p.alive and p.name not in bound)
-
-    def karpenter_signals(self) -> tuple[str, ...]:
-        """Recent Karpenter capacity failures, read only when asked."""
-        return self.signals() if self.signals is not None else self.capacity_signals
