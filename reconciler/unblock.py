@@ -13,8 +13,8 @@ Releasing the newest ``k`` of ``n`` such pairs frees ``k`` workflow halves of ro
 :attr:`reconciler.snapshot.FitEstimate.runner_share`). The smallest ``k`` with room for the
 other ``n - k`` is ``ceil(n * share)``: those ``n - k`` pairs become READY now instead of
 after a node launch, and resize requests the ``k`` again, for the node Karpenter is
-launching anyway (wide-storm, 10 seeds: fair p50 1.13x -> 0.83x stock ARC's, dollars 1.03x
--> 0.99x; docs/design.md#unblocking-half-placed-pairs).
+launching anyway (docs/design.md#unblocking-half-placed-pairs; figures in
+docs/design.md#decisions).
 
 Steps (``stuck_pairs`` then ``to_release``):
 

@@ -234,7 +234,7 @@ class WarmPoolWindow:
             ):
                 # A mend is a refill too: it starts when the missing half is requested. Left
                 # out, W was sampled from new pairs only, the slow ones that need a node, and
-                # the pool grew (ice-failover defaults: 0.80x -> 0.95x the static pool's idle).
+                # the pool grew (docs/design.md#decisions: mends in the refill time).
                 self._created_at[event.pair_id] = event.at
             elif event.target is S.READY:
                 created = self._created_at.pop(event.pair_id, None)
