@@ -56,10 +56,6 @@ class CapacityGate:
     def advertised(self) -> int | None:
         return self._advertised
 
-    @property
-    def live_max_runners(self) -> int:
-        return self._live_max
-
     def set_max_runners(self, capacity: int) -> None:
         """The reconciler's capacity (latest wins); thread-safe."""
         with self._lock:

@@ -75,9 +75,6 @@ class Schedule:
             due = min(due, self.leading_trigger)
         return due
 
-    def is_due(self, now: float) -> bool:
-        return now >= self.due_at()
-
     def ran(self, now: float) -> None:
         jitter = self.timings.jitter
         spread = self.rng.uniform(-jitter, jitter) if jitter else 0.0

@@ -95,10 +95,6 @@ def allowed(source: PairState, target: PairState) -> bool:
     return target in TARGETS[source]
 
 
-def edges_between(source: PairState, target: PairState) -> tuple[Edge, ...]:
-    return tuple(e for e in EDGES if e.source is source and e.target is target)
-
-
 def reachable_from(start: PairState, *, through_mend: bool = True) -> frozenset[PairState]:
     """States reachable from ``start`` (not including it unless on a cycle)."""
     seen: set[PairState] = set()

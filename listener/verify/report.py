@@ -7,7 +7,6 @@ failed, 2 on bad usage (argparse, or a scale set that cannot be named at all).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
@@ -86,5 +85,3 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
-def first_failure(rows: Sequence[Row]) -> Row | None:
-    return next((row for row in rows if row.status is Status.FAIL), None)
