@@ -25,7 +25,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict state_machine reconciler
+	$(BIN)/mypy --strict state_machine reconciler providers listener
 	$(BIN)/python -m pytest
 
 # Builds the real Dockerfile with buildah on a debootstrap'd base and runs it with podman
@@ -38,7 +38,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict state_machine reconciler
+	$(BIN)/mypy --strict state_machine reconciler providers listener
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs

@@ -1,7 +1,7 @@
 """Benchmark: Kubernetes API calls per job through a simulated burst.
 
 The real listener pieces run against the HTTP face with the real kubernetes client: the
-watch-fed :class:`KubeCache`, :func:`build_snapshot`, the lead's :class:`Reconciler` with a
+watch-fed :class:`KubeCache`, :func:`build_snapshot`, the :class:`ScaleSetController` with a
 :class:`PlaceholderSubscriber` and the :class:`KubernetesPlaceholderWriter`. A small world
 stub (in this file, acting directly on the ObjectStore like the cluster would) plays
 kube-scheduler + kubelet and ARC:
@@ -42,10 +42,11 @@ from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.watch_targets import default_targets
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.clock import ManualClock
-from reconciler.reconciler import Reconciler
+from reconciler.controller import ScaleSetController
+from reconciler.schedule import Timings
 from reconciler.settings import parse_capacity_aware
 from reconciler.snapshot import Demand
-from reconciler.subscribers import PlaceholderSubscriber
+from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
 
@@ -262,7 +263,9 @@ def main() -> None:
             )
             writer = KubernetesPlaceholderWriter(api, builder, cache=cache)
             subscriber = PlaceholderSubscriber(writer, namespace=NS, clock=clock, config=config)
-            reconciler = Reconciler(config, clock=clock, subscribers=[subscriber], instance="bench")
+            controller = ScaleSetController(
+                config, Timings(TICK), instance="bench", started_at=clock.now()
+            )
             started = time.perf_counter()
             for n in range(TICKS):
                 world.tick(n)
@@ -271,7 +274,10 @@ def main() -> None:
                 snapshot = build_snapshot(
                     cache, TARGET, now=clock.now(), demand=Demand(queued_jobs=len(world.queue))
                 )
-                reconciler.step(snapshot)
+                output = controller.step(clock.now(), snapshot, stale_for=0.0)
+                if output.error is not None:
+                    raise output.error
+                notify_subscribers([subscriber], output.events, output.commands)
                 clock.advance(TICK)
             elapsed = time.perf_counter() - started
             cache.wait_until(lambda c: caught_up(c, store), 30)
@@ -296,7 +302,7 @@ def main() -> None:
     )
     print(
         f"pairs created: {pairs}; final pair states: "
-        f"{ {s.value: n for s, n in reconciler.store.counts().items() if n} }"
+        f"{ {s.value: n for s, n in controller.reconciler.store.counts().items() if n} }"
     )
     print(f"creates per pair: mean {sum(creates) / pairs:.2f}, max {max(creates)} (bound 2)")
     print(f"deletes per pair: mean {sum(deletes) / pairs:.2f}, max {max(deletes)} (bound 2)")

@@ -1,9 +1,10 @@
 """Benchmark: one reconcile step at 10, 100, 1 000 and 10 000 pairs.
 
-Prints wall time per step (median of repeats) in steady state (every pair READY, nothing
-changes) and with 5% churn (5% of the pairs preempted and replaced each step), plus peak
-traced memory of the store + snapshot. Target (issues 2 and 24): <= 5 ms per churn step at
-1 000 pairs, linear growth.
+Drives the production engine, :class:`~reconciler.controller.ScaleSetController` (its
+``step`` is what the listener and the simulator run), and prints wall time per step (median
+of repeats) in steady state (every pair READY, nothing changes) and with 5% churn (5% of the
+pairs preempted and replaced each step), plus peak traced memory of the store + snapshot.
+Target (issues 2 and 24): <= 5 ms per churn step at 1 000 pairs, linear growth.
 
 The machine is shared, so wall time per step grows with its load; the churn step's CPU time
 (``time.thread_time``, median of the same repeats) is printed beside it and moves far less.
@@ -27,7 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reconciler.clock import ManualClock
-from reconciler.reconciler import Reconciler
+from reconciler.controller import Output, ScaleSetController
+from reconciler.schedule import Timings
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import (
     ClusterSnapshot,
@@ -58,28 +60,43 @@ def pod(pair_id: str, role: Role, expires_at: float) -> PlaceholderPod:
     )
 
 
-def ready_world(n: int) -> tuple[Reconciler, dict[str, PairPods], ManualClock]:
+def step(controller: ScaleSetController, snapshot: ClusterSnapshot) -> Output:
+    """One step of the engine at the snapshot's time; a failed step stops the bench."""
+    output = controller.step(snapshot.taken_at, snapshot, stale_for=0.0)
+    if output.error is not None:
+        raise output.error
+    return output
+
+
+def ready_world(n: int) -> tuple[ScaleSetController, dict[str, PairPods], ManualClock]:
     clock = ManualClock(1_000_000.0)
     config = ReconcilerConfig(
         scale_set=SCALE_SET, proactive_capacity=n, max_pairs_in_flight=n, max_requests_per_step=n
     )
-    rec = Reconciler(config, clock=clock)
-    rec.step(ClusterSnapshot(taken_at=clock.now(), max_runners=n))
+    controller = ScaleSetController(
+        config, Timings(interval=30.0), instance="i0", started_at=clock.now()
+    )
+    step(controller, ClusterSnapshot(taken_at=clock.now(), max_runners=n))
+    store = controller.reconciler.store
     far = clock.now() + 10 * 86_400
     pods = {
         r.pair_id: PairPods(pod(r.pair_id, Role.RUNNER, far), pod(r.pair_id, Role.WORKFLOW, far))
-        for r in rec.store.records()
+        for r in store.records()
     }
-    rec.step(ClusterSnapshot(taken_at=clock.now(), max_runners=n, placeholders=pods))
-    assert rec.store.counts()[PairState.READY] == n
-    return rec, pods, clock
+    output = step(
+        controller, ClusterSnapshot(taken_at=clock.now(), max_runners=n, placeholders=pods)
+    )
+    if output.capacity != n:
+        raise SystemExit(f"{n} pairs should be READY and advertised, got {output.capacity}")
+    return controller, pods, clock
 
 
 def time_steps(
     n: int, churn: float, repeats: int, profile: cProfile.Profile | None = None
 ) -> tuple[float, float]:
     """Median wall and median CPU seconds of one step (``profile``: enabled around steps)."""
-    rec, pods, clock = ready_world(n)
+    controller, pods, clock = ready_world(n)
+    store = controller.reconciler.store
     samples, cpu = [], []
     for _ in range(repeats):
         clock.advance(1.0)
@@ -99,20 +116,20 @@ def time_steps(
         started, started_cpu = time.perf_counter(), time.thread_time()
         if profile is not None:
             profile.enable()
-        rec.step(snap)
+        step(controller, snap)
         if profile is not None:
             profile.disable()
         samples.append(time.perf_counter() - started)
         cpu.append(time.thread_time() - started_cpu)
         if churn:  # new pairs come up READY for the next round
             far = clock.now() + 10 * 86_400
-            for record in rec.store.records():
+            for record in store.records():
                 if record.pair_id not in pods and record.state is PairState.REQUESTED:
                     pods[record.pair_id] = PairPods(
                         pod(record.pair_id, Role.RUNNER, far),
                         pod(record.pair_id, Role.WORKFLOW, far),
                     )
-            for pair_id in [p for p in pods if p not in rec.store]:
+            for pair_id in [p for p in pods if p not in store]:
                 del pods[pair_id]
     return statistics.median(samples), statistics.median(cpu)
 
@@ -120,9 +137,9 @@ def time_steps(
 def peak_memory(n: int) -> float:
     gc.collect()
     tracemalloc.start()
-    rec, pods, clock = ready_world(n)
+    controller, pods, clock = ready_world(n)
     clock.advance(1)
-    rec.step(ClusterSnapshot(taken_at=clock.now(), max_runners=n, placeholders=pods))
+    step(controller, ClusterSnapshot(taken_at=clock.now(), max_runners=n, placeholders=pods))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return peak / 1e6

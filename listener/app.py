@@ -62,6 +62,7 @@ from listener.startup import (
 from listener.statistics_refresh import StatisticsRefresher
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession, default_owner_name
+from providers.backoff import Backoff
 from providers.demand.combine import Combine, CombinedDemand
 from providers.demand.statistics import StatisticsDemand
 from providers.hud.client import HudDemandSource
@@ -349,9 +350,11 @@ class ListenerApp(CapacityAwarePhase):
         log exactly what is missing, or that the API server cannot be reached; retry with
         backoff. A missing permission is fixed by ``arc-capacity-listener rbac``."""
         needed = required_permissions(sorted(namespaces))
-        delay = PERMISSION_RETRY_FIRST
+        backoff = Backoff(PERMISSION_RETRY_FIRST, PERMISSION_RETRY_MAX)
+        retries = 0
         self.permissions_pending = True
         while not self.stop.is_set():
+            delay = backoff.delay(retries)
             try:
                 missing = await asyncio.to_thread(missing_permissions, api_client, needed)
             except CannotCheck as exc:
@@ -372,7 +375,7 @@ class ListenerApp(CapacityAwarePhase):
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), timeout=delay)
-            delay = min(delay * 2, PERMISSION_RETRY_MAX)
+            retries += 1
         return False
 
     def _close(self) -> None:

@@ -44,7 +44,9 @@ from providers.actions.config_url import ConfigUrlError, GitHubConfig, parse_con
 
 CONFIG_PATH_ENV = "LISTENER_CONFIG_PATH"
 DEFAULT_CONFIG_PATH = "/etc/gha-listener/config.json"
-MAX_RUNNERS_UNBOUNDED = 2_147_483_647
+#: Go's math.MaxInt32: ARC's int fields (minRunners, maxRunners, patchID) are 32-bit; as
+#: maxRunners it means unbounded. The one name for it (gate and scaler import it).
+MAX_INT32 = 2_147_483_647
 #: Largest accepted config file (ARC's is under 10 KiB even with an App key and a CA bundle).
 MAX_CONFIG_BYTES = 1024 * 1024
 _SECRET_KEYS = frozenset({"github_token", "github_app_private_key"})
@@ -128,8 +130,8 @@ class ListenerConfig(_Strict):
     @field_validator("max_runners", "min_runners")
     @classmethod
     def _runner_bounds(cls, value: int) -> int:
-        if not 0 <= value <= MAX_RUNNERS_UNBOUNDED:
-            raise ValueError(f"must be between 0 and {MAX_RUNNERS_UNBOUNDED}")
+        if not 0 <= value <= MAX_INT32:
+            raise ValueError(f"must be between 0 and {MAX_INT32}")
         return value
 
     @field_validator("github_app_installation_id")
@@ -335,7 +337,7 @@ def _short(value: Any) -> str:
 __all__ = [
     "CONFIG_PATH_ENV",
     "DEFAULT_CONFIG_PATH",
-    "MAX_RUNNERS_UNBOUNDED",
+    "MAX_INT32",
     "AzureKeyVault",
     "ConfigError",
     "ListenerConfig",

@@ -43,7 +43,7 @@ class _NoAliasLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in the stubs
             raise _Refused(
                 f"YAML aliases are not allowed (line {event.start_mark.line + 1}); "
                 "write the value out"

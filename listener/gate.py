@@ -13,9 +13,8 @@ import asyncio
 import contextlib
 import threading
 
+from listener.arc_config import MAX_INT32
 from listener.poll_cut import PollCut
-
-MAX_RUNNERS_LIMIT = 2_147_483_647
 
 
 class CapacityGate:
@@ -39,7 +38,7 @@ class CapacityGate:
         #: When a change cuts the poll in flight (listener/poll_cut.py, shared with the simulator).
         self.cut_rule = PollCut(cut_on_drop, cut_on_rise, debounce, cut_when_full)
         self._lock = threading.Lock()
-        self._live_max = _clamp(max_runners, 0, MAX_RUNNERS_LIMIT)
+        self._live_max = _clamp(max_runners, 0, MAX_INT32)
         self._requested = self._live_max if initial is None else initial
         self._advertised: int | None = None
         # Touched only on the event loop's thread:
@@ -57,10 +56,6 @@ class CapacityGate:
     def advertised(self) -> int | None:
         return self._advertised
 
-    @property
-    def live_max_runners(self) -> int:
-        return self._live_max
-
     def set_max_runners(self, capacity: int) -> None:
         """The reconciler's capacity (latest wins); thread-safe."""
         with self._lock:
@@ -70,7 +65,7 @@ class CapacityGate:
     def set_live_max_runners(self, max_runners: int) -> None:
         """Follow a live ``maxRunners`` change (0 is a hard cap: a drain); thread-safe."""
         with self._lock:
-            self._live_max = _clamp(max_runners, 0, MAX_RUNNERS_LIMIT)
+            self._live_max = _clamp(max_runners, 0, MAX_INT32)
         self._notify()
 
     # --- loop side ---

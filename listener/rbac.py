@@ -65,14 +65,14 @@ def find_listener_service_account(
         found = core.list_namespaced_service_account(controller_namespace, label_selector=selector)
     else:
         found = core.list_service_account_for_all_namespaces(label_selector=selector)
-    named = [
-        (sa.metadata.namespace or "", sa.metadata.name or "") for sa in found.items if sa.metadata
-    ]
-    listeners = [
-        (ns, name)
-        for ns, name in named
-        if name.startswith(f"{scale_set}-") and name.endswith("-listener")
-    ]
+    listeners: list[tuple[str, str]] = []
+    for sa in found.items:
+        # The API always sets both on a stored object; the client's models allow None.
+        meta = sa.metadata
+        if meta is None or not meta.namespace or not meta.name:
+            continue
+        if meta.name.startswith(f"{scale_set}-") and meta.name.endswith("-listener"):
+            listeners.append((meta.namespace, meta.name))
     where = f"namespace {controller_namespace}" if controller_namespace else "any namespace"
     if not listeners:
         raise RbacError(

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from listener.arc_config import MAX_INT32
 from listener.arc_version import ArcVersion, version_of_runner
 from providers.actions.models import JobCompleted, JobStarted
 
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
 GROUP, VERSION = "actions.github.com", "v1alpha1"
-MAX_INT32 = 2_147_483_647
 #: client-go ``retry.DefaultRetry``: 5 steps of 10 ms (jitter 0.1, factor 1).
 CONFLICT_ATTEMPTS = 5
 CONFLICT_WAIT = 0.01

@@ -33,6 +33,7 @@ from typing import Protocol
 
 from providers.actions.errors import ActionsError
 from providers.actions.models import Statistics
+from providers.backoff import Backoff
 from providers.demand.statistics import needs_refresh
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ class StatisticsRefresher:
         """``interval``, doubled per consecutive failure up to :data:`MAX_BACKOFF`."""
         if not self._failures:
             return self.interval
-        return float(min(self.interval * 2.0**self._failures, max(MAX_BACKOFF, self.interval)))
+        return Backoff(self.interval, MAX_BACKOFF).delay(self._failures)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick every :meth:`next_delay` seconds until ``stop`` is set (off when interval <= 0)."""

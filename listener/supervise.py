@@ -22,6 +22,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from providers.backoff import Backoff as CappedBackoff
+
 log = logging.getLogger(__name__)
 
 
@@ -34,7 +36,7 @@ class Backoff:
 
     def delay(self, failures: int) -> float:
         """Delay before restart number ``failures`` (1-based)."""
-        return float(min(self.first * 2.0 ** max(failures - 1, 0), self.cap))
+        return CappedBackoff(self.first, self.cap).delay(failures - 1)
 
 
 async def supervised(

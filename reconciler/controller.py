@@ -41,7 +41,7 @@ from enum import Enum
 from reconciler.capacity import compute_ledger, fail_closed_capacity
 from reconciler.ports import Command
 from reconciler.reconciler import Reconciler, StepResult
-from reconciler.schedule import Schedule
+from reconciler.schedule import Schedule, Timings
 from reconciler.settings import CapacityAwareSettings, ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from state_machine.events import TransitionEvent
@@ -58,19 +58,6 @@ class Work(Enum):
 
     STEP = "step"
     DROP_CHECK = "drop-check"
-
-
-@dataclass(frozen=True, slots=True)
-class Timings:
-    """When steps run (``recalculateInterval`` and friends), from the listener's settings."""
-
-    interval: float
-    jitter: float = 0.0
-    debounce: float = 1.0
-    #: A stream of triggers never delays a step longer than this after the first one.
-    max_delay: float = 5.0
-    #: Leading triggers never run steps closer together than this (capped at ``debounce``).
-    min_gap: float = 0.5
 
 
 def controller_timings(settings: CapacityAwareSettings) -> Timings:
@@ -122,14 +109,7 @@ class ScaleSetController:
         self.timings = timings
         self.stale_after = timings.interval
         self.reconciler = Reconciler(config, started_at=started_at, instance=instance)
-        self.schedule = Schedule(
-            interval=timings.interval,
-            jitter=timings.jitter,
-            debounce=timings.debounce,
-            max_delay=timings.max_delay,
-            min_gap=timings.min_gap,
-            rng=rng or random.Random(0),
-        )
+        self.schedule = Schedule(timings, rng or random.Random(0))
         #: The capacity last published (None before the first publication).
         self.published: int | None = None
         self.failing_closed = False
@@ -185,9 +165,7 @@ class ScaleSetController:
         except Exception as exc:
             self.errors += 1
             log.exception("reconcile step failed; retrying at the next due time")
-            ready = self.reconciler.store.count([PairState.READY])
-            capacity = compute_ledger(snapshot, ready).capacity
-            return Output(self._publish(capacity), error=exc)
+            return Output(self._publish(self._confirmed(snapshot)), error=exc)
         finally:
             self.steps += 1
             self.schedule.ran(now)
@@ -201,8 +179,7 @@ class ScaleSetController:
         self.drop_pending = False
         if snapshot is None or self.published is None or self._fail_closed(stale_for):
             return Output(failing_closed=self.failing_closed)
-        ready = self.reconciler.store.count([PairState.READY])
-        capacity = compute_ledger(snapshot, ready).capacity
+        capacity = self._confirmed(snapshot)
         if capacity >= self.published:
             return Output()
         self.drops += 1
@@ -213,6 +190,10 @@ class ScaleSetController:
         self.errors += 1
         self.drop_pending = False
         self.schedule.ran(now)
+
+    def _confirmed(self, snapshot: ClusterSnapshot) -> int:
+        """The capacity ``snapshot`` confirms for the pairs held now, outside a step."""
+        return compute_ledger(snapshot, self.reconciler.store.count([PairState.READY])).capacity
 
     def _fail_closed(self, stale_for: float) -> bool:
         stale = stale_for > self.stale_after

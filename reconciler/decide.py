@@ -54,7 +54,7 @@ from state_machine.events import Kind
 from state_machine.record import PairRecord
 from state_machine.states import PairState
 from state_machine.store import Change, Move, NewPair
-from state_machine.table import IN_FLIGHT, LIVE
+from state_machine.table import IN_FLIGHT, KEEPS_PODS, LIVE
 
 S = PairState
 # Read once per pair or pod per step, so bound to module names: on Python 3.11 (the image's)
@@ -154,7 +154,7 @@ def _lone_runner_half(pods: PairPods | None) -> bool:
 
 def time_out(inp: DecideInput, decision: Decision) -> None:
     timeout = inp.config.placeholder_ready_timeout
-    for record in _records_in(inp, S.REQUESTED, S.PARTIAL):
+    for record in _records_in(inp, *IN_FLIGHT):
         requested_at = record.entered(S.REQUESTED)
         if requested_at is not None and inp.now - requested_at >= timeout:
             pods = inp.snapshot.placeholders.get(record.pair_id, PairPods())
@@ -170,7 +170,7 @@ def _timeout_reason(timeout: float, pods: PairPods, snapshot: ClusterSnapshot) -
     missing = [role for role, pod in halves if pod is None]
     if missing:
         parts.append(f"never observed: {', '.join(missing)} pod")
-    signals = snapshot.karpenter_signals()
+    signals = snapshot.capacity_signals
     if signals:
         parts.append("Karpenter: " + "; ".join(signals[:3]))
     return "; ".join(parts)
@@ -309,7 +309,7 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
         released = release_repaired(survivors, excess, f"scale down to {want} pairs")
         _apply(decision, released.moves)
         excess -= released.live
-    for group in ((S.QUEUED,), (S.REQUESTED, S.PARTIAL), (S.READY,)):
+    for group in ((S.QUEUED,), tuple(IN_FLIGHT), (S.READY,)):
         if excess <= 0:
             return
         candidates = sorted(
@@ -422,7 +422,7 @@ def renew_leases(inp: DecideInput, decision: Decision) -> None:
     observed = inp.snapshot.placeholders
     for pair_id, state in decision.states.items():
         pods = observed.get(pair_id)
-        if pods is None or state not in _KEEPS_PODS:
+        if pods is None or state not in KEEPS_PODS:
             continue
         runner, workflow = pods.runner, pods.workflow
         # Checked half by half first: nearly every pair has nothing due, and building the
@@ -446,5 +446,3 @@ def _lease_due(pod: PlaceholderPod | None, renew_if_before: float) -> bool:
     )
 
 
-#: States whose pods we keep (and so keep leasing); TIMED_OUT pods are on their way out.
-_KEEPS_PODS = frozenset((S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED))

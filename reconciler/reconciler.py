@@ -1,46 +1,41 @@
-"""One reconcile step: sync, then decide, then commit, then publish.
+"""One reconcile step: sync, then decide, then commit; the result says what to publish.
 
 :func:`reconcile` is the pure core (records + snapshot + config + now in, a plan out).
-:class:`Reconciler` owns the store and runs one step:
+:class:`Reconciler` owns the store and runs one step for the scale-set controller
+(reconciler/controller.py, the only engine: it decides when to step and turns the result
+into an ``Output``; drivers carry that out):
 
 1. Plan: ``sync`` (passive moves proven by the snapshot), applied to a scratch view, then
    ``decide`` (active moves and maintenance commands) on that view.
 2. Commit the whole plan to the store (validated against the table first: an invalid plan
-   raises and changes nothing).
-3. Publish the committed events and the commands to every subscriber, in order. A failing
-   subscriber is logged and does not stop the others; its effect (or its absence) is
-   observed in a later snapshot.
-4. Publish the capacity of the ledger to the sink (latest value wins). The ledger counts what
-   the snapshot confirms minus what this step is releasing (pairs it deleted or timed out, pods
-   it swept), so a slot being deleted is never advertised, not even for one step. A step that
-   fails in planning still publishes the snapshot's confirmed capacity, then re-raises.
+   raises and changes nothing; the controller publishes the confirmed capacity instead).
+3. Return the committed events, the commands and the ledger. The ledger counts what the
+   snapshot confirms minus what this step is releasing (pairs it deleted or timed out, pods
+   it swept), so a slot being deleted is never advertised, not even for one step.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from reconciler.capacity import CapacityLedger, compute_ledger
-from reconciler.clock import Clock
 from reconciler.decide import DecideInput, decide
-from reconciler.ports import CapacitySink, Command, DeleteOrphan, Subscriber
+from reconciler.ports import Command, DeleteOrphan
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
-from reconciler.subscribers import notify_subscribers
 from reconciler.sync import sync
 from reconciler.warm_pool import WarmPoolSize, WarmPoolWindow, warm_pairs
 from state_machine.events import TransitionEvent
 from state_machine.record import PairRecord
 from state_machine.states import PairState
 from state_machine.store import Change, Observed, PairStore
+from state_machine.table import RELEASED
 
 log = logging.getLogger(__name__)
 
-#: A pair moving here this step has its pods deleted by the subscriber: not capacity any more.
-_RELEASING = frozenset((PairState.DELETED, PairState.TIMED_OUT))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,25 +91,17 @@ def reconcile(
 
 
 class Reconciler:
+    """The store of one scale set and the step that changes it (driven by the controller)."""
+
     def __init__(
         self,
         config: ReconcilerConfig,
         *,
-        clock: Clock | None = None,
-        started_at: float | None = None,
-        subscribers: Sequence[Subscriber] = (),
-        sink: CapacitySink | None = None,
+        started_at: float,
         instance: str = "i0",
         store: PairStore | None = None,
     ) -> None:
-        if started_at is None:
-            if clock is None:
-                raise TypeError("Reconciler needs a clock or started_at (the time it starts at)")
-            started_at = clock.now()
         self.config = config
-        self.clock = clock
-        self.subscribers = list(subscribers)
-        self.sink = sink
         self.instance = instance
         self.store = store or PairStore(config.scale_set)
         self.steps = 0
@@ -139,53 +126,36 @@ class Reconciler:
         self.warm_pool = size
         return replace(self.config, proactive_capacity=size.pairs)
 
-    def step(self, snapshot: ClusterSnapshot, *, now: float | None = None) -> StepResult:
-        """One step at ``now`` (default: the clock's time)."""
-        if now is None:
-            if self.clock is None:
-                raise TypeError("Reconciler.step needs now= when built without a clock")
-            now = self.clock.now()
+    def step(self, snapshot: ClusterSnapshot, *, now: float) -> StepResult:
+        """One step at ``now``; raises (changing nothing) if the plan cannot be made or is
+        invalid."""
         self.warm_window.observe_runners(
             (p.name for p in snapshot.runner_pods if p.alive),
             now,
             starting=snapshot.starting_runners,
         )
-        try:
-            plan = reconcile(
-                self.store.view(),
-                snapshot,
-                self._step_config(now),
-                now=now,
-                instance=self.instance,
-                first_step=self.steps == 0,
-                ids=self._ids(),
-            )
-            events = tuple(self.store.commit(plan.changes, now, built=plan.synced))
-        except Exception:
-            self._publish_capacity(compute_ledger(snapshot, self.store.count([PairState.READY])))
-            raise
+        plan = reconcile(
+            self.store.view(),
+            snapshot,
+            self._step_config(now),
+            now=now,
+            instance=self.instance,
+            first_step=self.steps == 0,
+            ids=self._ids(),
+        )
+        events = tuple(self.store.commit(plan.changes, now, built=plan.synced))
         self.steps += 1
         self.warm_window.observe(events)
-        errors = self._notify(events, plan.commands)
         ledger = compute_ledger(
             snapshot,
             self.store.count([PairState.READY]),
-            releasing={e.pair_id for e in events if e.target in _RELEASING},
+            releasing={e.pair_id for e in events if e.target in RELEASED},
             released_pods={c.pod.name for c in plan.commands if isinstance(c, DeleteOrphan)},
         )
-        self._publish_capacity(ledger)
         return StepResult(
             events,
             plan.commands,
             ledger,
-            errors,
-            plan.launch_limited_by,
+            launch_limited_by=plan.launch_limited_by,
             warm_pool=self.warm_pool,
         )
-
-    def _notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> int:
-        return notify_subscribers(self.subscribers, events, commands)
-
-    def _publish_capacity(self, ledger: CapacityLedger) -> None:
-        if self.sink is not None:
-            self.sink.set_max_runners(ledger.capacity)

@@ -28,14 +28,24 @@ import random
 from dataclasses import dataclass, field
 
 
-@dataclass
-class Schedule:
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """When steps run (``recalculateInterval`` and friends), from the listener's settings."""
+
     interval: float
     jitter: float = 0.0
     debounce: float = 1.0
+    #: A stream of triggers never delays a step longer than this after the first one.
     max_delay: float = 5.0
     #: Leading triggers never run steps closer together than this (capped at ``debounce``).
     min_gap: float = 0.5
+
+
+@dataclass
+class Schedule:
+    """The rules above over one scale set's :class:`Timings` (``rng`` draws the jitter)."""
+
+    timings: Timings
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     next_periodic: float | None = None
     first_trigger: float | None = None
@@ -48,7 +58,7 @@ class Schedule:
             self.first_trigger = now
         self.last_trigger = now
         if leading and self.leading_trigger is None:
-            gap = min(self.min_gap, self.debounce)
+            gap = min(self.timings.min_gap, self.timings.debounce)
             self.leading_trigger = now if self.last_step is None else max(now, self.last_step + gap)
 
     def due_at(self) -> float:
@@ -56,17 +66,18 @@ class Schedule:
             return float("-inf")
         due = self.next_periodic
         if self.first_trigger is not None and self.last_trigger is not None:
-            debounced = min(self.last_trigger + self.debounce, self.first_trigger + self.max_delay)
+            timings = self.timings
+            debounced = min(
+                self.last_trigger + timings.debounce, self.first_trigger + timings.max_delay
+            )
             due = min(due, debounced)
         if self.leading_trigger is not None:
             due = min(due, self.leading_trigger)
         return due
 
-    def is_due(self, now: float) -> bool:
-        return now >= self.due_at()
-
     def ran(self, now: float) -> None:
-        spread = self.rng.uniform(-self.jitter, self.jitter) if self.jitter else 0.0
-        self.next_periodic = now + self.interval * (1.0 + spread)
+        jitter = self.timings.jitter
+        spread = self.rng.uniform(-jitter, jitter) if jitter else 0.0
+        self.next_periodic = now + self.timings.interval * (1.0 + spread)
         self.first_trigger = self.last_trigger = self.leading_trigger = None
         self.last_step = now

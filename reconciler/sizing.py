@@ -26,14 +26,13 @@ def desired_pairs(
     """proactiveCapacity + queued jobs, within maxRunners headroom, never above maxRunners;
     while jobs are queued the warm pairs may stand on top of the headroom.
 
-    A pair for a job GitHub cannot hand out only costs a node, so the queued part never
-    passes the headroom. But when running jobs fill maxRunners and more wait, the next job
-    is handed out the moment one finishes: warm READY pairs beside the headroom are where it
-    starts at once, instead of waiting for a pair to be confirmed in the room the finished
-    job freed (storm, 3 seeds: hand-over gap p50 31.6 s -> 24.7 s against stock ARC's
-    18.3 s, cost unchanged). Without a queue nothing is handed over, and the warm pool stays
-    within the headroom as before. The ledger still caps what is advertised at maxRunners,
-    and ``maxRunners: 0`` still means no pair at all.
+    A pair for a job GitHub cannot hand out only costs a node, so the queued part never passes the
+    headroom. But when running jobs fill maxRunners and more wait, the next job is handed out the
+    moment one finishes: warm READY pairs beside the headroom are where it starts at once, instead
+    of waiting for a pair to be confirmed in the room the finished job freed
+    (docs/design.md#decisions: hand-over pairs). Without a queue nothing is handed over, and the
+    warm pool stays within the headroom as before. The ledger still caps what is advertised at
+    maxRunners, and ``maxRunners: 0`` still means no pair at all.
     """
     queued = snapshot.demand.queued_jobs
     if queued is None or snapshot.demand.error:
@@ -54,7 +53,7 @@ def max_runners_headroom(snapshot: ClusterSnapshot) -> int:
     placeholders stand will preempt one of them (real pods outrank every placeholder), so it
     takes a pair's place rather than adding to it: subtracting it here too would release a
     pair in flight for every job GitHub assigns, then request a new one once the preemption
-    lands (the churn measured on storm: 542 scale-downs for 996 pairs created, seed 1).
+    lands (docs/design.md#decisions: pending runners in the headroom).
     """
     bound = pending = 0
     for runner in snapshot.runner_pods:
@@ -76,18 +75,16 @@ def handover_headroom(snapshot: ClusterSnapshot, unserved_runners: int) -> int:
     pods that will create their workflow pod and that no reserved lone workflow half serves
     (``Survivors.unserved``).
 
-    The ledger advertises ``min(runner side, workflow side)``. A runner that bound into room
-    a finished job freed (no placeholder preempted) fills the runner side, but its workflow
-    side is still to come; counting it as a whole slot released a READY pair, the workflow
-    side stayed one short of maxRunners, and the next queued job waited for a new pair to be
-    confirmed instead of being handed out when a job finished (storm, 10 seeds: hand-over
-    gap p50 24.8 s -> 18.3 s, stock ARC 18.3 s). A runner whose job just finished counts too
-    for the second between its workflow pod's deletion and its own end: the pair that will
-    replace it is requested that much earlier. Without a queue nobody waits for that slot,
-    so no pair is kept for it; nor where the NodePool limit binds (the fit estimate's new
-    pairs fall short): there the pair only holds capped room while it waits for more, and
-    the workflow pod takes room of its own anyway (shared-nodepool's fair p50 went from 2.34x
-    to 2.54x stock ARC's with it, 10 seeds).
+    The ledger advertises ``min(runner side, workflow side)``. A runner that bound into room a
+    finished job freed (no placeholder preempted) fills the runner side, but its workflow side is
+    still to come; counting it as a whole slot released a READY pair, the workflow side stayed one
+    short of maxRunners, and the next queued job waited for a new pair to be confirmed instead of
+    being handed out when a job finished. A runner whose job just finished counts too for the second
+    between its workflow pod's deletion and its own end: the pair that will replace it is requested
+    that much earlier. Without a queue nobody waits for that slot, so no pair is kept for it; nor
+    where the NodePool limit binds (the fit estimate's new pairs fall short): there the pair only
+    holds capped room while it waits for more, and the workflow pod takes room of its own anyway
+    (figures for both: docs/design.md#decisions, unserved runners).
     """
     headroom = max_runners_headroom(snapshot)
     wider = headroom + unserved_runners
@@ -119,25 +116,22 @@ def packed_target(
 ) -> int:
     """Round the pairs that need *new* nodes up to whole node-sized groups.
 
-    A lone pair makes Karpenter pick the smallest type that fits it; under a NodePool vCPU
-    limit, small nodes hold fewer slots (and cost more per slot): without the rounding,
-    shared-nodepool's fair p50 went from 2.5x to 4.0x stock ARC's (3 seeds). So the rounding
-    applies only while jobs are queued and the NodePool limit binds before maxRunners does
-    (the fit estimate's new pairs < maxRunners headroom): there slots per vCPU of the limit
-    decide how many jobs run. Where the pool has room for every pair the scale set may
-    still need, Karpenter sizes nodes to the demand it sees: a lone queued job gets one pair
-    on the type that fits it (rounding it up bought m5.2xlarge where stock ARC bought
-    m5.xlarge: scale-to-zero paid 1.12x stock ARC's dollars at 0.98x its node-hours, 3
-    seeds). The warm pool alone (``proactiveCapacity``) is kept exactly as configured, scale
-    to zero stays zero, and the rounding never passes maxRunners headroom.
+    A lone pair makes Karpenter pick the smallest type that fits it; under a NodePool vCPU limit,
+    small nodes hold fewer slots (and cost more per slot). So the rounding applies only while jobs
+    are queued and the NodePool limit binds before maxRunners does (the fit estimate's new pairs <
+    maxRunners headroom): there slots per vCPU of the limit decide how many jobs run. Where the pool
+    has room for every pair the scale set may still need, Karpenter sizes nodes to the demand it
+    sees: a lone queued job gets one pair on the type that fits it (rounding it up bought a node
+    twice the size stock ARC bought; figures for both sides: docs/design.md#decisions, node-sized
+    groups). The warm pool alone (``proactiveCapacity``) is kept exactly as configured, scale to
+    zero stays zero, and the rounding never passes maxRunners headroom.
 
     Free slots on existing nodes are the fit estimate's less ``unbound_in_flight``, the pairs
     in flight still waiting for a node, as in the ramp: the estimate is refreshed every 10 s
     (``PlacementBounds``), so between refreshes its free slots include room that pairs
     requested since have taken. Counted as free, each pair a job needed was requested alone
-    and Karpenter sized a node for it alone (burst seed 4, at the NodePool limit: four
-    c5.2xlarge holding one workflow half each where c5.4xlarge hold three; 23 jobs ran at
-    once instead of 25).
+    and Karpenter sized a node for it alone, a small one holding fewer workflow halves
+    (docs/design.md#decisions: pairs in flight against free slots).
     """
     group = group_size(snapshot, config)
     on_existing = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0

@@ -12,7 +12,7 @@ pod).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from types import MappingProxyType
@@ -47,6 +47,20 @@ class PodPhase(StrEnum):
 _RUNNING = Half.RUNNING
 _ENDED = frozenset((PodPhase.SUCCEEDED, PodPhase.FAILED))
 _ALIVE = frozenset((PodPhase.PENDING, PodPhase.RUNNING))
+
+
+def holds_slot(*, bound: bool, deleting: bool, phase: PodPhase) -> bool:
+    """A real runner or workflow pod holds its slot: bound to a node, not terminating, and
+    Pending or Running. The one rule for the ledger (snapshot) and for which watch events
+    are losses (providers/kubernetes/relevance.py).
+
+    Phase ``Unknown`` (the kubelet stopped reporting, usually a node gone unreachable) does
+    not hold a slot: capacity is only what the cluster confirms, and a pod nobody can vouch
+    for may already be gone with its node while its job is failed on GitHub's side; counting
+    it would advertise that room to a new job. Until the pod is deleted the scheduler keeps
+    its resources reserved, so not counting it can only under-advertise, and the Running ->
+    Unknown event is a loss (a drop check at once)."""
+    return bound and not deleting and phase in _ALIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +148,9 @@ class RunnerPod:
 
     @property
     def holds_slot(self) -> bool:
-        """Bound to a node, alive and not terminating: it holds runner-side resources."""
-        return self.node_name is not None and self.alive
+        """It holds runner-side resources (:func:`holds_slot`)."""
+        bound = self.node_name is not None
+        return holds_slot(bound=bound, deleting=self.deleting, phase=self.phase)
 
     @property
     def alive(self) -> bool:
@@ -155,8 +170,9 @@ class WorkflowPod:
 
     @property
     def holds_slot(self) -> bool:
-        """Bound to a node, alive and not terminating: it holds workflow-side resources."""
-        return self.node_name is not None and not self.deleting and self.phase in _ALIVE
+        """It holds workflow-side resources (:func:`holds_slot`)."""
+        bound = self.node_name is not None
+        return holds_slot(bound=bound, deleting=self.deleting, phase=self.phase)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +247,6 @@ class ClusterSnapshot:
     #: Recent capacity failures seen in Karpenter (e.g. "InsufficientCapacity g5.xlarge
     #: us-east-1a"), used only to explain TIMED_OUT reasons.
     capacity_signals: tuple[str, ...] = ()
-    #: Reads the signals on demand instead (providers pass it: only a timeout needs them).
-    signals: Callable[[], tuple[str, ...]] | None = None
 
     @property
     def starting_runners(self) -> int:
@@ -242,7 +256,3 @@ class ClusterSnapshot:
         side)``, so a runner without its bound workflow pod keeps a workflow half spoken for."""
         bound = {w.runner_pod for w in self.workflow_pods if w.holds_slot}
         return sum(1 for p in self.runner_pods if p.alive and p.name not in bound)
-
-    def karpenter_signals(self) -> tuple[str, ...]:
-        """Recent Karpenter capacity failures, read only when asked."""
-        return self.signals() if self.signals is not None else self.capacity_signals

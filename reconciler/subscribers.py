@@ -25,7 +25,7 @@ from reconciler.ports import (
 from reconciler.settings import ReconcilerConfig
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState
-from state_machine.table import HAS_PODS
+from state_machine.table import CREATES_PODS_FROM, HAS_PODS, RELEASED
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class PlaceholderSubscriber:
 
     def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
         for event in events:
-            if event.target is PairState.REQUESTED and event.source in _CREATES_FROM:
+            if event.target is PairState.REQUESTED and event.source in CREATES_PODS_FROM:
                 # From QUEUED both pods are new; a mend (from PREEMPTED) asks for both again,
                 # and writers skip the survivor they already see (AlreadyExists is success).
                 self.writer.create_pair(self._spec(event))
@@ -78,14 +78,12 @@ class PlaceholderSubscriber:
         )
 
 
-#: A request (from QUEUED) or a mend (from PREEMPTED); PARTIAL -> REQUESTED creates nothing.
-_CREATES_FROM = frozenset((PairState.QUEUED, PairState.PREEMPTED))
 
 
 def _releases_pods(event: TransitionEvent) -> bool:
     """TIMED_OUT and DELETED free whatever pods the pair still has (none if never requested)."""
     return (
-        event.target in (PairState.TIMED_OUT, PairState.DELETED)
+        event.target in RELEASED
         and event.source is not None
         and event.source in HAS_PODS
     )

@@ -33,6 +33,7 @@ from state_machine.events import Kind
 from state_machine.record import PairRecord
 from state_machine.states import PairState, Role
 from state_machine.store import Move, Observed
+from state_machine.table import IN_FLIGHT
 
 # Each Half bound to a module name once: on Python 3.11 (the image's) reading ``Half.LOST``
 # is a descriptor lookup (~150 ns, 30x a global), and the rules below read several per pair
@@ -43,8 +44,9 @@ STALLED, LOST = Half.STALLED, Half.LOST
 _EMPTY = PairPods()
 _GONE = (MISSING, LOST)
 _ALIVE = (PENDING, RUNNING, STALLED)
-#: States in which a half may still be unseen, so first sightings are worth remembering.
-_WATCHING = frozenset((PairState.REQUESTED, PairState.PARTIAL))
+#: States in which a half may still be unseen (in flight), so first sightings are worth
+#: remembering.
+_WATCHING = IN_FLIGHT
 #: Seconds after a request within which a half missing from the snapshot may still be on its
 #: way (watch lag); later, a half never seen is gone. Far above a watch's usual lag (well
 #: under a second), far below ``placeholderReadyTimeout`` (5 min), which caught it before.

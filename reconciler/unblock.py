@@ -13,8 +13,8 @@ Releasing the newest ``k`` of ``n`` such pairs frees ``k`` workflow halves of ro
 :attr:`reconciler.snapshot.FitEstimate.runner_share`). The smallest ``k`` with room for the
 other ``n - k`` is ``ceil(n * share)``: those ``n - k`` pairs become READY now instead of
 after a node launch, and resize requests the ``k`` again, for the node Karpenter is
-launching anyway (wide-storm, 10 seeds: fair p50 1.13x -> 0.83x stock ARC's, dollars 1.03x
--> 0.99x; docs/design.md#unblocking-half-placed-pairs).
+launching anyway (docs/design.md#unblocking-half-placed-pairs; figures in
+docs/design.md#decisions).
 
 Steps (``stuck_pairs`` then ``to_release``):
 
@@ -39,9 +39,8 @@ from collections.abc import Iterable, Mapping
 
 from reconciler.snapshot import PairPods, PlaceholderPod
 from state_machine.record import PairRecord
-from state_machine.states import PairState
+from state_machine.table import IN_FLIGHT
 
-_WAITING = (PairState.REQUESTED, PairState.PARTIAL)
 #: Seconds a runner half waits before it counts as stuck: Karpenter's longest batch window
 #: (``BATCH_MAX_DURATION``, 10 s); past it the pod's room is a node launch away.
 STUCK_AFTER = 10.0
@@ -55,7 +54,7 @@ def stuck_pairs(
     """Pairs waiting with their workflow half bound and their runner half without room."""
     stuck = []
     for record in records:
-        if record.state not in _WAITING:
+        if record.state not in IN_FLIGHT:
             continue
         pods = placeholders.get(record.pair_id)
         if pods is not None and _bound(pods.workflow) and _waits_for_room(pods.runner, now):

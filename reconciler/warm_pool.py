@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState
+from state_machine.table import RELEASED
 
 S = PairState
 DAY = 86_400.0
@@ -233,7 +234,7 @@ class WarmPoolWindow:
             ):
                 # A mend is a refill too: it starts when the missing half is requested. Left
                 # out, W was sampled from new pairs only, the slow ones that need a node, and
-                # the pool grew (ice-failover defaults: 0.80x -> 0.95x the static pool's idle).
+                # the pool grew (docs/design.md#decisions: mends in the refill time).
                 self._created_at[event.pair_id] = event.at
             elif event.target is S.READY:
                 created = self._created_at.pop(event.pair_id, None)
@@ -241,7 +242,7 @@ class WarmPoolWindow:
                     self._ready.append(event.at - created)
             elif event.target is S.PREEMPTED:
                 self._taken.append(event.at)
-            elif event.target in (S.DELETED, S.TIMED_OUT):
+            elif event.target in RELEASED:
                 self._created_at.pop(event.pair_id, None)
 
     def observation(self, now: float) -> WarmPoolObservation:

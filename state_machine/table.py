@@ -95,10 +95,6 @@ def allowed(source: PairState, target: PairState) -> bool:
     return target in TARGETS[source]
 
 
-def edges_between(source: PairState, target: PairState) -> tuple[Edge, ...]:
-    return tuple(e for e in EDGES if e.source is source and e.target is target)
-
-
 def reachable_from(start: PairState, *, through_mend: bool = True) -> frozenset[PairState]:
     """States reachable from ``start`` (not including it unless on a cycle)."""
     seen: set[PairState] = set()
@@ -129,3 +125,11 @@ LIVE = _states_where(
 )
 #: Pods were requested (may exist in the cluster) and must be cleaned up on the way out.
 HAS_PODS = _states_where(s for s in ALL_STATES if s is not Q and s not in TERMINAL)
+#: Never READY again, not even mended: a pair entering one of these gives its pods back, so
+#: they no longer back capacity (the ledger stops counting them in the same step).
+RELEASED = _states_where(s for s in ALL_STATES if s is not RD and RD not in reachable_from(s))
+#: Pods that stay (and so keep their lease renewed): requested and not being released.
+KEEPS_PODS = HAS_PODS - RELEASED
+#: Moving to REQUESTED from here creates pods: the request of a new pair and the mend (a
+#: PARTIAL pair moving back to REQUESTED already has both).
+CREATES_PODS_FROM = frozenset((INITIAL, MEND[0]))

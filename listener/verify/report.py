@@ -7,7 +7,7 @@ failed, 2 on bad usage (argparse, or a scale set that cannot be named at all).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
@@ -103,5 +103,3 @@ def row_text(row: Row, width: int = CHECK_WIDTH) -> str:
     return text
 
 
-def first_failure(rows: Sequence[Row]) -> Row | None:
-    return next((row for row in rows if row.status is Status.FAIL), None)

@@ -35,6 +35,7 @@ from providers.actions.errors import (
     TransportError,
     describe_url,
 )
+from providers.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def backoff_delay(
         hinted = parse_retry_after(retry_after, now=now)
         if hinted is not None:
             return min(hinted, policy.retry_after_cap)
-    return float(min(policy.wait_min * 2.0**attempt, policy.wait_max))
+    return Backoff(policy.wait_min, policy.wait_max).delay(attempt)
 
 
 async def send_with_retry(

@@ -167,7 +167,7 @@ def _ladder_findings(values: Mapping[str, int], names: PriorityClassNames) -> li
 
 
 def _runner_container(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    containers = spec.get("containers") or ()
+    containers: list[Mapping[str, Any]] = spec.get("containers") or []
     for c in containers:
         if c.get("name") == "runner":
             return c

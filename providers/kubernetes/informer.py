@@ -83,7 +83,7 @@ class Informers:
     _tombstone: Callable[[str, Mapping[str, Any]], None]
 
     def _backoff(self, attempt: int) -> float:
-        step = min(self.backoff_cap, self.backoff_base * (2 ** min(attempt, 30)))
+        step = min(self.backoff_cap, self.backoff_base * (2.0 ** min(attempt, 30)))
         return step * (0.5 + 0.5 * self._rng.random())
 
     def _run(self, partition: Partition) -> None:

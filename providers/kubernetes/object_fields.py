@@ -56,7 +56,8 @@ def float_or_none(value: Any) -> float | None:
 
 
 def condition_of(obj: Obj, cond_type: str) -> Mapping[str, Any] | None:
-    for cond in (obj.get("status") or {}).get("conditions") or ():
+    conditions: list[Mapping[str, Any]] = (obj.get("status") or {}).get("conditions") or []
+    for cond in conditions:
         if cond.get("type") == cond_type:
             return cond
     return None

@@ -1,7 +1,7 @@
 """One object that wires the Kubernetes provider for one scale set (for the listener app).
 
     provider = KubernetesProvider(api_client, settings, target, instance="abcde",
-                                  on_change=loop.trigger_threadsafe)
+                                  on_event=observed)  # observed(Verdict): relevance.py
     provider.start()
     if not provider.wait_synced(60): ...          # no decision before the first full list
     findings = provider.startup_checks()          # refuse to start on errors
@@ -10,6 +10,9 @@
                                        clock=clock, config=config)
     ...
     provider.stop()
+
+Reading a snapshot never builds the writer: both follow the same placeholder builder, and
+the writer is created on first use of :attr:`KubernetesProvider.writer`.
 
 The placeholder builder follows the EphemeralRunnerSet's runner template
 (``spec.ephemeralRunnerSpec``) and identity. ARC itself never edits that template in place:
@@ -78,6 +81,8 @@ class KubernetesProvider:
         self._api_client = api_client
         self._writer_concurrency = writer_concurrency
         self._writer: KubernetesPlaceholderWriter | None = None
+        #: The builder of the template last seen (``_template``), shared with the writer.
+        self._current: PlaceholderPodBuilder | None = None
         self._placement: PlacementBounds | None = None
         self._template: str | None = None
 
@@ -105,13 +110,14 @@ class KubernetesProvider:
             )
         return ers
 
-    def _ensure_writer(self) -> KubernetesPlaceholderWriter:
-        """The writer, with a builder matching the current EphemeralRunnerSet."""
+    def _builder(self) -> PlaceholderPodBuilder:
+        """The placeholder builder of the current EphemeralRunnerSet template (rebuilt only
+        when that changes; an existing writer gets the new one)."""
         ers = self.ers()
         version = template_key(ers)
-        writer = self._writer
-        if writer is not None and version == self._template:
-            return writer
+        builder = self._current
+        if builder is not None and version == self._template:
+            return builder
         same_ns = self.target.placeholder_namespace == self.target.runner_namespace
         try:
             builder = PlaceholderPodBuilder(
@@ -122,7 +128,7 @@ class KubernetesProvider:
                 owner=ers if same_ns else None,
             )
         except PlaceholderSpecError as exc:
-            if writer is None:
+            if builder is None:
                 raise
             # A template changed to one we cannot size: keep sizing placeholders like the
             # last good one (the runners already running match it) and say so once.
@@ -133,25 +139,26 @@ class KubernetesProvider:
                 exc,
             )
             self._template = version
-            return writer
-        if writer is None:
-            writer = KubernetesPlaceholderWriter(
-                self._api_client, builder, cache=self.cache, max_workers=self._writer_concurrency
-            )
-            self._writer = writer
-        else:
-            writer.builder = builder
-        self._template = version
-        return writer
+            return builder
+        self._current, self._template = builder, version
+        if self._writer is not None:
+            self._writer.builder = builder
+        return builder
 
     @property
     def writer(self) -> KubernetesPlaceholderWriter:
-        """The PlaceholderWriter (needs the EphemeralRunnerSet in the cache)."""
-        return self._ensure_writer()
+        """The PlaceholderWriter (needs the EphemeralRunnerSet in the cache); created on first
+        use, then kept: a changed template swaps its builder (see :meth:`_builder`)."""
+        builder = self._builder()
+        if self._writer is None:
+            self._writer = KubernetesPlaceholderWriter(
+                self._api_client, builder, cache=self.cache, max_workers=self._writer_concurrency
+            )
+        return self._writer
 
     def startup_checks(self) -> list[Finding]:
         try:
-            pair = self._ensure_writer().builder
+            pair = self._builder()
         except (ProviderNotReady, PlaceholderSpecError):
             pair = None  # the runner-template check names why
         return run_startup_checks(self.cache, self.target, self.settings.priority_classes, pair)
@@ -161,7 +168,7 @@ class KubernetesProvider:
         if not self.cache.has_synced:
             raise ProviderNotReady(f"cache not synced yet: {', '.join(self.cache.unsynced())}")
         try:
-            builder = self._ensure_writer().builder
+            builder = self._builder()
             placement = self._placement
             if placement is None or placement.builder is not builder:  # template changed
                 placement = self._placement = PlacementBounds(self.cache, self.target, builder)

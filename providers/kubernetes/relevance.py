@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.object_fields import pod_phase
 from providers.kubernetes.rises import placeholder_counts
+from reconciler.snapshot import holds_slot
 
 _ENDED = ("Succeeded", "Failed")
 
@@ -41,7 +43,7 @@ class PodFacts:
     disrupted: bool
     ended: bool
     #: It backs capacity in the ledger: a placeholder that counts, or a real runner or
-    #: workflow pod bound and not leaving (it holds its slot).
+    #: workflow pod that holds its slot (reconciler/snapshot.py holds_slot, the same rule).
     counts: bool
 
 
@@ -95,7 +97,7 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
         deleting=deleting,
         disrupted=False,
         ended=ended,
-        counts=bound and not (deleting or ended),
+        counts=holds_slot(bound=bound, deleting=deleting, phase=pod_phase(pod)),
     )
 
 

@@ -18,7 +18,7 @@ feature is on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -111,8 +111,3 @@ def effective_requests(pod_spec: Mapping[str, Any], *, where: str = "spec") -> R
     return {name: value for name, value in app.items() if value != 0}
 
 
-def sum_resources(items: Iterable[Mapping[str, Decimal]]) -> Resources:
-    total: Resources = {}
-    for item in items:
-        add_into(total, item)
-    return total

@@ -39,7 +39,3 @@ def placeholder_counts(pod: Mapping[str, Any] | None) -> bool:
     parsed = placeholder_pod(pod, NO_NODE_CHECK)
     return parsed is not None and parsed.counts
 
-
-def raises_capacity(event_type: str, pod: Mapping[str, Any], *, counted_before: bool) -> bool:
-    """The event made a placeholder count in the ledger that did not before."""
-    return event_type != "DELETED" and not counted_before and placeholder_counts(pod)

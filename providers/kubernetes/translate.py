@@ -311,6 +311,5 @@ def build_snapshot(
         demand=demand,
         fit=fit,
         launches=launches,
-        # Read Karpenter's signals only if a timeout reason asks for them (rare).
-        signals=lambda: capacity_signals_from(source, now),
+        capacity_signals=capacity_signals_from(source, now),
     )

@@ -91,7 +91,9 @@ def terminating_by_preemption(obj: Obj) -> bool:
         return False
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if cond.get("type") == "DisruptionTarget":
-            return cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler"
+            return bool(
+                cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler"
+            )
     return False
 
 

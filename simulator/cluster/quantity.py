@@ -26,7 +26,8 @@ class QuantityError(ValueError):
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> Decimal:
     try:
-        return parse_quantity(text)
+        parsed: Decimal = parse_quantity(text)
+        return parsed
     except ValueError as exc:
         raise QuantityError(f"invalid quantity {text!r}: {exc}") from None
 

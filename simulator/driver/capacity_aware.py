@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from listener.poll_cut import PollCut
-from providers.demand.combine import Combine, combine
+from providers.demand import FailureMode
+from providers.demand.combine import Combine, CombinedDemand
 from providers.demand.statistics import StatisticsDemand
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.placement import PlacementBounds
@@ -61,6 +62,21 @@ class DriverHooks:
 
     source: Callable[[StoreCacheView], Any] | None = None
     step: Callable[[Callable[[], None]], None] | None = None
+
+
+class _HudFeed:
+    """The simulated HUD's latest answer as a demand source: it serves both the ``hud`` and
+    the ``http`` source (an endpoint serving HUD's rows)."""
+
+    failure_mode = FailureMode.OPEN_TO_FLOOR
+
+    def __init__(self, name: str, driver: CapacityAwareDriver) -> None:
+        self.name = name
+        self._driver = driver
+
+    @property
+    def current(self) -> Demand:
+        return self._driver.hud_demand
 
 
 class CapacityAwareDriver:
@@ -117,6 +133,11 @@ class CapacityAwareDriver:
             )
         self.hud_demand = Demand(queued_jobs=None, error="HUD not polled yet", source="hud")
         self.statistics = StatisticsDemand(on_change=self.lead)
+        #: The listener's combination (providers/demand/combine.py) over the same sources.
+        self.combined = CombinedDemand(self.sources, Combine(settings.demand.combine))
+        self.combined.attach(self.statistics)
+        for name in {"hud", "http"} & set(self.sources):
+            self.combined.attach(_HudFeed(name, self))
         #: Fault injection: rewrites each HUD answer (an outage, a slow or absurd feed).
         self.hud_filter: Callable[[Demand], Demand] | None = None
         self._timer: Timer | None = None
@@ -173,15 +194,8 @@ class CapacityAwareDriver:
     @property
     def demand(self) -> Demand:
         """The demand decide sees: the sources the listener's configuration names, combined
-        by its policy (providers/demand/combine.py); the simulated HUD serves both the
-        ``hud`` and the ``http`` source (an endpoint serving HUD's rows)."""
-        answers = {
-            "statistics": self.statistics.current,
-            "hud": self.hud_demand,
-            "http": self.hud_demand,
-        }
-        picked = list({id(answers[name]): answers[name] for name in self.sources}.values())
-        return combine(picked, Combine(self.settings.demand.combine))
+        by the listener's own :class:`~providers.demand.combine.CombinedDemand`."""
+        return self.combined.current
 
     # --- inputs to the controller ---------------------------------------------------------
 

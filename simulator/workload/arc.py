@@ -607,6 +607,7 @@ class ArcScaleSet:
 
     def _next_read(self, runner: RunnerState, job: Job, index: int, created: float) -> None:
         polls = self.polls
+        action: Callable[[RunnerState, Job, int, float], None]
         if index < len(polls.reads):
             at, action = created + polls.reads[index], self._read_phase
         else:

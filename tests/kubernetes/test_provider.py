@@ -95,6 +95,31 @@ def test_a_replicas_patch_keeps_the_builder_and_its_fit_memo(
         provider.stop()
 
 
+def test_reading_snapshots_builds_no_writer_and_a_new_template_reaches_the_writer_in_use(
+    api: client.ApiClient, store: ObjectStore
+) -> None:
+    """A snapshot only needs the placeholder builder (for the fit estimate): it must not open
+    the writer and its thread pool. The writer the listener took once (it keeps it for the
+    shutdown sweep) must still size placeholders like a template edited in place, once a
+    snapshot has seen the edit."""
+    provider = _provider_on(api)
+    try:
+        provider.snapshot(now=o.T0, demand=Demand())
+        assert provider._writer is None
+        writer = provider.writer
+
+        def bigger(ers: dict) -> None:  # type: ignore[type-arg]
+            ers["spec"]["ephemeralRunnerSpec"]["spec"]["containers"][0]["resources"] = {
+                "requests": {"cpu": "3", "memory": "6Gi"}
+            }
+
+        _mutate_and_wait(provider, store, bigger)
+        provider.snapshot(now=o.T0, demand=Demand())
+        assert writer.builder.runner_requests["cpu"] == 3
+    finally:
+        provider.stop()
+
+
 def test_a_template_placeholders_cannot_be_built_from_keeps_the_last_sizes(
     api: client.ApiClient, store: ObjectStore, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from providers.kubernetes.relevance import NOTHING, Verdict, facts, judge
+from providers.kubernetes.object_fields import pod_phase
+from providers.kubernetes.relevance import NOTHING, PodFacts, Verdict, facts, judge
+from reconciler.snapshot import RunnerPod
 
 from . import objects as o
 
@@ -84,6 +86,14 @@ CASES: list[tuple[str, str, str, Any, Any, Verdict]] = [
     ),
     ("a runner pod appears bound", "Pod", "ADDED", None, RUNNER, Verdict(relevant=True)),
     (
+        "a bound runner pod's phase turns Unknown: its slot is no longer confirmed",
+        "Pod",
+        "MODIFIED",
+        RUNNER,
+        _with(RUNNER, status__phase="Unknown"),
+        Verdict(relevant=True, lost=True),
+    ),
+    (
         "a node is cordoned",
         "Node",
         "MODIFIED",
@@ -126,6 +136,24 @@ def test_each_event_is_judged_by_what_decisions_read(
 ) -> None:
     remembered = facts(kind, before) if before is not None else None
     assert judge(kind, event, remembered, after)[0] == verdict
+
+
+@pytest.mark.parametrize("phase", [None, "Pending", "Running", "Succeeded", "Failed", "Unknown"])
+@pytest.mark.parametrize("node", ["node-a", None])
+@pytest.mark.parametrize("deleting", [False, True])
+def test_a_real_pod_counts_for_relevance_exactly_when_it_holds_a_slot_in_the_snapshot(
+    phase: str | None, node: str | None, deleting: bool
+) -> None:
+    """One "holds a slot" rule (reconciler/snapshot.py holds_slot): a Running -> Unknown pod
+    counted in relevance but not in the ledger, so its loss woke no drop check."""
+    obj = o.runner_pod("runner-a", node=node)
+    obj["status"]["phase"] = phase
+    if deleting:
+        obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    pod_facts = facts("Pod", obj)
+    assert isinstance(pod_facts, PodFacts)
+    runner = RunnerPod("runner-a", node, pod_phase(obj), deleting=deleting)
+    assert pod_facts.counts == runner.holds_slot
 
 
 def test_facts_are_forgotten_once_the_object_is_deleted() -> None:

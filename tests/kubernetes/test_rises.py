@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from providers.kubernetes.rises import placeholder_counts, raises_capacity
+from providers.kubernetes.relevance import PodFacts, judge
+from providers.kubernetes.rises import placeholder_counts
 
 from . import objects as o
 
@@ -76,4 +77,6 @@ def test_other_pods_are_not_asked(name: str, pod: dict[str, Any]) -> None:
 def test_raises_capacity(
     event: str, counted_before: bool, pod: dict[str, Any], rises: bool
 ) -> None:
-    assert raises_capacity(event, pod, counted_before=counted_before) is rises
+    """Judged by relevance.judge, the one place the listener and the simulator ask."""
+    before = PodFacts(True, True, True, False, False, False, counts=counted_before)
+    assert judge("Pod", event, before, pod)[0].rise is rises

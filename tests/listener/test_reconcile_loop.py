@@ -7,7 +7,8 @@ import threading
 
 from listener.reconcile_loop import Observation, ReconcileLoop
 from reconciler.clock import SystemClock
-from reconciler.controller import ScaleSetController, Timings
+from reconciler.controller import ScaleSetController
+from reconciler.schedule import Timings
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from tests.reconciler.builders import SCALE_SET, running_pair, snapshot

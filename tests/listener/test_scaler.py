@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from listener.arc_config import MAX_INT32
 from listener.arc_version import ArcVersion
 from listener.kube_writer import KubernetesScalerWriter
 from listener.scaler import (
-    MAX_INT32,
     RunnerNotFound,
     Scaler,
     ScalerError,

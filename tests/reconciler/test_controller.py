@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.controller import (
-    NOT_SYNCED_RETRY,
-    ScaleSetController,
-    Timings,
-    Work,
-)
+from reconciler.controller import NOT_SYNCED_RETRY, ScaleSetController, Work
+from reconciler.schedule import Timings
 from reconciler.settings import ReconcilerConfig
 
 from .builders import SCALE_SET, running_pair, snapshot

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from reconciler.capacity import compute_ledger
 from reconciler.clock import ManualClock
-from reconciler.reconciler import Reconciler
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import desired_pairs
 from reconciler.snapshot import ClusterSnapshot, Demand, PairPods, PlaceholderPod, PodPhase
@@ -18,6 +17,7 @@ from state_machine.states import PairState, Role
 from state_machine.table import EDGES, IN_FLIGHT, INITIAL
 
 from .builders import SCALE_SET, runner, workflow
+from .engine import Stepper
 
 PAIR_IDS = [f"i0-{n}" for n in range(1, 13)] + ["old-1", "old-2"]
 
@@ -171,7 +171,7 @@ def test_random_observation_sequences_only_ever_follow_the_table(
         placeholder_ready_timeout=300,
         survivor_window=200,
     )
-    rec = Reconciler(config, clock=clock, subscribers=[recorder])
+    rec = Stepper(config, clock, [recorder])
     for snap in sequence:
         rec.step(snap)
         clock.advance(tick)

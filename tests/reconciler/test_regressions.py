@@ -5,13 +5,13 @@ from __future__ import annotations
 from reconciler.capacity import compute_ledger
 from reconciler.clock import ManualClock
 from reconciler.ports import PodRef
-from reconciler.reconciler import Reconciler
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import PairPods, PodPhase
 from reconciler.subscribers import PlaceholderSubscriber, RecordingSubscriber
 from state_machine.states import PairState, Role
 
 from .builders import SCALE_SET, pending_pair, ph, runner, running_pair, snapshot, workflow
+from .engine import Stepper
 from .fakes import FakeWriter
 
 
@@ -22,13 +22,13 @@ def test_runner_running_while_its_workflow_pod_is_pending_adds_no_capacity() -> 
 
 def test_max_runners_changed_to_zero_drops_capacity_to_zero_on_the_next_step() -> None:
     clock = ManualClock(0.0)
-    rec = Reconciler(ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=2), clock=clock)
+    rec = Stepper(ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=2), clock)
     rec.step(snapshot())
     ready = {f"i0-{i}": running_pair(f"i0-{i}") for i in (1, 2)}
-    assert rec.step(snapshot(placeholders=ready)).ledger.capacity == 2
+    assert rec.step(snapshot(placeholders=ready)).capacity == 2
     clock.advance(1)
     result = rec.step(snapshot(placeholders=ready, max_runners=0))
-    assert result.ledger.capacity == 0
+    assert result.capacity == 0
     # and the pairs are released, since nothing may be advertised at all
     assert {e.target for e in result.events} == {PairState.DELETED}
 
@@ -39,7 +39,7 @@ def test_surviving_workflow_placeholder_is_not_deleted_when_its_partner_goes() -
     config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1, survivor_window=600)
     recorder = RecordingSubscriber()
     subscriber = PlaceholderSubscriber(writer, namespace="arc-runners", clock=clock, config=config)
-    rec = Reconciler(config, clock=clock, subscribers=[subscriber, recorder])
+    rec = Stepper(config, clock, [subscriber, recorder])
     rec.step(snapshot())
     rec.step(snapshot(placeholders={"i0-1": running_pair("i0-1")}))
     # A real runner pod preempts the runner half; the workflow half must wait for its workflow pod.
@@ -64,11 +64,13 @@ def test_a_lone_runner_half_is_released_at_once_instead_of_idling_for_the_window
     writer = FakeWriter()
     config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1, survivor_window=600)
     subscriber = PlaceholderSubscriber(writer, namespace="arc-runners", clock=clock, config=config)
-    rec = Reconciler(config, clock=clock, subscribers=[subscriber])
+    rec = Stepper(config, clock, [subscriber])
     rec.step(snapshot())
     rec.step(snapshot(placeholders={"i0-1": running_pair("i0-1")}))
     clock.advance(10)
-    rec.config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=0, survivor_window=600)
+    rec.reconfigure(
+        ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=0, survivor_window=600)
+    )
     lone_runner = PairPods(ph("i0-1", Role.RUNNER), None)
     runner_ref = PodRef("arc-runners", rec.store.get("i0-1").runner_pod)
     result = rec.step(snapshot(placeholders={"i0-1": lone_runner}, runners=(runner("r1"),)))
@@ -84,15 +86,15 @@ def test_capacity_never_includes_pairs_the_same_step_is_deleting() -> None:
     """Regression (found by the reliability work): the ledger used the snapshot taken before
     the step's own scale-down, advertising for one debounced step slots being deleted."""
     clock = ManualClock(0.0)
-    rec = Reconciler(ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=3), clock=clock)
+    rec = Stepper(ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=3), clock)
     rec.step(snapshot())
     ready = {f"i0-{i}": running_pair(f"i0-{i}") for i in (1, 2, 3)}
-    assert rec.step(snapshot(placeholders=ready)).ledger.capacity == 3
+    assert rec.step(snapshot(placeholders=ready)).capacity == 3
     clock.advance(1)
-    rec.config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1)
+    rec.reconfigure(ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1))
     result = rec.step(snapshot(placeholders=ready))
     assert sum(e.target is PairState.DELETED for e in result.events) == 2
-    assert result.ledger.capacity == 1
+    assert result.capacity == 1
 
 
 def test_vanished_half_is_lost_at_once_not_held_in_flight_until_the_ready_timeout() -> None:
@@ -101,7 +103,7 @@ def test_vanished_half_is_lost_at_once_not_held_in_flight_until_the_ready_timeou
     runner pod", which was false), blocking the launch budget and shrinking the warm pool."""
     clock = ManualClock(0.0)
     config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=1)
-    rec = Reconciler(config, clock=clock)
+    rec = Stepper(config, clock)
     rec.step(snapshot())
     assert rec.store.get("i0-1").state is PairState.REQUESTED
     clock.advance(5)

@@ -10,23 +10,23 @@ from freezegun import freeze_time
 
 from reconciler.clock import SystemClock
 from reconciler.ports import DeleteOrphan, RenewLease
-from reconciler.reconciler import Reconciler
-from reconciler.schedule import Schedule
+from reconciler.schedule import Schedule, Timings
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import PairPods
 from reconciler.subscribers import RecordingSubscriber
 from state_machine.states import PairState, Role
 
 from .builders import SCALE_SET, pending_pair, ph, runner, running_pair, snapshot
+from .engine import Stepper
 
 START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 S = PairState
 
 
-def reconciler(**kw: object) -> tuple[Reconciler, RecordingSubscriber]:
+def reconciler(**kw: object) -> tuple[Stepper, RecordingSubscriber]:
     recorder = RecordingSubscriber()
     config = ReconcilerConfig(scale_set=SCALE_SET, **kw)  # type: ignore[arg-type]
-    return Reconciler(config, clock=SystemClock(), subscribers=[recorder]), recorder
+    return Stepper(config, SystemClock(), subscribers=[recorder]), recorder
 
 
 def test_ready_timeout_boundary() -> None:
@@ -113,34 +113,34 @@ def test_lease_expiry_boundary_for_orphans() -> None:
 def test_periodic_fallback_boundary() -> None:
     with freeze_time(START) as frozen:
         clock = SystemClock()
-        schedule = Schedule(interval=30, jitter=0.0, debounce=1.0, rng=random.Random(1))
-        assert schedule.is_due(clock.now())  # never ran: due at once
+        schedule = Schedule(Timings(interval=30, jitter=0.0, debounce=1.0), rng=random.Random(1))
+        assert clock.now() >= schedule.due_at()  # never ran: due at once
         schedule.ran(clock.now())
         frozen.move_to(START + timedelta(seconds=29))
-        assert not schedule.is_due(clock.now())
+        assert clock.now() < schedule.due_at()
         frozen.move_to(START + timedelta(seconds=31))
-        assert schedule.is_due(clock.now())
+        assert clock.now() >= schedule.due_at()
 
 
 def test_watch_trigger_is_debounced_but_never_starved() -> None:
     with freeze_time(START) as frozen:
         clock = SystemClock()
-        schedule = Schedule(interval=30, debounce=1.0, max_delay=5.0)
+        schedule = Schedule(Timings(interval=30, debounce=1.0, max_delay=5.0))
         schedule.ran(clock.now())
         t0 = clock.now()
         for second in range(0, 5):  # an event every second keeps pushing the debounce out
             frozen.move_to(START + timedelta(seconds=second))
             schedule.trigger(clock.now())
-            assert not schedule.is_due(clock.now())
+            assert clock.now() < schedule.due_at()
         frozen.move_to(START + timedelta(seconds=4.9))
-        assert not schedule.is_due(clock.now())
+        assert clock.now() < schedule.due_at()
         frozen.move_to(START + timedelta(seconds=5.1))  # max_delay after the first trigger
-        assert schedule.is_due(clock.now())
+        assert clock.now() >= schedule.due_at()
         assert schedule.due_at() == t0 + 5.0
 
 
 def test_jitter_spreads_periodic_steps_within_bounds() -> None:
-    schedule = Schedule(interval=100, jitter=0.1, rng=random.Random(7))
+    schedule = Schedule(Timings(interval=100, jitter=0.1), rng=random.Random(7))
     dues = []
     for _ in range(200):
         schedule.ran(0.0)
@@ -153,23 +153,23 @@ def test_a_leading_trigger_after_the_min_gap_runs_a_step_at_once() -> None:
     """A cold job's demand, or a pair turning READY, must not wait for the debounce."""
     with freeze_time(START) as frozen:
         clock = SystemClock()
-        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0, min_gap=1.0)
+        schedule = Schedule(Timings(30, 0.0, debounce=2.0, max_delay=5.0, min_gap=1.0))
         schedule.ran(clock.now())
         frozen.move_to(START + timedelta(seconds=1))  # exactly one min_gap since the step
         schedule.trigger(clock.now(), leading=True)
-        assert schedule.is_due(clock.now())
+        assert clock.now() >= schedule.due_at()
 
 
 def test_a_leading_trigger_inside_the_min_gap_waits_for_the_gap_not_the_debounce() -> None:
     """A stream of leading triggers (every pod of a burst) runs one step per min_gap."""
     with freeze_time(START) as frozen:
         clock = SystemClock()
-        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0, min_gap=1.0)
+        schedule = Schedule(Timings(30, 0.0, debounce=2.0, max_delay=5.0, min_gap=1.0))
         schedule.ran(clock.now())
         step = clock.now()
         frozen.move_to(START + timedelta(seconds=0.5))  # half a gap after the step
         schedule.trigger(clock.now(), leading=True)
-        assert not schedule.is_due(clock.now())
+        assert clock.now() < schedule.due_at()
         assert schedule.due_at() == step + 1.0  # the gap, not now + debounce (2.5)
         frozen.move_to(START + timedelta(seconds=0.9))
         schedule.trigger(clock.now(), leading=True)  # a second one does not push it out
@@ -182,20 +182,20 @@ def test_an_ordinary_trigger_keeps_the_debounce_beside_a_leading_one() -> None:
     """Node and NodeClaim changes stay debounced; a later leading trigger still runs early."""
     with freeze_time(START) as frozen:
         clock = SystemClock()
-        schedule = Schedule(interval=30, jitter=0.0, debounce=2.0, max_delay=5.0, min_gap=0.5)
+        schedule = Schedule(Timings(30, 0.0, debounce=2.0, max_delay=5.0, min_gap=0.5))
         schedule.ran(clock.now())
         frozen.move_to(START + timedelta(seconds=3))
         schedule.trigger(clock.now())
         assert schedule.due_at() == clock.now() + 2.0
         frozen.move_to(START + timedelta(seconds=3.2))
         schedule.trigger(clock.now(), leading=True)
-        assert schedule.is_due(clock.now())
+        assert clock.now() >= schedule.due_at()
 
 
 @pytest.mark.parametrize(("gap", "debounce", "due"), [(0.5, 2.0, 0.5), (5.0, 2.0, 2.0)])
 def test_the_min_gap_never_exceeds_the_debounce(gap: float, debounce: float, due: float) -> None:
     """A leading trigger is never later than an ordinary one would be."""
-    schedule = Schedule(interval=30, jitter=0.0, debounce=debounce, max_delay=5.0, min_gap=gap)
+    schedule = Schedule(Timings(30, 0.0, debounce=debounce, max_delay=5.0, min_gap=gap))
     schedule.ran(100.0)
     schedule.trigger(100.0, leading=True)
     assert schedule.due_at() == 100.0 + due

@@ -8,7 +8,6 @@ import pytest
 from freezegun import freeze_time
 
 from reconciler.clock import ManualClock, SystemClock
-from reconciler.reconciler import Reconciler
 from reconciler.settings import ReconcilerConfig, parse_capacity_aware
 from reconciler.settings_types import SettingsError
 from reconciler.warm_pool import (
@@ -25,6 +24,7 @@ from state_machine.events import Kind, TransitionEvent
 from state_machine.states import PairState
 
 from .builders import SCALE_SET, runner, snapshot, workflow
+from .engine import Stepper
 
 S = PairState
 MONDAY = 1_767_571_200.0  # 2026-01-05T00:00:00Z
@@ -253,9 +253,9 @@ def auto_config(**kw: object) -> ReconcilerConfig:
 
 def test_reconciler_grows_the_pool_with_the_runners_it_sees_starting() -> None:
     clock = ManualClock(MONDAY)
-    rec = Reconciler(auto_config(minimum=1), clock=clock)
+    rec = Stepper(auto_config(minimum=1), clock)
     rec.step(snapshot())
-    assert rec.warm_pool.pairs == 1
+    assert rec.reconciler.warm_pool.pairs == 1
     # 6 runner pods appear, 2 of which already have their workflow pod bound: 4 starting
     running = tuple(runner(f"r{i}") for i in range(6))
     clock.advance(60)
@@ -263,12 +263,12 @@ def test_reconciler_grows_the_pool_with_the_runners_it_sees_starting() -> None:
     clock.advance(60)
     rec.step(snapshot(runners=running, workflows=(workflow("r0"), workflow("r1"))))
     # 0 starting for the first 60 s, 4 for the next 60 s: L = 2.0
-    assert rec.warm_pool.pairs == poisson_quantile(2.0, 0.05)
-    assert "starting=2.00" in rec.warm_pool.reason
+    assert rec.reconciler.warm_pool.pairs == poisson_quantile(2.0, 0.05)
+    assert "starting=2.00" in rec.reconciler.warm_pool.reason
     result = rec.step(snapshot(runners=running, workflows=(workflow("r0"), workflow("r1"))))
-    assert result.warm_pool is not None
-    assert (result.warm_pool.pairs, result.warm_pool.load) == (
-        rec.warm_pool.pairs,
+    assert result.result is not None and result.result.warm_pool is not None
+    assert (result.result.warm_pool.pairs, result.result.warm_pool.load) == (
+        rec.reconciler.warm_pool.pairs,
         pytest.approx(2.0),
     )
 
@@ -281,21 +281,21 @@ def test_a_pending_workflow_pod_does_not_give_the_slot_back() -> None:
 
 def test_reconciler_creates_the_auto_pool_size_of_pairs() -> None:
     clock = ManualClock(MONDAY)
-    rec = Reconciler(auto_config(minimum=3), clock=clock)
+    rec = Stepper(auto_config(minimum=3), clock)
     result = rec.step(snapshot())
     assert sum(1 for e in result.events if e.target is S.QUEUED) == 3
 
 
 def test_max_runners_zero_is_still_a_hard_cap_under_auto() -> None:
     clock = ManualClock(MONDAY)
-    rec = Reconciler(auto_config(minimum=5), clock=clock)
+    rec = Stepper(auto_config(minimum=5), clock)
     result = rec.step(snapshot(max_runners=0))
     assert not [e for e in result.events if e.target is S.QUEUED]
 
 
 def test_headroom_caps_auto_like_a_fixed_pool() -> None:
     clock = ManualClock(MONDAY)
-    rec = Reconciler(auto_config(minimum=8), clock=clock)
+    rec = Stepper(auto_config(minimum=8), clock)
     result = rec.step(snapshot(max_runners=3, runners=(runner("r1"),)))
     assert sum(1 for e in result.events if e.target is S.QUEUED) == 2
 
@@ -309,9 +309,10 @@ def test_schedule_follows_the_wall_clock_in_production() -> None:
             auto=False, static_pairs=1, schedule=(ScheduleEntry(7 * HOUR, 8 * HOUR, 4),)
         ),
     )
-    rec = Reconciler(config, clock=SystemClock())
+    rec = Stepper(config, SystemClock())
     rec.step(snapshot())
-    assert (rec.warm_pool.pairs, rec.warm_pool.reason) == (4, "schedule 07:00-08:00")
+    warm_pool = rec.reconciler.warm_pool
+    assert (warm_pool.pairs, warm_pool.reason) == (4, "schedule 07:00-08:00")
 
 
 def test_a_fixed_pool_without_schedule_keeps_the_old_path() -> None:

@@ -92,7 +92,7 @@ def run_world(*faults: dict[str, Any], seed: int = SEED, duration: float = 7200.
                 transitions.append((loop.now() - loop.start, source, event.target.value))
 
     def subscribe(driver: Any) -> None:
-        driver.reconciler.subscribers.append(Transitions())
+        driver.subscribers.append(Transitions())
 
     for driver in chaos.drivers:
         subscribe(driver)

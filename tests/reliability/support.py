@@ -18,10 +18,13 @@ from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.translate import build_snapshot
 from reconciler.capacity import CapacityLedger, compute_ledger
+from reconciler.controller import ScaleSetController
+from reconciler.ports import Subscriber
 from reconciler.reconciler import Reconciler, StepResult
+from reconciler.schedule import Timings
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
-from reconciler.subscribers import PlaceholderSubscriber
+from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers
 from simulator.cluster import Cluster, ClusterSpec, Latencies, StaticNodeGroup
 from simulator.cluster.spec import default_catalog
 from simulator.driver.store_view import StorePlaceholderWriter
@@ -122,11 +125,16 @@ class CapacityRecorder:
 @dataclass
 class ListenerProcess:
     instance: str
-    reconciler: Reconciler
+    controller: ScaleSetController
+    subscribers: list[Subscriber]
     store: KillingStore
     sink: CapacityRecorder
     steps: int = 0
     alive: bool = True
+
+    @property
+    def reconciler(self) -> Reconciler:
+        return self.controller.reconciler
 
 
 @dataclass
@@ -193,16 +201,13 @@ class SimCluster:
         writer = StorePlaceholderWriter(killing, builder)  # type: ignore[arg-type]
         config = self.settings.reconciler_config(ERS)
         sink = CapacityRecorder(self.loop.now)
-        reconciler = Reconciler(
-            config,
-            clock=self.loop,
-            subscribers=[
-                PlaceholderSubscriber(writer, namespace=NS, clock=self.loop, config=config)
-            ],
-            sink=sink,
-            instance=instance,
+        controller = ScaleSetController(
+            config, Timings(self.interval), instance=instance, started_at=self.loop.now()
         )
-        return ListenerProcess(instance, reconciler, killing, sink)
+        subscribers: list[Subscriber] = [
+            PlaceholderSubscriber(writer, namespace=NS, clock=self.loop, config=config)
+        ]
+        return ListenerProcess(instance, controller, subscribers, killing, sink)
 
     def snapshot(self) -> ClusterSnapshot:
         return build_snapshot(self.store, self.target, now=self.loop.now(), demand=self.demand)
@@ -217,7 +222,15 @@ class SimCluster:
         """One reconcile of ``process``; None (and the process is dead) if it was killed."""
         process.store.arm(kill_after_writes)
         try:
-            result = process.reconciler.step(self.snapshot())
+            # As the listener's loop carries out the controller's output: subscribers, then
+            # the capacity (a kill in a write publishes nothing).
+            output = process.controller.step(self.loop.now(), self.snapshot(), stale_for=0.0)
+            notify_subscribers(process.subscribers, output.events, output.commands)
+            if output.capacity is not None:
+                process.sink.set_max_runners(output.capacity)
+            if output.error is not None:
+                raise output.error
+            result = output.result
         except KillSignal:
             process.alive = False
             return None

@@ -11,10 +11,13 @@ from state_machine.machine import InvalidTransition, PairMachine
 from state_machine.states import PairState, Role
 from state_machine.store import Move, NewPair, Observed, PairStore
 from state_machine.table import (
+    CREATES_PODS_FROM,
     EDGES,
     HAS_PODS,
     IN_FLIGHT,
+    KEEPS_PODS,
     LIVE,
+    RELEASED,
     TARGETS,
     TERMINAL,
     allowed,
@@ -114,6 +117,11 @@ def test_derived_predicates_follow_from_the_table() -> None:
     assert {S.REQUESTED, S.PARTIAL} == IN_FLIGHT
     assert {S.QUEUED, S.REQUESTED, S.PARTIAL, S.READY} == LIVE
     assert {S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED, S.TIMED_OUT} == HAS_PODS
+    # TIMED_OUT and DELETED never back capacity again: their pods are given back.
+    assert {S.TIMED_OUT, S.DELETED} == RELEASED
+    assert {S.REQUESTED, S.PARTIAL, S.READY, S.PREEMPTED} == KEEPS_PODS
+    # A request and a mend create pods; PARTIAL -> REQUESTED (a half stopped counting) does not.
+    assert {S.QUEUED, S.PREEMPTED} == CREATES_PODS_FROM
     assert S.READY in reachable_from(S.QUEUED)
     # Only through the mend, which decide chooses: a survivor alone never becomes READY, so
     # PREEMPTED is not LIVE (it counts once re-paired, reconciler/survivors.py).
