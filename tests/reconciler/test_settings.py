@@ -53,6 +53,14 @@ def test_snake_case_is_accepted_too() -> None:
         ({"placeholderTtl": 30, "recalculateInterval": 60}, "placeholderTtl"),
         ({"workflowResources": {}}, "workflowResources needs at least one resource"),
         ({"enabled": "maybe"}, "capacityAware.enabled: got 'maybe'"),
+        ({"hotRunners": -1}, "hotRunners: got -1; hotRunners is a number of hot slots from 0"),
+        ({"hotRunners": "lots"}, "hotRunners: got 'lots'; hotRunners is a number of hot slots"),
+        ({"hotRunners": True}, "hotRunners: got True; hotRunners is a number of hot slots"),
+        (
+            {"hotRunners": 3, "proactiveCapacity": 2},
+            "hotRunners is the part of the reserve held as hot slots, so it must be <= "
+            "proactiveCapacity (got hotRunners 3 > proactiveCapacity 2)",
+        ),
     ],
 )
 def test_bad_values_name_the_field_the_value_and_what_is_allowed(
@@ -64,3 +72,21 @@ def test_bad_values_name_the_field_the_value_and_what_is_allowed(
     assert message.startswith("/etc/capacity-aware/config.yaml: capacityAware")
     assert "\n" not in message  # one problem, one line
     assert expected in message
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({}, 0),  # default: no hot slots, warm pairs only
+        ({"proactiveCapacity": 6, "hotRunners": 6}, 6),
+        ({"proactiveCapacity": 6, "hotRunners": 2}, 2),
+        ({"proactiveCapacity": 6, "hotRunners": "AUTO"}, "auto"),
+        # under auto (or a schedule) the reserve is only known per step: split_reserve caps N
+        ({"proactiveCapacity": "auto", "hotRunners": 12}, 12),
+        ({"proactiveCapacity": 1, "hotRunners": 4,
+          "warmPool": {"schedule": [{"start": "07:00", "end": "19:00", "pairs": 6}]}}, 4),
+    ],
+)  # fmt: skip
+def test_hot_runners_reach_the_reconciler(values: dict[str, object], expected: object) -> None:
+    config = parse_capacity_aware(values, where="x").reconciler_config("s")
+    assert config.hot_runners == expected
