@@ -38,14 +38,13 @@ import random
 from dataclasses import dataclass
 from enum import Enum
 
-from reconciler.capacity import compute_ledger, fail_closed_capacity
+from reconciler.capacity import fail_closed_capacity
 from reconciler.ports import Command
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.schedule import Schedule
 from reconciler.settings import CapacityAwareSettings, ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from state_machine.events import TransitionEvent
-from state_machine.states import PairState
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +184,7 @@ class ScaleSetController:
         except Exception as exc:
             self.errors += 1
             log.exception("reconcile step failed; retrying at the next due time")
-            ready = self.reconciler.store.count([PairState.READY])
-            capacity = compute_ledger(snapshot, ready).capacity
+            capacity = self.reconciler.ledger(snapshot).capacity
             return Output(self._publish(capacity), error=exc)
         finally:
             self.steps += 1
@@ -201,8 +199,7 @@ class ScaleSetController:
         self.drop_pending = False
         if snapshot is None or self.published is None or self._fail_closed(stale_for):
             return Output(failing_closed=self.failing_closed)
-        ready = self.reconciler.store.count([PairState.READY])
-        capacity = compute_ledger(snapshot, ready).capacity
+        capacity = self.reconciler.ledger(snapshot).capacity
         if capacity >= self.published:
             return Output()
         self.drops += 1

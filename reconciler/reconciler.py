@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.clock import Clock
 from reconciler.decide import DecideInput, decide
+from reconciler.hot_slots import HotTimings, hot_wanted, split_reserve
+from reconciler.hot_step import HotKeeper, HotStep
 from reconciler.ports import CapacitySink, Command, DeleteOrphan, Subscriber
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
@@ -62,6 +64,13 @@ class StepResult:
     launch_limited_by: str | None = None
     #: The warm pool size kept this step (fixed, auto estimate or schedule), with its reason.
     warm_pool: WarmPoolSize | None = None
+    #: The hot slots' step (None while no hot slot is wanted or held).
+    hot: HotStep | None = None
+
+    @property
+    def hot_runners(self) -> int:
+        """Idle runners the scaler keeps on top of the assigned jobs (live hot slots)."""
+        return self.hot.hot_runners if self.hot is not None else 0
 
 
 def reconcile(
@@ -123,6 +132,7 @@ class Reconciler:
         window = config.warm_pool.window if config.warm_pool is not None else 900.0
         self.warm_window = WarmPoolWindow(window, started_at=started_at)
         self.warm_pool = WarmPoolSize(config.proactive_capacity, "static")
+        self.hot = HotKeeper(config.scale_set, instance)
 
     def _ids(self) -> Iterator[str]:
         while True:
@@ -139,6 +149,27 @@ class Reconciler:
         self.warm_pool = size
         return replace(self.config, proactive_capacity=size.pairs)
 
+    def _hot_step(
+        self, snapshot: ClusterSnapshot, config: ReconcilerConfig, now: float
+    ) -> tuple[ReconcilerConfig, HotStep | None]:
+        """Split this step's reserve into hot slots and warm pairs (reconciler/hot_slots.py),
+        and step the hot slots; the pairs' config keeps only the warm part."""
+        split = split_reserve(config.proactive_capacity, config.hot_runners)
+        if not split.hot and not self.hot.slots and not snapshot.hot_placeholders:
+            return config, None
+        assigned = sum(1 for p in snapshot.runner_pods if p.alive) - len(
+            snapshot.idle_runner_names
+        )
+        wanted = hot_wanted(split.hot, max_runners=snapshot.max_runners, assigned_jobs=assigned)
+        hot = self.hot.step(
+            snapshot,
+            wanted=wanted,
+            now=now,
+            timings=HotTimings(config.placeholder_ready_timeout, config.survivor_window),
+            placeholder_ttl=config.placeholder_ttl,
+        )
+        return replace(config, proactive_capacity=split.warm), hot
+
     def step(self, snapshot: ClusterSnapshot, *, now: float | None = None) -> StepResult:
         """One step at ``now`` (default: the clock's time)."""
         if now is None:
@@ -151,10 +182,11 @@ class Reconciler:
             starting=snapshot.starting_runners,
         )
         try:
+            config, hot = self._hot_step(snapshot, self._step_config(now), now)
             plan = reconcile(
                 self.store.view(),
                 snapshot,
-                self._step_config(now),
+                config,
                 now=now,
                 instance=self.instance,
                 first_step=self.steps == 0,
@@ -162,25 +194,36 @@ class Reconciler:
             )
             events = tuple(self.store.commit(plan.changes, now, built=plan.synced))
         except Exception:
-            self._publish_capacity(compute_ledger(snapshot, self.store.count([PairState.READY])))
+            self._publish_capacity(self.ledger(snapshot))
             raise
         self.steps += 1
         self.warm_window.observe(events)
-        errors = self._notify(events, plan.commands)
+        commands = (*plan.commands, *(hot.commands if hot is not None else ()))
+        errors = self._notify(events, commands)
         ledger = compute_ledger(
             snapshot,
             self.store.count([PairState.READY]),
             releasing={e.pair_id for e in events if e.target in _RELEASING},
             released_pods={c.pod.name for c in plan.commands if isinstance(c, DeleteOrphan)},
+            hot_workflow_halves=self.hot.workflow_halves(snapshot),
         )
         self._publish_capacity(ledger)
         return StepResult(
             events,
-            plan.commands,
+            commands,
             ledger,
             errors,
             plan.launch_limited_by,
             warm_pool=self.warm_pool,
+            hot=hot,
+        )
+
+    def ledger(self, snapshot: ClusterSnapshot) -> CapacityLedger:
+        """The ledger of ``snapshot`` with no decision (a failed step, a drop check)."""
+        return compute_ledger(
+            snapshot,
+            self.store.count([PairState.READY]),
+            hot_workflow_halves=self.hot.workflow_halves(snapshot),
         )
 
     def _notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> int:
