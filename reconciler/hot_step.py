@@ -101,6 +101,7 @@ class HotKeeper:
                     self._create(move.slot_id, move.placeholder, now, placeholder_ttl)
                 )
         held = {s.placeholder for s in self.slots.values()}
+        held |= {c.pod.name for c in commands if isinstance(c, DeleteOrphan)}  # already going
         for name, pod in snapshot.hot_placeholders.items():
             if name not in held and not pod.deleting:
                 commands.append(DeleteOrphan(self._ref(pod), "no hot slot holds it"))
