@@ -140,8 +140,9 @@ HOT_HAS_PLACEHOLDER = frozenset(s for s in ALL_HOT_STATES if s not in HOT_TERMIN
 #: What each state means, for the generated docs (docs/state-machine.md).
 HOT_DESCRIPTIONS: dict[HotState, str] = {
     HotState.WARMING: (
-        "Decide wants this hot slot: its workflow placeholder was created (the subscriber did "
-        "it on entry) and the scaler's EphemeralRunnerSet target counts it, so ARC keeps a "
+        "Decide wants this hot slot: its workflow placeholder is created (a CreatePlaceholder "
+        "command the subscriber carries out) and the scaler's EphemeralRunnerSet target counts "
+        "it, so ARC keeps a "
         "runner for it. Not advertised until an idle registered runner is paired with it and "
         "the placeholder is Running. Timed out by placeholderReadyTimeout like a pair."
     ),
