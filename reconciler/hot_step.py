@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -48,6 +49,9 @@ class HotStep:
     confirmed: int
     #: Slots this step released: their placeholders are not counted, even for this step.
     released: frozenset[str]
+    #: Slots by state after the step, and jobs that started on a hot slot in it.
+    by_state: Mapping[HotState, int]
+    jobs_started: int
 
 
 class HotKeeper:
@@ -112,6 +116,8 @@ class HotKeeper:
             scaler_hot_runners(self.slots.values()),
             confirmed_hot(self.slots.values()),
             released,
+            Counter(s.state for s in self.slots.values()),
+            sum(1 for m in moves if m.target is HotState.TAKEN),
         )
 
     def workflow_halves(self, snapshot: ClusterSnapshot) -> int:
