@@ -52,6 +52,10 @@ class HotStep:
     #: Slots by state after the step, and jobs that started on a hot slot in it.
     by_state: Mapping[HotState, int]
     jobs_started: int
+    #: Slots whose placeholder was requested this step (new or mended), and slots confirmed
+    #: in it: the refills the warm pool estimator times (reconciler/warm_pool.py).
+    opened: tuple[str, ...] = ()
+    confirmed_now: tuple[str, ...] = ()
 
 
 class HotKeeper:
@@ -118,6 +122,8 @@ class HotKeeper:
             released,
             Counter(s.state for s in self.slots.values()),
             sum(1 for m in moves if m.target is HotState.TAKEN),
+            opened=(*(s.slot_id for s in fresh), *(m.slot_id for m in active if m.placeholder)),
+            confirmed_now=tuple(m.slot_id for m in moves if m.target is HotState.HOT),
         )
 
     def workflow_halves(self, snapshot: ClusterSnapshot) -> int:

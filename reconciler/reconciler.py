@@ -176,10 +176,12 @@ class Reconciler:
             if self.clock is None:
                 raise TypeError("Reconciler.step needs now= when built without a clock")
             now = self.clock.now()
+        # Registered idle runners (named only while hot slots are kept) wait for a job: they
+        # hold no job's slot, so they are not starting runners for the warm pool's estimate.
         self.warm_window.observe_runners(
             (p.name for p in snapshot.runner_pods if p.alive),
             now,
-            starting=snapshot.starting_runners,
+            starting=max(0, snapshot.starting_runners - len(snapshot.idle_runner_names)),
         )
         try:
             config, hot = self._hot_step(snapshot, self._step_config(now), now)
@@ -198,6 +200,8 @@ class Reconciler:
             raise
         self.steps += 1
         self.warm_window.observe(events)
+        if hot is not None:
+            self.warm_window.observe_hot(hot.opened, hot.confirmed_now, hot.jobs_started, now)
         commands = (*plan.commands, *(hot.commands if hot is not None else ()))
         errors = self._notify(events, commands)
         ledger = compute_ledger(

@@ -10,6 +10,7 @@ from reconciler.ports import CreatePlaceholder, DeleteOrphan
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, PlaceholderPod, PodPhase, RunnerPod
+from reconciler.warm_pool import WarmPoolPolicy
 from state_machine.hot import HotState
 from state_machine.states import Role
 
@@ -201,3 +202,29 @@ def test_without_hot_runners_nothing_changes() -> None:
     rec = Reconciler(config(reserve=1, hot=0), started_at=0.0, instance="i0")
     step = rec.step(world(0.0), now=0.0)
     assert step.hot is None and step.hot_runners == 0 and created(step) == []
+
+
+def test_auto_counts_hot_refills_and_not_the_idle_runners_it_keeps() -> None:
+    """With ``proactiveCapacity: auto`` the hot slots are the estimated reserve. Regression: an
+    idle hot runner is an alive runner pod without a bound workflow pod, so it counted as a
+    *starting* runner; the pool then sized itself by its own idle runners and never shrank.
+    Counted instead: a slot's placeholder requested -> HOT as a refill (W), a job landing on
+    a slot as a slot taken."""
+    policy = WarmPoolPolicy(auto=True, minimum=1, maximum=20)  # at least one slot
+    rec = Reconciler(
+        replace(config(reserve=1, hot="auto"), warm_pool=policy), started_at=0.0, instance="i0"
+    )
+    (create,) = created(rec.step(world(0.0), now=0.0))
+    pod = hot_pod(create.spec.pair_id, create.spec.workflow_pod)
+    idle = world(8.0, hot={pod.name: pod}, runners=(runner("r1"),), idle=frozenset({"r1"}))
+    rec.step(idle, now=8.0)
+    assert slot_states(rec) == [S.HOT]
+    rec.step(replace(idle, taken_at=60.0), now=60.0)  # r1 idle for a minute
+    seen = rec.warm_window.observation(60.0)
+    assert seen.starting == 0  # r1 waits for a job: it holds no job's slot
+    assert seen.ready_seconds == (8.0,)  # requested at 0, HOT at 8
+    rec.step(
+        world(70.0, hot={pod.name: pod}, runners=(runner("r1"),), busy=frozenset({"r1"})),
+        now=70.0,
+    )
+    assert rec.warm_window.observation(70.0).taken == 1
