@@ -6,8 +6,8 @@ seeds 1..N, three runs on the same jobs:
 - ``stock ARC`` (strategy ``baseline``),
 - ``warm pool``: capacity-aware as the scenario sets it (its ``proactiveCapacity`` of warm
   pairs),
-- ``hot``: the same, with ``hotRunners`` = that same ``proactiveCapacity`` (the same reserve
-  budget, every slot of it hot; ``--hot N`` holds only N of it hot).
+- ``hot N``: the same, with ``hotRunners: N`` (the same reserve budget, N slots of it hot, the
+  rest warm pairs; default N = the whole reserve; ``--hot`` may be repeated).
 
 Per run it prints, over the jobs of all seeds pooled (a job that failed or never started counts
 as infinitely late, ``never``):
@@ -24,7 +24,7 @@ Then the bars of issue 31 for the hot row (jobs on a hot slot <= 8 s p50, quiet-
 Markdown row for the README headline table.
 
 Run: ``.venv/bin/python bench/hot_runners.py [--seeds 3] [--jobs 1] [--scenario FILE]
-[--hot N]``.
+[--hot N ...]``.
 """
 
 from __future__ import annotations
@@ -55,18 +55,18 @@ def load(path: Path) -> Scenario:
     return parse_scenario(yaml.safe_load(path.read_text()), where=str(path))
 
 
-def variants(scenario: Scenario, hot: int | None) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Run name -> (strategy, capacityAware block merged over the scenario's)."""
+def variants(scenario: Scenario, hot: list[int]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Run name -> (strategy, capacityAware block merged over the scenario's). ``hot``: the
+    hotRunners values to run (default: the whole reserve, ``auto`` under an auto pool)."""
     reserve = scenario.strategies.capacity_aware.proactive_capacity
-    if not isinstance(reserve, int):
-        reserve_hot: int | str = "auto"
-    else:
-        reserve_hot = reserve if hot is None else hot
-    return {
+    values: list[int | str] = list(hot) or [reserve if isinstance(reserve, int) else "auto"]
+    runs: dict[str, tuple[str, dict[str, Any]]] = {
         "stock ARC": ("baseline", {}),
         "warm pool": ("capacity-aware", {}),
-        "hot": ("capacity-aware", {"hotRunners": reserve_hot}),
     }
+    for value in values:
+        runs[f"hot {value}"] = ("capacity-aware", {"hotRunners": value})
+    return runs
 
 
 def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
@@ -136,12 +136,35 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def bars(name: str, hot: dict[str, Any], stock: dict[str, Any], value: object) -> None:
+    """Issue 31's bars for one hot row, each with its figure, and its README row."""
+    quiet, dollars = hot["quiet_p50"] / stock["quiet_p50"], hot["dollars"] / stock["dollars"]
+    checks = [
+        ("jobs on a hot slot start at <= 8 s p50", hot["hot_p50"] <= 8.0, show(hot["hot_p50"])),
+        ("quiet-time p50 <= 0.5x stock ARC's", quiet <= 0.5, f"{quiet:.2f}x"),
+        ("dollars <= 1.1x stock ARC's", dollars <= 1.1, f"{dollars:.2f}x"),
+        ("0 failed / 0 stuck / 0 over-advertised",
+         hot["failed"] == hot["stuck"] == 0 and hot["over_adv"] == 0,
+         f"{hot['failed']}/{hot['stuck']}/{hot['over_adv']:.1f}"),
+    ]  # fmt: skip
+    for text, met, figure in checks:
+        print(f"{name}: {'met' if met else 'NOT met'}: {text} ({figure})")
+    print(
+        f"README row: | hot runners (hotRunners: {value}) | {show(hot['p50'])} s | "
+        f"{show(hot['quiet_p50'])} s ({quiet:.2f}x) | {show(hot['hot_p50'])} s on a hot slot | "
+        f"{dollars:.2f}x $ |"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1, help="processes")
     parser.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
-    parser.add_argument("--hot", type=int, default=None, help="hotRunners (default: the reserve)")
+    parser.add_argument(
+        "--hot", type=int, action="append", default=[],
+        help="a hotRunners value to run (repeatable; default: the whole reserve)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.scenario.exists():
         parser.error(f"{args.scenario} does not exist (merge-queue ships with issue 31)")
@@ -170,25 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{row['dollars'] / stock['dollars']:.2f}", f"{row['node_hours']:.1f}",
             str(row["nodes"]),
         )))  # fmt: skip
-    hot = table["hot"]
-    bars = [
-        ("jobs on a hot slot start at <= 8 s p50", hot["hot_p50"] <= 8.0, show(hot["hot_p50"])),
-        ("quiet-time p50 <= 0.5x stock ARC's", hot["quiet_p50"] <= 0.5 * stock["quiet_p50"],
-         f"{hot['quiet_p50'] / stock['quiet_p50']:.2f}x"),
-        ("dollars <= 1.1x stock ARC's", hot["dollars"] <= 1.1 * stock["dollars"],
-         f"{hot['dollars'] / stock['dollars']:.2f}x"),
-        ("0 failed / 0 stuck / 0 over-advertised",
-         hot["failed"] == hot["stuck"] == 0 and hot["over_adv"] == 0,
-         f"{hot['failed']}/{hot['stuck']}/{hot['over_adv']:.1f}"),
-    ]  # fmt: skip
-    for text, met, figure in bars:
-        print(f"{'met' if met else 'NOT met'}: {text} ({figure})")
-    print(
-        f"README row: | hot runners (hotRunners: {runs['hot'][1]['hotRunners']}) | "
-        f"{show(hot['p50'])} s | {show(hot['quiet_p50'])} s "
-        f"({hot['quiet_p50'] / stock['quiet_p50']:.2f}x) | {show(hot['hot_p50'])} s on a hot "
-        f"slot | {hot['dollars'] / stock['dollars']:.2f}x $ |"
-    )
+    for name in (n for n in runs if n.startswith("hot ")):
+        bars(name, table[name], stock, runs[name][1]["hotRunners"])
     return 0
 
 
