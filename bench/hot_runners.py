@@ -150,9 +150,11 @@ def bars(name: str, hot: dict[str, Any], stock: dict[str, Any], value: object) -
     for text, met, figure in checks:
         print(f"{name}: {'met' if met else 'NOT met'}: {text} ({figure})")
     print(
-        f"README row: | hot runners (hotRunners: {value}) | {show(hot['p50'])} s | "
-        f"{show(hot['quiet_p50'])} s ({quiet:.2f}x) | {show(hot['hot_p50'])} s on a hot slot | "
-        f"{dollars:.2f}x $ |"
+        f"README row: | hot runners (hotRunners: {value}) | {hot['failed']} / {hot['stuck']} / "
+        f"{hot['over_adv']:.0f} | {hot['node_hours'] / stock['node_hours']:.2f} | "
+        f"{dollars:.2f} | fair p50 {hot['p50'] / stock['p50']:.2f}x ({show(hot['p50'])} s) | "
+        f"quiet p50 {quiet:.2f}x ({show(hot['quiet_p50'])} s) | on a hot slot "
+        f"{show(hot['hot_p50'])} s ({hot['on_hot']} of {hot['jobs']} jobs) |"
     )
 
 
