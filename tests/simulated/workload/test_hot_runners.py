@@ -7,6 +7,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+import pytest
+
 from simulator.workload.actions import ActionsService, JobState
 from simulator.workload.jobs import JobSpec
 
@@ -14,8 +16,8 @@ from .builders import bare_log, events, run, scale_set, scenario
 
 
 def hot_world(hot: int | str, **overrides: Any) -> dict[str, Any]:
+    overrides.setdefault("duration", "90m")
     data = scenario(
-        duration="90m",
         scale_sets=[scale_set("cpu-east", "east", gpu=False)],
         jobs=[{"labels": ["linux"], "per_hour": 20, "duration": {"median": "4m", "sigma": 0.3}}],
         **overrides,
@@ -85,3 +87,15 @@ def test_an_idle_registered_runner_takes_an_assigned_job_at_once() -> None:
     job = svc.submit(JobSpec(0.0, ("linux",), 60.0))
     assert job.state is JobState.STARTED and started == [job]
     assert job.started_at == job.assigned_at == loop.now()
+
+
+@pytest.mark.parametrize("version", ["0.13", "0.14", "0.15"])
+def test_hot_slots_are_confirmed_under_every_arc_version(version: str) -> None:
+    """0.13/0.14: an idle runner's EphemeralRunner phase is Running (from its pod); 0.15: it
+    stays Pending until the listener's JobStarted patch (PR #4646). Idle is read from
+    ``status.ready`` and no ``jobId`` under all three, so hot slots are confirmed and taken
+    alike (docs/arc-versions.md)."""
+    world = run(hot_world(2, duration="40m", arc={"version": version}), "capacity-aware")
+    hot, _ = on_idle_runner(world)
+    assert len(hot) >= 5
+    assert world.run()["over_advertised_slot_seconds"] == 0
