@@ -30,6 +30,7 @@ Run: ``.venv/bin/python bench/hot_runners.py [--seeds 3] [--jobs 1] [--scenario 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import statistics
@@ -86,6 +87,7 @@ def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
         and e["job"] in assigned
         and registered.get(e["runner"], INF) < assigned[e["job"]]
     }
+    steps = breakdown(events, on_idle)
     windows = [(b.at, b.at + b.over) for s in scenario.jobs for b in s.bursts]
     jobs = []
     for job in world.service.jobs:
@@ -103,7 +105,39 @@ def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
         "dollars": results["billed_cost_usd"],
         "node_hours": results["billed_node_hours"],
         "nodes": results["nodes_launched"],
+        "steps": steps,
     }
+
+
+#: The steps of a hot-slot job's wait, from the event log (the hook names the workflow pod
+#: ``<runner pod>[:54]-workflow``; ARC names the runner pod after the runner).
+STEPS = (
+    "assigned -> started (runner pickup)",
+    "started -> workflow pod created (hook)",
+    "created -> bound (preempts the placeholder)",
+    "bound -> Running (kubelet start)",
+    "Running -> job running (hook's next read)",
+)
+
+
+def breakdown(events: list[dict[str, Any]], jobs: set[int]) -> list[tuple[float, ...]]:
+    """Per job of ``jobs`` that ran: the duration of each of :data:`STEPS`."""
+    at: dict[tuple[str, Any], float] = {}
+    for e in events:
+        key = e.get("pod") if e["type"].startswith("pod_") else e.get("job")
+        at.setdefault((e["type"], key), e["t"])
+    runner_of = {e["job"]: e["runner"] for e in events if e["type"] == "job_started"}
+    out = []
+    for job in jobs:
+        pod = runner_of[job][:54] + "-workflow"
+        marks = [
+            at.get(("job_assigned", job)), at.get(("job_started", job)),
+            at.get(("pod_created", pod)), at.get(("pod_bound", pod)),
+            at.get(("pod_running", pod)), at.get(("job_running", job)),
+        ]  # fmt: skip
+        if all(m is not None for m in marks):
+            out.append(tuple(b - a for a, b in itertools.pairwise(marks)))  # type: ignore[operator]
+    return out
 
 
 def p50(waits: list[float]) -> float:
@@ -197,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )))  # fmt: skip
     for name in (n for n in runs if n.startswith("hot ")):
         bars(name, table[name], stock, runs[name][1]["hotRunners"])
+        steps = [s for r in results if r["name"] == name for s in r["steps"]]
+        print(f"{name}: where a hot-slot job's wait goes (median s over {len(steps)} jobs)")
+        for i, step in enumerate(STEPS):
+            print(f"  {step}: {statistics.median(s[i] for s in steps):.2f}" if steps else "  -")
     return 0
 
 
