@@ -150,6 +150,11 @@ class CapacityAwarePart:
                 return
             # ARC's scaler clamps desired runners by the live maxRunners the step saw.
             listener.set_live_max_runners(output.result.ledger.max_runners)
+            # Hot slots: the scaler keeps one idle runner per live slot (one attribute write,
+            # read by the scaler's next ERS patch after a poll; docs/design.md#hot-runners).
+            set_hot = getattr(listener.scaler, "set_hot_runners", None)
+            if callable(set_hot):
+                set_hot(output.result.hot_runners)
             metrics_subscriber.observe_step(
                 replace(output.result, subscriber_errors=errors), duration
             )
@@ -201,7 +206,13 @@ class CapacityAwarePart:
         cache = self.provider.cache
         if not cache.has_synced:
             return None
-        return build_snapshot(cache, self.target, now=self.clock.now(), demand=self.demand())
+        return build_snapshot(
+            cache,
+            self.target,
+            now=self.clock.now(),
+            demand=self.demand(),
+            hot=self.capacity.hot_runners != 0,
+        )
 
     def owned_pairs(self) -> set[str]:
         """Pair ids in the reconciler's store (its own and adopted ones)."""

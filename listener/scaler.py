@@ -15,12 +15,17 @@ State: ``target_runners`` (-1), ``patch_seq`` (-1), ``dirty`` (False).
 - :meth:`Scaler.handle_desired_runner_count`:
   1. ``was_dirty = dirty; dirty = False``;
   2. ``patch_seq``: reset to 0 when it is 2**31-1, then + 1 (the first call yields 0);
-  3. ``target = min(min_runners + count, max_runners)``;
+  3. ``target = min(min_runners + hot_runners + count, max_runners)``;
   4. ``patchID = patch_seq``, but 0 when not ``was_dirty`` and the target is unchanged and
-     equals ``min_runners`` (0 = "authoritative, the ERS controller may scale idle runners
-     down"; > 0 = "new intent, scale up only");
+     equals ``min_runners + hot_runners`` (0 = "authoritative, the ERS controller may scale
+     idle runners down"; > 0 = "new intent, scale up only");
   5. merge-patch ``{"spec":{"patchID":P,"replicas":N}}`` (``"replicas":null`` when N is 0,
      which is how Go's merge-patch diff says "removed"); returns ``target``.
+
+``hot_runners`` (0 unless ``capacityAware.hotRunners`` is set) is the reconciler's number of
+live hot slots (reconciler/hot_slots.py ``scaler_hot_runners``): like ``minRunners`` in ARC
+0.8+, idle runners kept on top of the assigned jobs, within ``maxRunners``. Stock ARC's bytes
+are unchanged while it is 0.
 
 Bodies are serialized like Go's ``encoding/json`` of a map (sorted keys, compact, ``<``, ``>``,
 ``&``, U+2028/9 escaped). Writes go through :class:`ScalerWriter`;
@@ -154,6 +159,8 @@ class Scaler:
         self.name = name
         self.min_runners = min_runners
         self.max_runners = max_runners
+        #: Idle runners kept for hot slots (docs/design.md#hot-runners); set by the reconciler.
+        self.hot_runners = 0
         self.target_runners = -1
         self.patch_seq = -1
         self.dirty = False
@@ -170,6 +177,12 @@ class Scaler:
     def set_max_runners(self, max_runners: int) -> None:
         """Follow a live ``maxRunners`` change (clamped at ``min_runners``)."""
         self.max_runners = max(self.min_runners, max_runners)
+
+    def set_hot_runners(self, hot_runners: int) -> None:
+        """The live hot slots changed; the next ERS patch keeps that many idle runners."""
+        if hot_runners < 0:
+            raise ValueError(f"hot_runners must be >= 0, got {hot_runners}")
+        self.hot_runners = hot_runners
 
     def handle_job_started(self, msg: JobStarted) -> None:
         self.dirty = True
@@ -247,9 +260,10 @@ class Scaler:
         if self.patch_seq == MAX_INT32:
             self.patch_seq = 0
         self.patch_seq += 1
-        target = min(self.min_runners + count, self.max_runners)
+        floor = self.min_runners + self.hot_runners
+        target = min(floor + count, self.max_runners)
         patch_id = self.patch_seq
-        if not was_dirty and target == self.target_runners and target == self.min_runners:
+        if not was_dirty and target == self.target_runners and target == floor:
             patch_id = 0
         self.target_runners = target
         body = ephemeral_runner_set_patch(patch_id, target)

@@ -37,6 +37,9 @@ class CapacityLedger:
     starved_runners: int
     #: Registered runners without a job: GitHub may hand them jobs without any capacity check.
     idle_runners: int
+    #: Hot slots' workflow placeholders counted on the workflow side (confirmed or taken
+    #: slots, docs/design.md#hot-runners); their idle runners are on the runner side already.
+    hot_workflow_halves: int = 0
 
     @property
     def headroom(self) -> int:
@@ -50,9 +53,12 @@ def compute_ledger(
     *,
     releasing: AbstractSet[str] = frozenset(),
     released_pods: AbstractSet[str] = frozenset(),
+    hot_workflow_halves: int = 0,
 ) -> CapacityLedger:
     """``releasing``: pairs this step is deleting or timing out; ``released_pods``: pods it is
-    sweeping. They still show in the snapshot but must not be advertised even for one step."""
+    sweeping. They still show in the snapshot but must not be advertised even for one step.
+    ``hot_workflow_halves``: the hot slots' placeholders that back a slot now
+    (``HotKeeper.workflow_halves``: only confirmed or taken slots, never a WARMING one)."""
     runner_placeholders = workflow_placeholders = 0
     for pair_id, pods in snapshot.placeholders.items():
         if pair_id in releasing:
@@ -74,7 +80,7 @@ def compute_ledger(
     )
 
     runner_side = len(bound_runners) + runner_placeholders
-    workflow_side = real_workflows_bound + workflow_placeholders
+    workflow_side = real_workflows_bound + workflow_placeholders + hot_workflow_halves
     max_runners = max(0, snapshot.max_runners)
     return CapacityLedger(
         capacity=min(runner_side, workflow_side, max_runners),
@@ -88,6 +94,7 @@ def compute_ledger(
         workflow_placeholders=workflow_placeholders,
         starved_runners=starved,
         idle_runners=snapshot.idle_runners,
+        hot_workflow_halves=hot_workflow_halves,
     )
 
 

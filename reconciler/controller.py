@@ -38,14 +38,13 @@ import random
 from dataclasses import dataclass
 from enum import Enum
 
-from reconciler.capacity import compute_ledger, fail_closed_capacity
+from reconciler.capacity import fail_closed_capacity
 from reconciler.ports import Command
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.schedule import Schedule, Timings
 from reconciler.settings import CapacityAwareSettings, ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from state_machine.events import TransitionEvent
-from state_machine.states import PairState
 
 log = logging.getLogger(__name__)
 
@@ -192,8 +191,9 @@ class ScaleSetController:
         self.schedule.ran(now)
 
     def _confirmed(self, snapshot: ClusterSnapshot) -> int:
-        """The capacity ``snapshot`` confirms for the pairs held now, outside a step."""
-        return compute_ledger(snapshot, self.reconciler.store.count([PairState.READY])).capacity
+        """The capacity ``snapshot`` confirms for the pairs and hot slots held now, outside a
+        step."""
+        return self.reconciler.ledger(snapshot).capacity
 
     def _fail_closed(self, stale_for: float) -> bool:
         stale = stale_for > self.stale_after

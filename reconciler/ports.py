@@ -32,6 +32,8 @@ class PairSpec:
     workflow_pod: str
     #: Lease expiry to write into the TTL annotation.
     expires_at: float
+    #: A hot slot's placeholder: only the workflow pod (its runner is a real idle runner).
+    workflow_only: bool = False
 
 
 # --- Commands: maintenance decided by the reconciler that is not a state change -------------
@@ -54,7 +56,15 @@ class DeleteOrphan:
     reason: str
 
 
-Command = RenewLease | DeleteOrphan
+@dataclass(frozen=True, slots=True)
+class CreatePlaceholder:
+    """Create a hot slot's workflow placeholder (``spec.workflow_only``)."""
+
+    spec: PairSpec
+    reason: str
+
+
+Command = RenewLease | DeleteOrphan | CreatePlaceholder
 
 
 class Subscriber(Protocol):
@@ -89,6 +99,7 @@ class CapacitySink(Protocol):
 __all__ = [
     "CapacitySink",
     "Command",
+    "CreatePlaceholder",
     "DeleteOrphan",
     "PairSpec",
     "PlaceholderWriter",

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.decide import DecideInput, decide
+from reconciler.hot_slots import HotTimings, hot_wanted, split_reserve
+from reconciler.hot_step import HotKeeper, HotStep
 from reconciler.ports import Command, DeleteOrphan
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
@@ -35,7 +37,6 @@ from state_machine.store import Change, Observed, PairStore
 from state_machine.table import RELEASED
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,13 @@ class StepResult:
     launch_limited_by: str | None = None
     #: The warm pool size kept this step (fixed, auto estimate or schedule), with its reason.
     warm_pool: WarmPoolSize | None = None
+    #: The hot slots' step (None while no hot slot is wanted or held).
+    hot: HotStep | None = None
+
+    @property
+    def hot_runners(self) -> int:
+        """Idle runners the scaler keeps on top of the assigned jobs (live hot slots)."""
+        return self.hot.hot_runners if self.hot is not None else 0
 
 
 def reconcile(
@@ -110,6 +118,7 @@ class Reconciler:
         window = config.warm_pool.window if config.warm_pool is not None else 900.0
         self.warm_window = WarmPoolWindow(window, started_at=started_at)
         self.warm_pool = WarmPoolSize(config.proactive_capacity, "static")
+        self.hot = HotKeeper(config.scale_set, instance)
 
     def _ids(self) -> Iterator[str]:
         while True:
@@ -126,18 +135,42 @@ class Reconciler:
         self.warm_pool = size
         return replace(self.config, proactive_capacity=size.pairs)
 
+    def _hot_step(
+        self, snapshot: ClusterSnapshot, config: ReconcilerConfig, now: float
+    ) -> tuple[ReconcilerConfig, HotStep | None]:
+        """Split this step's reserve into hot slots and warm pairs (reconciler/hot_slots.py),
+        and step the hot slots; the pairs' config keeps only the warm part."""
+        split = split_reserve(config.proactive_capacity, config.hot_runners)
+        if not split.hot and not self.hot.slots and not snapshot.hot_placeholders:
+            return config, None
+        assigned = sum(1 for p in snapshot.runner_pods if p.alive) - len(
+            snapshot.idle_runner_names
+        )
+        wanted = hot_wanted(split.hot, max_runners=snapshot.max_runners, assigned_jobs=assigned)
+        hot = self.hot.step(
+            snapshot,
+            wanted=wanted,
+            now=now,
+            timings=HotTimings(config.placeholder_ready_timeout, config.survivor_window),
+            placeholder_ttl=config.placeholder_ttl,
+        )
+        return replace(config, proactive_capacity=split.warm), hot
+
     def step(self, snapshot: ClusterSnapshot, *, now: float) -> StepResult:
         """One step at ``now``; raises (changing nothing) if the plan cannot be made or is
         invalid."""
+        # Registered idle runners (named only while hot slots are kept) wait for a job: they
+        # hold no job's slot, so they are not starting runners for the warm pool's estimate.
         self.warm_window.observe_runners(
             (p.name for p in snapshot.runner_pods if p.alive),
             now,
-            starting=snapshot.starting_runners,
+            starting=max(0, snapshot.starting_runners - len(snapshot.idle_runner_names)),
         )
+        config, hot = self._hot_step(snapshot, self._step_config(now), now)
         plan = reconcile(
             self.store.view(),
             snapshot,
-            self._step_config(now),
+            config,
             now=now,
             instance=self.instance,
             first_step=self.steps == 0,
@@ -146,16 +179,28 @@ class Reconciler:
         events = tuple(self.store.commit(plan.changes, now, built=plan.synced))
         self.steps += 1
         self.warm_window.observe(events)
+        if hot is not None:
+            self.warm_window.observe_hot(hot.opened, hot.confirmed_now, hot.jobs_started, now)
         ledger = compute_ledger(
             snapshot,
             self.store.count([PairState.READY]),
             releasing={e.pair_id for e in events if e.target in RELEASED},
             released_pods={c.pod.name for c in plan.commands if isinstance(c, DeleteOrphan)},
+            hot_workflow_halves=self.hot.workflow_halves(snapshot),
         )
         return StepResult(
             events,
-            plan.commands,
+            (*plan.commands, *(hot.commands if hot is not None else ())),
             ledger,
             launch_limited_by=plan.launch_limited_by,
             warm_pool=self.warm_pool,
+            hot=hot,
+        )
+
+    def ledger(self, snapshot: ClusterSnapshot) -> CapacityLedger:
+        """The ledger of ``snapshot`` with no decision (a failed step, a drop check)."""
+        return compute_ledger(
+            snapshot,
+            self.store.count([PairState.READY]),
+            hot_workflow_halves=self.hot.workflow_halves(snapshot),
         )

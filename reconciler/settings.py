@@ -61,6 +61,18 @@ def _proactive(value: Any) -> Any:
 ProactiveCapacity = Annotated[int | Literal["auto"], BeforeValidator(_proactive)]
 
 
+def _hot(value: Any) -> Any:
+    """A number of hot slots (0-10000) or ``"auto"``; one message for anything else."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000:
+        raise ValueError("hotRunners is a number of hot slots from 0 to 10000, or 'auto'")
+    return value
+
+
+HotRunners = Annotated[int | Literal["auto"], BeforeValidator(_hot)]
+
+
 def _second_of_day(value: Any) -> Any:
     """``"HH:MM"`` (UTC, 24 h clock) to seconds since midnight."""
     match = _CLOCK.match(value.strip()) if isinstance(value, str) else None
@@ -126,6 +138,10 @@ class CapacityAwareSettings(SettingsModel):
     enabled: StrictBool = False
     #: Warm pairs kept ready beyond running jobs, or "auto" (sized by ``warmPool``).
     proactive_capacity: ProactiveCapacity = 1
+    #: Of that reserve, how many slots are held as hot slots (a registered idle runner paired
+    #: with a workflow placeholder, docs/design.md#hot-runners) instead of warm pairs; "auto":
+    #: all of it. 0: none (warm pairs only).
+    hot_runners: HotRunners = 0
     warm_pool: WarmPoolSettings = Field(default_factory=WarmPoolSettings)
     #: Periodic fallback between watch-triggered reconciles.
     recalculate_interval: Seconds = Field(default=30.0, ge=1, le=3600)
@@ -211,6 +227,18 @@ class CapacityAwareSettings(SettingsModel):
             raise ValueError("demand.sources has 'hud' but hud.url is not set")
         if not self.workflow_resources:
             raise ValueError("workflowResources needs at least one resource, e.g. {cpu: '1'}")
+        hot, reserve = self.hot_runners, self.proactive_capacity
+        if (
+            not self.warm_pool.schedule
+            and isinstance(hot, int)
+            and isinstance(reserve, int)
+            and hot > reserve
+        ):
+            raise ValueError(
+                "hotRunners is the part of the reserve held as hot slots, so it must be <= "
+                f"proactiveCapacity (got hotRunners {self.hot_runners} > proactiveCapacity "
+                f"{self.proactive_capacity}); raise proactiveCapacity or use hotRunners: auto"
+            )
         auto_only = self.warm_pool.model_fields_set - {"schedule"}
         if self.proactive_capacity != "auto" and auto_only:
             keys = ", ".join(sorted(to_camel(k) for k in auto_only))
@@ -249,6 +277,7 @@ class CapacityAwareSettings(SettingsModel):
         return ReconcilerConfig(
             scale_set=scale_set,
             proactive_capacity=self.static_proactive_capacity,
+            hot_runners=self.hot_runners,
             warm_pool=self.warm_pool_policy(),
             placeholder_ready_timeout=self.placeholder_ready_timeout,
             survivor_window=self.survivor_window,
@@ -276,6 +305,8 @@ class ReconcilerConfig:
     #: New nodes per minute our pending pairs may cause (see CapacityAwareSettings).
     node_launch_rate: float = 30.0
     launch_group_size: int | None = None
+    #: Of the reserve, slots held hot (reconciler/hot_slots.py ``split_reserve``).
+    hot_runners: int | Literal["auto"] = 0
     #: Adaptive / scheduled warm pool; None: ``proactive_capacity`` as is. The reconciler
     #: replaces ``proactive_capacity`` with its size at every step.
     warm_pool: WarmPoolPolicy | None = None

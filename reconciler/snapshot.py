@@ -225,6 +225,7 @@ class LaunchFacts:
 
 
 _EMPTY: Mapping[str, PairPods] = MappingProxyType({})
+_EMPTY_HOT: Mapping[str, PlaceholderPod] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +241,12 @@ class ClusterSnapshot:
     workflow_pods: tuple[WorkflowPod, ...] = ()
     #: Registered runners without a job (EphemeralRunners Running with no jobId).
     idle_runners: int = 0
+    #: Workflow placeholders of hot slots, by pod name (docs/design.md#hot-runners); never
+    #: in ``placeholders``, so the pairs' sync and sweep do not see them.
+    hot_placeholders: Mapping[str, PlaceholderPod] = field(default_factory=lambda: _EMPTY_HOT)
+    #: EphemeralRunners that are registered and idle, and those that have a job (jobId).
+    idle_runner_names: frozenset[str] = frozenset()
+    busy_runner_names: frozenset[str] = frozenset()
     demand: Demand = field(default_factory=Demand)
     fit: FitEstimate | None = None
     #: NodeClaim launch facts; None without Karpenter (no node-launch rate to honour).

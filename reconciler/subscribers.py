@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from reconciler.clock import Clock
 from reconciler.ports import (
     Command,
+    CreatePlaceholder,
     DeleteOrphan,
     PairSpec,
     PlaceholderWriter,
@@ -67,6 +68,8 @@ class PlaceholderSubscriber:
                 self.writer.renew_lease(command.pods, command.expires_at)
             elif isinstance(command, DeleteOrphan):
                 self.writer.delete_pods([command.pod])
+            elif isinstance(command, CreatePlaceholder):
+                self.writer.create_pair(command.spec)
 
     def _spec(self, event: TransitionEvent) -> PairSpec:
         return PairSpec(
@@ -108,6 +111,13 @@ class LoggingSubscriber:
                     "orphan pod=%s/%s reason=%r",
                     command.pod.namespace,
                     command.pod.name,
+                    command.reason,
+                )
+            elif isinstance(command, CreatePlaceholder):
+                self.logger.info(
+                    "hot slot=%s placeholder=%s created reason=%r",
+                    command.spec.pair_id,
+                    command.spec.workflow_pod,
                     command.reason,
                 )
             else:

@@ -245,6 +245,20 @@ class WarmPoolWindow:
             elif event.target in RELEASED:
                 self._created_at.pop(event.pair_id, None)
 
+    def observe_hot(
+        self, opened: Iterable[str], confirmed: Iterable[str], taken: int, now: float
+    ) -> None:
+        """Hot slots are the same reserve (docs/design.md#hot-runners): a slot's placeholder
+        requested is a refill started, a slot confirmed (HOT) a refill done, a job landing on
+        a slot a slot taken."""
+        for slot_id in opened:
+            self._created_at[slot_id] = now
+        for slot_id in confirmed:
+            created = self._created_at.pop(slot_id, None)
+            if created is not None:
+                self._ready.append(now - created)
+        self._taken.extend([now] * taken)
+
     def observation(self, now: float) -> WarmPoolObservation:
         horizon = now - self.window
         for times in (self._starts, self._taken):

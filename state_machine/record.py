@@ -21,6 +21,16 @@ def pod_names(scale_set: str, pair_id: str) -> tuple[str, str]:
     return f"{base}-r", f"{base}-w"
 
 
+#: Hot slot ids start with this (their placeholders carry it as the pair label), so the
+#: snapshot keeps them apart from pairs (docs/design.md#hot-runners).
+HOT_PREFIX = "hot-"
+
+
+def hot_placeholder_name(scale_set: str, slot_id: str) -> str:
+    """Name of a hot slot's workflow placeholder pod (a new ``slot_id`` suffix per mend)."""
+    return f"{scale_set[:SCALE_SET_NAME_LIMIT].rstrip('-.')}-ph-{slot_id}-w"
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:
     state: PairState

@@ -11,6 +11,16 @@ import sys
 from pathlib import Path
 
 from state_machine.events import Kind
+from state_machine.hot import (
+    HOT_CONFIRMED,
+    HOT_DESCRIPTIONS,
+    HOT_EDGES,
+    HOT_HAS_PLACEHOLDER,
+    HOT_INITIAL,
+    HOT_LIVE,
+    HOT_TERMINAL,
+    HotState,
+)
 from state_machine.states import DESCRIPTIONS, PairState
 from state_machine.table import EDGES, HAS_PODS, IN_FLIGHT, INITIAL, LIVE, TERMINAL
 
@@ -68,7 +78,55 @@ def render_markdown() -> str:
         outgoing = sorted({e.target.value for e in EDGES if e.source is state})
         lines += [f"### {state.value}", "", DESCRIPTIONS[state], ""]
         lines += [f"Leaves for: {', '.join(outgoing) if outgoing else 'nothing (terminal)'}.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + render_hot())
+
+
+def _hot_names(states: frozenset[HotState]) -> str:
+    return ", ".join(s.value for s in HotState if s in states)
+
+
+def render_hot() -> list[str]:
+    """The hot-slot table (state_machine/hot.py), appended to the same page."""
+    lines = [
+        "## Hot slots",
+        "",
+        "With `capacityAware.hotRunners`, part of the reserve is held as *hot slots*: a",
+        "registered idle runner (a real runner ARC keeps because the scaler's",
+        "EphemeralRunnerSet target counts the slot) paired with a workflow placeholder. Their",
+        "own table, `state_machine/hot.py`; *passive* moves are proven by",
+        "`reconciler/hot_slots.py::sync_hot`, *active* ones chosen by `decide_hot`",
+        "([design](design.md#hot-runners)). Only HOT slots are advertised, like READY pairs.",
+        "",
+        "```mermaid",
+        "stateDiagram-v2",
+        f"    [*] --> {HOT_INITIAL.value}",
+    ]
+    for edge in HOT_EDGES:
+        lines.append(f"    {edge.source.value} --> {edge.target.value}: {edge.kind.value}")
+    lines += [f"    {HotState.RELEASED.value} --> [*]", "```", ""]
+    lines += ["| from | to | kind | when |", "|---|---|---|---|"]
+    lines.append(
+        f"| (new) | {HOT_INITIAL.value} | active | decide wants more hot slots than exist "
+        "(within the reserve and maxRunners); its workflow placeholder is created |"
+    )
+    for edge in HOT_EDGES:
+        lines.append(
+            f"| {edge.source.value} | {edge.target.value} | {edge.kind.value} | {edge.when} |"
+        )
+    lines += [
+        "",
+        f"- **confirmed** (advertised like READY pairs): {_hot_names(HOT_CONFIRMED)}",
+        "- **live** (the scaler keeps an idle runner for each; count towards the hot slots "
+        f"wanted): {_hot_names(HOT_LIVE)}",
+        f"- **has placeholder** (deleted on the way out): {_hot_names(HOT_HAS_PLACEHOLDER)}",
+        f"- **terminal**: {_hot_names(HOT_TERMINAL)}",
+        "",
+    ]
+    for state in HotState:
+        outgoing = sorted({e.target.value for e in HOT_EDGES if e.source is state})
+        lines += [f"### {state.value}", "", HOT_DESCRIPTIONS[state], ""]
+        lines += [f"Leaves for: {', '.join(outgoing) if outgoing else 'nothing (terminal)'}.", ""]
+    return lines
 
 
 _POSITIONS = {

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from state_machine.hot import HotState
 from state_machine.states import PairState
 
 MetricKind = Literal["counter", "gauge", "histogram"]
@@ -218,6 +219,15 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          "`auto`: slots expected out of the warm pool (starting runners + pairs taken per "
          "second x time to READY), which the pool size covers with a Poisson margin.",
          "per reconcile step that estimated it (not with a fixed size or a schedule entry)"),
+    _cap("hot_slots", "gauge",
+         "Hot slots (hotRunners: an idle registered runner + a workflow placeholder) by state; "
+         "only `HOT` ones are advertised.",
+         "per reconcile step while hot slots are kept; `state` is one of "
+         + ", ".join(f"`{s.value}`" for s in HotState if s is not HotState.RELEASED),
+         ("state",)),
+    _cap("hot_slot_jobs_total", "counter",
+         "Jobs that started on a hot slot (its runner took the job: a move to TAKEN).",
+         "+1 per slot moving to TAKEN"),
     _cap("starved_runners", "gauge",
          "Bound runner pods whose workflow pod exists but is not bound: claimed jobs waiting "
          "for a node.", "per reconcile step"),

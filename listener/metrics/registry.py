@@ -36,6 +36,7 @@ from listener.metrics.labels import ScaleSetIdentity, _field, parse_workflow_ref
 from reconciler.capacity import CapacityLedger
 from reconciler.clock import Clock
 from state_machine.events import TransitionEvent
+from state_machine.hot import HotState
 from state_machine.states import PairState, Role
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,13 @@ class PrometheusMetrics:
         self._cap_metric("warm_pool_pairs").set(pairs)
         if load is not None:
             self._cap_metric("warm_pool_load").set(load)
+
+    def observe_hot(self, by_state: Mapping[HotState, int], jobs_started: int) -> None:
+        for state in HotState:
+            if state is not HotState.RELEASED:
+                self._cap_metric("hot_slots", state=state.value).set(by_state.get(state, 0))
+        if jobs_started:
+            self._cap_metric("hot_slot_jobs_total").inc(jobs_started)
 
     def observe_pair_counts(self, counts: Mapping[PairState, int]) -> None:
         for state in PairState:

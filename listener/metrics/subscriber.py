@@ -49,6 +49,9 @@ class MetricsSubscriber:
         warm_pool = getattr(result, "warm_pool", None)
         if warm_pool is not None:
             self.metrics.observe_warm_pool(warm_pool.pairs, warm_pool.load)
+        hot = getattr(result, "hot", None)
+        if hot is not None:
+            self.metrics.observe_hot(hot.by_state, hot.jobs_started)
         current = counts if counts is not None else (self.counts() if self.counts else None)
         if current is not None:
             self.metrics.observe_pair_counts(current)

@@ -218,11 +218,24 @@ class PlaceholderPodBuilder:
     def requests_for(self, role: Role) -> Mapping[str, Decimal]:
         return self.runner_requests if role is Role.RUNNER else self.workflow_requests
 
+    def build_pods(self, spec: PairSpec) -> tuple[dict[str, Any], ...]:
+        """The pods to create for ``spec``: both halves of a pair, or only the workflow
+        placeholder of a hot slot (``spec.workflow_only``)."""
+        runner, workflow = self._build(spec)
+        return (workflow,) if runner is None else (runner, workflow)
+
     def build(self, spec: PairSpec) -> tuple[dict[str, Any], dict[str, Any]]:
         """(runner placeholder, workflow placeholder) as API JSON dicts."""
-        _check_name(spec.runner_pod, "runner placeholder name")
+        runner, workflow = self._build(spec)
+        if runner is None:
+            raise PlaceholderSpecError(f"{spec.pair_id} is a hot slot: it has no runner half")
+        return runner, workflow
+
+    def _build(self, spec: PairSpec) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        if not spec.workflow_only:
+            _check_name(spec.runner_pod, "runner placeholder name")
         _check_name(spec.workflow_pod, "workflow placeholder name")
-        if spec.runner_pod == spec.workflow_pod:
+        if not spec.workflow_only and spec.runner_pod == spec.workflow_pod:
             raise PlaceholderSpecError(
                 f"both halves of pair {spec.pair_id} are named {spec.runner_pod!r}"
             )
@@ -238,10 +251,10 @@ class PlaceholderPodBuilder:
         deadline = jittered_lifetime(
             spec.pair_id, self.settings.placeholder_lifetime, self.settings.lifetime_jitter
         )
-        return (
-            self._pod(spec, Role.RUNNER, spec.runner_pod, deadline),
-            self._pod(spec, Role.WORKFLOW, spec.workflow_pod, deadline),
-        )
+        workflow = self._pod(spec, Role.WORKFLOW, spec.workflow_pod, deadline)
+        if spec.workflow_only:
+            return None, workflow
+        return self._pod(spec, Role.RUNNER, spec.runner_pod, deadline), workflow
 
     def _pod(self, spec: PairSpec, role: Role, name: str, deadline: int) -> dict[str, Any]:
         classes = self.settings.priority_classes

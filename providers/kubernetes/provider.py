@@ -179,5 +179,11 @@ class KubernetesProvider:
             log.debug("no fit estimate: %s", exc)
             fit, launches = None, None
         return build_snapshot(
-            self.cache, self.target, now=now, demand=demand, fit=fit, launches=launches
+            self.cache,
+            self.target,
+            now=now,
+            demand=demand,
+            fit=fit,
+            launches=launches,
+            hot=self.settings.hot_runners != 0,
         )

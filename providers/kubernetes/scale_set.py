@@ -113,6 +113,25 @@ def runner_view(er: Obj) -> tuple[tuple[str, ...], str | None, str, bool]:
     return owners, labels_of(er).get(L.LABEL_ARC_SCALE_SET_NAME), meta.get("name", ""), idle
 
 
+def runner_activity(
+    source: ObjectSource, target: ScaleSetTarget, scale_set: str
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Names of this ERS's EphemeralRunners that are idle (:func:`runner_view`), and of those
+    that have a job (``status.jobId``, written by the listener's JobStarted patch under ARC
+    0.13-0.15). Read only when hot slots are kept (docs/design.md#hot-runners)."""
+    idle: set[str] = set()
+    busy: set[str] = set()
+    for er in source.list("EphemeralRunner", target.runner_namespace):
+        owners, label, name, is_idle = runner_view(er)
+        if not (target.ers_name in owners if owners else label == scale_set):
+            continue
+        if is_idle:
+            idle.add(name)
+        elif (er.get("status") or {}).get("jobId"):
+            busy.add(name)
+    return frozenset(idle), frozenset(busy)
+
+
 def our_runners(
     source: ObjectSource,
     target: ScaleSetTarget,

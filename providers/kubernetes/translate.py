@@ -52,6 +52,7 @@ from providers.kubernetes.scale_set import (
     find_object,
     live_limits,
     our_runners,
+    runner_activity,
     runner_view,
     scale_set_name,
 )
@@ -66,6 +67,7 @@ from reconciler.snapshot import (
     RunnerPod,
     WorkflowPod,
 )
+from state_machine.record import HOT_PREFIX
 from state_machine.states import Role
 
 log = logging.getLogger(__name__)
@@ -253,8 +255,12 @@ def build_snapshot(
     fit: FitEstimate | None = None,
     launches: LaunchFacts | None = None,
     memo: SnapshotMemo | None = None,
+    hot: bool = False,
 ) -> ClusterSnapshot:
-    """One immutable snapshot of this scale set's slice of the cluster (see module doc)."""
+    """One immutable snapshot of this scale set's slice of the cluster (see module doc).
+
+    ``hot``: hot slots are kept (``hotRunners``), so the idle and busy runners are named too
+    (also whenever a hot slot's placeholder is seen: a listener restarted without them)."""
     ers = find_object(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
     scale_set = scale_set_name(ers, target)
     max_runners, _ = live_limits(source, target, ers)
@@ -300,6 +306,12 @@ def build_snapshot(
 
     ours = {r.name for r in runner_pods}
     workflow_pods = [w for w in workflow_candidates if w.runner_pod in ours]
+    hot_placeholders = {p.name: p for p in placeholders if p.pair_id.startswith(HOT_PREFIX)}
+    if hot_placeholders:
+        placeholders = [p for p in placeholders if p.name not in hot_placeholders]
+    idle_names = busy_names = frozenset[str]()
+    if hot or hot_placeholders:
+        idle_names, busy_names = runner_activity(source, target, scale_set)
 
     return ClusterSnapshot(
         taken_at=now,
@@ -308,6 +320,9 @@ def build_snapshot(
         runner_pods=tuple(runner_pods),
         workflow_pods=tuple(workflow_pods),
         idle_runners=idle,
+        hot_placeholders=hot_placeholders,
+        idle_runner_names=idle_names,
+        busy_runner_names=busy_names,
         demand=demand,
         fit=fit,
         launches=launches,

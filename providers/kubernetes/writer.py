@@ -83,8 +83,7 @@ class KubernetesPlaceholderWriter:
     # --- PlaceholderWriter -------------------------------------------------------------------
 
     def create_pair(self, spec: PairSpec) -> None:
-        runner, workflow = self.builder.build(spec)
-        self._run_all([partial(self._create, pod) for pod in (runner, workflow)])
+        self._run_all([partial(self._create, pod) for pod in self.builder.build_pods(spec)])
 
     def delete_pods(self, pods: Sequence[PodRef]) -> None:
         self._run_all([partial(self._delete, ref) for ref in pods])

@@ -311,6 +311,7 @@ class CapacityAwareDriver:
             fit=bounds[0],
             launches=bounds[1],
             memo=self._memo,
+            hot=self.config.hot_runners != 0,
         )
 
     def _step(self) -> None:
@@ -341,6 +342,8 @@ class CapacityAwareDriver:
         """Carry out an output: the subscribers first (placeholder writes), then the capacity
         into the listener's gate (a change may cut its long poll)."""
         notify_subscribers(self.subscribers, output.events, output.commands)
+        if output.result is not None:
+            self.ctx.listener.set_hot_runners(output.result.hot_runners)
         if output.capacity is not None:
             self.set_capacity(output.capacity)
 

@@ -39,7 +39,7 @@ class StorePlaceholderWriter:
         self.pods_created = 0
 
     def create_pair(self, spec: PairSpec) -> None:
-        for pod in self.builder.build(spec):
+        for pod in self.builder.build_pods(spec):
             meta = pod["metadata"]
             if self.store.find("Pod", meta["namespace"], meta["name"]) is not None:
                 continue

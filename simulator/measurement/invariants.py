@@ -378,7 +378,11 @@ def observe_world(
 
         def reservable(store: ObjectStore = store, target: Any = target) -> int:
             snapshot = build_snapshot(store, target, now=loop.now(), demand=Demand())
-            return compute_ledger(snapshot, 0).capacity
+            # Hot slots' placeholders (kept apart from pairs) hold workflow room too; read from
+            # the pods alone, any Running one counts (the listener counts confirmed slots only,
+            # so this bound is looser for them, never tighter).
+            hot = sum(1 for p in snapshot.hot_placeholders.values() if p.counts)
+            return compute_ledger(snapshot, 0, hot_workflow_halves=hot).capacity
 
         observer = InvariantObserver(
             scale_set=name,

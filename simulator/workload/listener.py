@@ -125,6 +125,8 @@ class ListenerModel:
         #: None: the scaler learns the ARC version from the runners it reads (production's way).
         self.arc_version = arc_version
         self.writer = StoreScalerWriter(store)
+        #: Idle runners kept for hot slots (the reconciler's count; docs/design.md#hot-runners).
+        self.hot_runners = 0
         self.scaler = self._scaler()
         #: X-ScaleSetMaxCapacity source. Without a reconciler nobody sets it, so it reads the
         #: live maxRunners: stock ARC's static capacity.
@@ -172,7 +174,7 @@ class ListenerModel:
         return True
 
     def _scaler(self) -> Scaler:
-        return Scaler(
+        scaler = Scaler(
             self.writer,
             namespace=self.namespace,
             name=self.ers_name,
@@ -180,6 +182,14 @@ class ListenerModel:
             max_runners=self.max_runners,
             arc_version=self.arc_version,
         )
+        scaler.set_hot_runners(self.hot_runners)
+        return scaler
+
+    def set_hot_runners(self, hot_runners: int) -> None:
+        """The reconciler's live hot slots: the scaler's next ERS patch keeps that many idle
+        runners (as the production listener's scaler; it patches after each poll)."""
+        self.hot_runners = hot_runners
+        self.scaler.set_hot_runners(hot_runners)
 
     def start(self) -> None:
         self.scale_set.wake = self._wake

@@ -64,6 +64,14 @@ def test_snake_case_is_accepted_too() -> None:
         ({"workflowResources": {"gpu": "1"}}, "extended resource with its domain (nvidia.com/gpu)"),
         ({"survivorWindow": "2 minutes"}, "survivorWindow: got '2 minutes'; a duration is"),
         ({"hud": {"timeout": "5sec"}}, "hud.timeout: got '5sec'; a duration is"),
+        ({"hotRunners": -1}, "hotRunners: got -1; hotRunners is a number of hot slots from 0"),
+        ({"hotRunners": "lots"}, "hotRunners: got 'lots'; hotRunners is a number of hot slots"),
+        ({"hotRunners": True}, "hotRunners: got True; hotRunners is a number of hot slots"),
+        (
+            {"hotRunners": 3, "proactiveCapacity": 2},
+            "hotRunners is the part of the reserve held as hot slots, so it must be <= "
+            "proactiveCapacity (got hotRunners 3 > proactiveCapacity 2)",
+        ),
     ],
 )
 def test_bad_values_name_the_field_the_value_and_what_is_allowed(
@@ -92,3 +100,21 @@ def test_workflow_resources_accept_every_kubernetes_quantity_form(
 ) -> None:
     settings = parse_capacity_aware({"workflowResources": resources}, where="x")
     assert settings.workflow_resources == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({}, 0),  # default: no hot slots, warm pairs only
+        ({"proactiveCapacity": 6, "hotRunners": 6}, 6),
+        ({"proactiveCapacity": 6, "hotRunners": 2}, 2),
+        ({"proactiveCapacity": 6, "hotRunners": "AUTO"}, "auto"),
+        # under auto (or a schedule) the reserve is only known per step: split_reserve caps N
+        ({"proactiveCapacity": "auto", "hotRunners": 12}, 12),
+        ({"proactiveCapacity": 1, "hotRunners": 4,
+          "warmPool": {"schedule": [{"start": "07:00", "end": "19:00", "pairs": 6}]}}, 4),
+    ],
+)  # fmt: skip
+def test_hot_runners_reach_the_reconciler(values: dict[str, object], expected: object) -> None:
+    config = parse_capacity_aware(values, where="x").reconciler_config("s")
+    assert config.hot_runners == expected

@@ -1,0 +1,242 @@
+"""Benchmark: hot runners (``capacityAware.hotRunners``) against stock ARC and the warm pool.
+
+On one scenario (default: the shipped merge-queue, ``config/scenarios/merge-queue.yaml``),
+seeds 1..N, three runs on the same jobs:
+
+- ``stock ARC`` (strategy ``baseline``),
+- ``warm pool``: capacity-aware as the scenario sets it (its ``proactiveCapacity`` of warm
+  pairs),
+- ``hot N``: the same, with ``hotRunners: N`` (the same reserve budget, N slots of it hot, the
+  rest warm pairs; default N = the whole reserve; ``--hot`` may be repeated).
+
+Per run it prints, over the jobs of all seeds pooled (a job that failed or never started counts
+as infinitely late, ``never``):
+
+- ``on hot``: jobs taken by a runner that was registered and idle before the job was assigned
+  (an idle runner took it: no pod start), their count and fair p50;
+- ``quiet p50``: fair p50 of the jobs queued outside the scenario's burst windows, and its
+  ratio to stock ARC's;
+- ``p50 / p95``: fair, all jobs; ``failed``, ``stuck``, ``over-adv`` (slot-seconds, summed);
+- ``$``, ``node-h``, ``nodes``: summed over seeds, with ``$`` as a ratio to stock ARC's.
+
+Then the bars of issue 31 for the hot row (jobs on a hot slot <= 8 s p50, quiet-time p50 <=
+0.5x stock ARC's, dollars <= 1.1x stock ARC's), each printed with its figure, and one
+Markdown row for the README headline table.
+
+Run: ``.venv/bin/python bench/hot_runners.py [--seeds 3] [--jobs 1] [--scenario FILE]
+[--hot N ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import statistics
+import sys
+from collections.abc import Sequence
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simulator.engine.world import World
+from simulator.scenarios.scenario import Scenario, parse_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SCENARIO = ROOT / "config" / "scenarios" / "merge-queue.yaml"
+INF = math.inf
+
+
+def load(path: Path) -> Scenario:
+    return parse_scenario(yaml.safe_load(path.read_text()), where=str(path))
+
+
+def variants(scenario: Scenario, hot: list[int]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Run name -> (strategy, capacityAware block merged over the scenario's). ``hot``: the
+    hotRunners values to run (default: the whole reserve, ``auto`` under an auto pool)."""
+    reserve = scenario.strategies.capacity_aware.proactive_capacity
+    values: list[int | str] = list(hot) or [reserve if isinstance(reserve, int) else "auto"]
+    runs: dict[str, tuple[str, dict[str, Any]]] = {
+        "stock ARC": ("baseline", {}),
+        "warm pool": ("capacity-aware", {}),
+    }
+    for value in values:
+        runs[f"hot {value}"] = ("capacity-aware", {"hotRunners": value})
+    return runs
+
+
+def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
+    path, seed, name, strategy, block = task
+    scenario = load(Path(path))
+    if block:
+        scenario = scenario.with_capacity_aware(block, where="--hot")
+    world = World(scenario, strategy, seed=seed)
+    results = world.run()
+    events = [json.loads(line) for line in world.log.lines()]
+    registered = {e["runner"]: e["t"] for e in events if e["type"] == "runner_registered"}
+    assigned = {e["job"]: e["t"] for e in events if e["type"] == "job_assigned"}
+    on_idle = {
+        e["job"]
+        for e in events
+        if e["type"] == "job_started"
+        and e["job"] in assigned
+        and registered.get(e["runner"], INF) < assigned[e["job"]]
+    }
+    steps = breakdown(events, on_idle)
+    windows = [(b.at, b.at + b.over) for s in scenario.jobs for b in s.bursts]
+    jobs = []
+    for job in world.service.jobs:
+        queued = job.queued_at - world.loop.start  # the scenario's times are from the start
+        wait = (job.running_at - job.queued_at) if job.running_at is not None else INF
+        quiet = not any(lo <= queued <= hi for lo, hi in windows)
+        jobs.append((wait, job.request_id in on_idle, quiet))
+    return {
+        "name": name,
+        "seed": seed,
+        "jobs": jobs,
+        "failed": results["jobs_failed"],
+        "stuck": results["jobs_stuck"],
+        "over_adv": results["over_advertised_slot_seconds"],
+        "dollars": results["billed_cost_usd"],
+        "node_hours": results["billed_node_hours"],
+        "nodes": results["nodes_launched"],
+        "steps": steps,
+    }
+
+
+#: The steps of a hot-slot job's wait, from the event log (the hook names the workflow pod
+#: ``<runner pod>[:54]-workflow``; ARC names the runner pod after the runner).
+STEPS = (
+    "assigned -> started (runner pickup)",
+    "started -> workflow pod created (hook)",
+    "created -> bound (preempts the placeholder)",
+    "bound -> Running (kubelet start)",
+    "Running -> job running (hook's next read)",
+)
+
+
+def breakdown(events: list[dict[str, Any]], jobs: set[int]) -> list[tuple[float, ...]]:
+    """Per job of ``jobs`` that ran: the duration of each of :data:`STEPS`."""
+    at: dict[tuple[str, Any], float] = {}
+    for e in events:
+        key = e.get("pod") if e["type"].startswith("pod_") else e.get("job")
+        at.setdefault((e["type"], key), e["t"])
+    runner_of = {e["job"]: e["runner"] for e in events if e["type"] == "job_started"}
+    out = []
+    for job in jobs:
+        pod = runner_of[job][:54] + "-workflow"
+        marks = [
+            at.get(("job_assigned", job)), at.get(("job_started", job)),
+            at.get(("pod_created", pod)), at.get(("pod_bound", pod)),
+            at.get(("pod_running", pod)), at.get(("job_running", job)),
+        ]  # fmt: skip
+        if all(m is not None for m in marks):
+            out.append(tuple(b - a for a, b in itertools.pairwise(marks)))  # type: ignore[operator]
+    return out
+
+
+def p50(waits: list[float]) -> float:
+    if not waits:
+        return math.nan
+    ordered = sorted(waits)
+    return ordered[(len(ordered) - 1) // 2] if len(ordered) % 2 else statistics.median(ordered)
+
+
+def show(value: float) -> str:
+    return "never" if value == INF else ("-" if math.isnan(value) else f"{value:.1f}")
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    jobs = [j for r in runs for j in r["jobs"]]
+    on_hot = [w for w, hot, _ in jobs if hot]
+    return {
+        "jobs": len(jobs),
+        "on_hot": len(on_hot),
+        "hot_p50": p50(on_hot),
+        "quiet_p50": p50([w for w, _, quiet in jobs if quiet]),
+        "p50": p50([w for w, _, _ in jobs]),
+        "p95": sorted(w for w, _, _ in jobs)[int(0.95 * (len(jobs) - 1))] if jobs else math.nan,
+        "failed": sum(r["failed"] for r in runs),
+        "stuck": sum(r["stuck"] for r in runs),
+        "over_adv": sum(r["over_adv"] for r in runs),
+        "dollars": sum(r["dollars"] for r in runs),
+        "node_hours": sum(r["node_hours"] for r in runs),
+        "nodes": sum(r["nodes"] for r in runs),
+    }
+
+
+def bars(name: str, hot: dict[str, Any], stock: dict[str, Any], value: object) -> None:
+    """Issue 31's bars for one hot row, each with its figure, and its README row."""
+    quiet, dollars = hot["quiet_p50"] / stock["quiet_p50"], hot["dollars"] / stock["dollars"]
+    checks = [
+        ("jobs on a hot slot start at <= 8 s p50", hot["hot_p50"] <= 8.0, show(hot["hot_p50"])),
+        ("quiet-time p50 <= 0.5x stock ARC's", quiet <= 0.5, f"{quiet:.2f}x"),
+        ("dollars <= 1.1x stock ARC's", dollars <= 1.1, f"{dollars:.2f}x"),
+        ("0 failed / 0 stuck / 0 over-advertised",
+         hot["failed"] == hot["stuck"] == 0 and hot["over_adv"] == 0,
+         f"{hot['failed']}/{hot['stuck']}/{hot['over_adv']:.1f}"),
+    ]  # fmt: skip
+    for text, met, figure in checks:
+        print(f"{name}: {'met' if met else 'NOT met'}: {text} ({figure})")
+    print(
+        f"README row: | hot runners (hotRunners: {value}) | {hot['failed']} / {hot['stuck']} / "
+        f"{hot['over_adv']:.0f} | {hot['node_hours'] / stock['node_hours']:.2f} | "
+        f"{dollars:.2f} | fair p50 {hot['p50'] / stock['p50']:.2f}x ({show(hot['p50'])} s) | "
+        f"quiet p50 {quiet:.2f}x ({show(hot['quiet_p50'])} s) | on a hot slot "
+        f"{show(hot['hot_p50'])} s ({hot['on_hot']} of {hot['jobs']} jobs) |"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="processes")
+    parser.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
+    parser.add_argument(
+        "--hot", type=int, action="append", default=[],
+        help="a hotRunners value to run (repeatable; default: the whole reserve)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if not args.scenario.exists():
+        parser.error(f"{args.scenario} does not exist (merge-queue ships with issue 31)")
+    scenario = load(args.scenario)
+    runs = variants(scenario, args.hot)
+    tasks = [
+        (str(args.scenario), seed, name, strategy, block)
+        for seed in range(1, args.seeds + 1)
+        for name, (strategy, block) in runs.items()
+    ]
+    with Pool(max(1, args.jobs)) as pool:
+        results = pool.map(run_one, tasks)
+    table = {name: summarize([r for r in results if r["name"] == name]) for name in runs}
+    stock = table["stock ARC"]
+    print(f"{scenario.name}, seeds 1..{args.seeds}; runs: "
+          + "; ".join(f"{n} = {s} {b or ''}".strip() for n, (s, b) in runs.items()))
+    header = ("run", "jobs", "on hot", "hot p50", "quiet p50", "x stock", "p50", "p95",
+              "failed", "stuck", "over-adv", "$", "x stock", "node-h", "nodes")
+    print(" | ".join(header))
+    for name, row in table.items():
+        print(" | ".join((
+            name, str(row["jobs"]), str(row["on_hot"]), show(row["hot_p50"]),
+            show(row["quiet_p50"]), f"{row['quiet_p50'] / stock['quiet_p50']:.2f}",
+            show(row["p50"]), show(row["p95"]), str(row["failed"]), str(row["stuck"]),
+            f"{row['over_adv']:.1f}", f"{row['dollars']:.2f}",
+            f"{row['dollars'] / stock['dollars']:.2f}", f"{row['node_hours']:.1f}",
+            str(row["nodes"]),
+        )))  # fmt: skip
+    for name in (n for n in runs if n.startswith("hot ")):
+        bars(name, table[name], stock, runs[name][1]["hotRunners"])
+        steps = [s for r in results if r["name"] == name for s in r["steps"]]
+        print(f"{name}: where a hot-slot job's wait goes (median s over {len(steps)} jobs)")
+        for i, step in enumerate(STEPS):
+            print(f"  {step}: {statistics.median(s[i] for s in steps):.2f}" if steps else "  -")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

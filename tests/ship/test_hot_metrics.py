@@ -1,0 +1,29 @@
+"""Hot-slot metrics (docs/metrics.md): slots by state per step, and jobs that started on a hot
+slot, from a real reconcile step."""
+
+from __future__ import annotations
+
+from listener.metrics import MetricsSubscriber
+from tests.reconciler.builders import runner
+from tests.reconciler.test_hot_keeper import confirmed_slot, world
+from tests.ship.test_metrics import SCALE_SET, make, value
+
+
+def test_hot_slots_by_state_and_jobs_started_on_them_follow_each_step() -> None:
+    metrics = make()
+    subscriber = MetricsSubscriber(metrics)
+    rec, pod = confirmed_slot()
+    taken = rec.step(
+        world(10.0, hot={pod.name: pod}, runners=(runner("r1"),), busy=frozenset({"r1"})),
+        now=10.0,
+    )
+    subscriber.observe_step(taken, 0.001)
+    assert value(metrics, "arc_capacity_hot_slots", state="TAKEN", **SCALE_SET) == 1
+    assert value(metrics, "arc_capacity_hot_slots", state="WARMING") == 1  # the refill
+    assert value(metrics, "arc_capacity_hot_slots", state="HOT") == 0
+    assert value(metrics, "arc_capacity_hot_slot_jobs_total", **SCALE_SET) == 1
+
+
+def test_without_hot_slots_no_hot_series_are_set() -> None:
+    metrics = make()
+    assert value(metrics, "arc_capacity_hot_slots", state="HOT") is None
