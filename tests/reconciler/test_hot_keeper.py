@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from reconciler.controller import ScaleSetController
 from reconciler.ports import CreatePlaceholder, DeleteOrphan
 from reconciler.reconciler import Reconciler, StepResult
+from reconciler.schedule import Timings
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, PlaceholderPod, PodPhase, RunnerPod
 from reconciler.warm_pool import WarmPoolPolicy
@@ -17,6 +19,27 @@ from state_machine.states import Role
 from .builders import NS, SCALE_SET, runner, workflow
 
 S = HotState
+
+
+class Engine:
+    """The production engine (ScaleSetController) stepped at the times a test gives; reads the
+    reconciler it drives (its hot keeper, store and warm window) and each step's result."""
+
+    def __init__(self, config: ReconcilerConfig, *, instance: str) -> None:
+        self.controller = ScaleSetController(
+            config, Timings(interval=30.0), instance=instance, started_at=0.0
+        )
+
+    @property
+    def reconciler(self) -> Reconciler:
+        return self.controller.reconciler
+
+    def step(self, snapshot: ClusterSnapshot, *, now: float) -> StepResult:
+        output = self.controller.step(now, snapshot, stale_for=0.0)
+        if output.error is not None:
+            raise output.error
+        assert output.result is not None  # a synced, fresh snapshot always steps
+        return output.result
 
 
 def config(reserve: int = 1, hot: int | str = 1) -> ReconcilerConfig:
@@ -69,13 +92,13 @@ def deleted(result: StepResult) -> list[str]:
     return [c.pod.name for c in result.commands if isinstance(c, DeleteOrphan)]
 
 
-def slot_states(rec: Reconciler) -> list[HotState]:
-    return [s.state for s in rec.hot.slots.values()]
+def slot_states(rec: Engine) -> list[HotState]:
+    return [s.state for s in rec.reconciler.hot.slots.values()]
 
 
-def confirmed_slot() -> tuple[Reconciler, PlaceholderPod]:
+def confirmed_slot() -> tuple[Engine, PlaceholderPod]:
     """A reconciler with one HOT slot: runner r1 idle, its placeholder Running."""
-    rec = Reconciler(config(), started_at=0.0, instance="i0")
+    rec = Engine(config(), instance="i0")
     first = rec.step(world(0.0), now=0.0)
     (create,) = created(first)
     spec = create.spec
@@ -96,11 +119,11 @@ def confirmed_slot() -> tuple[Reconciler, PlaceholderPod]:
 def test_the_whole_reserve_hot_requests_no_warm_pair() -> None:
     """hotRunners = the reserve: the pairs' step keeps 0 warm pairs, so one reserve budget."""
     rec, _ = confirmed_slot()
-    assert list(rec.store.records()) == []  # no pair was ever queued
+    assert list(rec.reconciler.store.records()) == []  # no pair was ever queued
 
 
 def test_a_slot_is_not_advertised_while_its_runner_is_not_registered() -> None:
-    rec = Reconciler(config(), started_at=0.0, instance="i0")
+    rec = Engine(config(), instance="i0")
     (create,) = created(rec.step(world(0.0), now=0.0))
     pod = hot_pod(create.spec.pair_id, create.spec.workflow_pod)
     step = rec.step(world(5.0, hot={pod.name: pod}, runners=(runner("r1"),)), now=5.0)
@@ -137,7 +160,8 @@ def test_a_lost_placeholder_stops_the_slot_being_advertised_in_the_same_step() -
     rec, pod = confirmed_slot()
     lost = replace(pod, deleting=True)
     snap = world(10.0, hot={pod.name: lost}, runners=(runner("r1"),), idle=frozenset({"r1"}))
-    assert rec.ledger(snap).capacity == 0  # the drop check, before any step
+    drop = rec.controller.check_drop(10.0, snap, stale_for=0.0)  # before any step
+    assert drop.capacity == 0
     step = rec.step(snap, now=10.0)
     assert step.ledger.capacity == 0
     assert slot_states(rec) == [S.WARMING]  # LOST, then mended in the same step
@@ -176,7 +200,7 @@ def test_a_restarted_listener_adopts_hot_placeholders_and_confirms_them_again() 
     slot that pairs with the idle runner in the same step, so nothing is deleted or
     created again and the slot is advertised at once."""
     old = hot_pod("hot-old-1", f"{SCALE_SET}-ph-hot-old-1-w", instance="old")
-    rec = Reconciler(config(), started_at=0.0, instance="i1")
+    rec = Engine(config(), instance="i1")
     step = rec.step(
         world(0.0, hot={old.name: old}, runners=(runner("r1"),), idle=frozenset({"r1"})),
         now=0.0,
@@ -199,7 +223,7 @@ def test_a_hot_placeholder_no_slot_holds_is_deleted_after_the_first_step() -> No
 
 
 def test_without_hot_runners_nothing_changes() -> None:
-    rec = Reconciler(config(reserve=1, hot=0), started_at=0.0, instance="i0")
+    rec = Engine(config(reserve=1, hot=0), instance="i0")
     step = rec.step(world(0.0), now=0.0)
     assert step.hot is None and step.hot_runners == 0 and created(step) == []
 
@@ -211,20 +235,18 @@ def test_auto_counts_hot_refills_and_not_the_idle_runners_it_keeps() -> None:
     Counted instead: a slot's placeholder requested -> HOT as a refill (W), a job landing on
     a slot as a slot taken."""
     policy = WarmPoolPolicy(auto=True, minimum=1, maximum=20)  # at least one slot
-    rec = Reconciler(
-        replace(config(reserve=1, hot="auto"), warm_pool=policy), started_at=0.0, instance="i0"
-    )
+    rec = Engine(replace(config(reserve=1, hot="auto"), warm_pool=policy), instance="i0")
     (create,) = created(rec.step(world(0.0), now=0.0))
     pod = hot_pod(create.spec.pair_id, create.spec.workflow_pod)
     idle = world(8.0, hot={pod.name: pod}, runners=(runner("r1"),), idle=frozenset({"r1"}))
     rec.step(idle, now=8.0)
     assert slot_states(rec) == [S.HOT]
     rec.step(replace(idle, taken_at=60.0), now=60.0)  # r1 idle for a minute
-    seen = rec.warm_window.observation(60.0)
+    seen = rec.reconciler.warm_window.observation(60.0)
     assert seen.starting == 0  # r1 waits for a job: it holds no job's slot
     assert seen.ready_seconds == (8.0,)  # requested at 0, HOT at 8
     rec.step(
         world(70.0, hot={pod.name: pod}, runners=(runner("r1"),), busy=frozenset({"r1"})),
         now=70.0,
     )
-    assert rec.warm_window.observation(70.0).taken == 1
+    assert rec.reconciler.warm_window.observation(70.0).taken == 1
