@@ -24,11 +24,11 @@ class Half(Enum):
     """How one half of a pair is observed; computed once per pod (hot path of sync)."""
 
     MISSING = "missing"
-    #: Exists, not Running yet (waiting for a node, or starting).
+    #: Exists, not confirmed yet (waiting for a node, or starting).
     PENDING = "pending"
-    #: Running, bound, on a usable node: backs capacity.
+    #: Confirmed (Running, or bound where binding is enough) on a usable node: backs capacity.
     RUNNING = "running"
-    #: Running but its node stopped accepting it (cordoned, disrupted, untolerated taint).
+    #: Confirmed but its node stopped accepting it (cordoned, disrupted, untolerated taint).
     STALLED = "stalled"
     #: Terminating, a DisruptionTarget, or ended by itself: never usable again.
     LOST = "lost"
@@ -75,13 +75,16 @@ class PlaceholderPod:
     #: Lease expiry from the TTL annotation (epoch seconds); None when absent/unparsable.
     expires_at: float | None = None
     created_at: float = 0.0
+    #: Binding is enough to confirm it (providers/kubernetes/admission.py: it requests only
+    #: what kubelet admission checks as the scheduler did, and ``confirmAtBinding`` is on).
+    confirm_at_binding: bool = False
     #: Derived from the fields above in ``__post_init__``; never passed in.
     half: Half = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.lost:
             half = Half.LOST
-        elif self.running:
+        elif self.confirmed:
             half = Half.STALLED if self.node_blocked else Half.RUNNING
         else:
             half = Half.PENDING
@@ -91,6 +94,16 @@ class PlaceholderPod:
     def running(self) -> bool:
         """Bound and Running: the scheduler placed it and the kubelet started it."""
         return self.phase is PodPhase.RUNNING and self.node_name is not None
+
+    @property
+    def confirmed(self) -> bool:
+        """The node has taken it: Running, or bound where binding is enough (Pending on its
+        node; a kubelet refusal would make it Failed, hence lost)."""
+        if self.node_name is None:
+            return False
+        return self.phase is PodPhase.RUNNING or (
+            self.confirm_at_binding and self.phase is PodPhase.PENDING
+        )
 
     @property
     def ended(self) -> bool:

@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.admission import AT_BINDING, binding_confirms, pod_resource_names
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.nodes import (
     LazyNodeStates,
@@ -129,6 +130,10 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod 
         instance=lab.get(L.LABEL_INSTANCE, ""),
         expires_at=float_or_none(annotations.get(L.ANNOTATION_EXPIRES_AT)),
         created_at=parse_timestamp(meta.get("creationTimestamp")) or 0.0,
+        # The builder's mark, and the requests checked again: a GPU half never counts at
+        # binding whatever its annotation says.
+        confirm_at_binding=annotations.get(L.ANNOTATION_CONFIRM) == AT_BINDING
+        and binding_confirms(pod_resource_names(pod)),
     )
 
 

@@ -31,11 +31,13 @@ counted apart and left out of the steps.
 
 **A pair's steps** (capacity-aware only; a pair is the two placeholder pods ``<pair>-r`` and
 ``<pair>-w``, first creation of each): requested (the first half created) -> both bound (the
-later ``pod_bound``) -> READY (the later ``pod_running``: the ledger's READY is both halves
-Running) -> advertised (the first ``capacity_advertised`` at or after READY: the header GitHub
-saw next). A pair taken before both halves ran never gets the later milestones; it is counted
-as such. "advertised" is an upper bound when the header did not change at the next poll (a
-job finishing as the pair became READY leaves it equal): then the next change is used.
+later ``pod_bound``) -> both Running (the later ``pod_running``), and apart from that chain
+"header" = the first ``capacity_advertised`` at or after both were bound: the header GitHub
+saw next. The ledger confirms a cpu/memory half at binding (providers/kubernetes/admission.py)
+and a half with device-plugin resources at Running; the log does not say which rule applied,
+so both marks are given. A pair taken before a milestone never gets the later ones; it is
+counted as such. "header" is an upper bound when the header did not change at the next poll
+(a job finishing as the pair was confirmed leaves it equal): then the next change is used.
 
 **Groups.** A job is in burst ``i`` when it was queued inside the scenario's ``i``-th burst
 window (``at .. at + over``), otherwise *between* bursts. For a merge queue the first batch
@@ -64,7 +66,7 @@ JOB_STEPS = (
     "workflow Running",
     "started",
 )
-PAIR_STEPS = ("both bound", "READY", "advertised")
+PAIR_STEPS = ("both bound", "both Running", "header after bound")
 PLACEHOLDER_ROLES = ("placeholder-runner", "placeholder-workflow")
 
 
@@ -181,10 +183,10 @@ def _pair_paths(
         requested = min(first[("pod_created", p)] for p in pods)
         bound = _latest(first, "pod_bound", pods)
         running = _latest(first, "pod_running", pods)
-        advertised = None if running is None else _next_at_or_after(adverts, running)
+        header = None if bound is None else _next_at_or_after(adverts, bound)
         steps: list[float | None] = []
         prev: float | None = requested
-        for mark in (bound, running, advertised):
+        for mark in (bound, running):
             # A pair taken or lost before a milestone never reaches the later ones either.
             if prev is None or mark is None:
                 prev = None
@@ -193,6 +195,7 @@ def _pair_paths(
             at = max(prev, mark)
             steps.append(at - prev)
             prev = at
+        steps.append(None if header is None or bound is None else header - bound)
         out.append(PairPath(pair, requested, tuple(steps)))
     return out
 
