@@ -237,6 +237,9 @@ class ClusterSnapshot:
     workflow_pods: tuple[WorkflowPod, ...] = ()
     #: Registered runners without a job (EphemeralRunners Running with no jobId).
     idle_runners: int = 0
+    #: Jobs GitHub assigned to the scale set (the EphemeralRunnerSet's replicas less
+    #: minRunners); None when unknown.
+    assigned_jobs: int | None = None
     demand: Demand = field(default_factory=Demand)
     fit: FitEstimate | None = None
     #: NodeClaim launch facts; None without Karpenter (no node-launch rate to honour).
@@ -255,6 +258,27 @@ class ClusterSnapshot:
         side)``, so a runner without its bound workflow pod keeps a workflow half spoken for."""
         bound = {w.runner_pod for w in self.workflow_pods if w.holds_slot}
         return sum(1 for p in self.runner_pods if p.alive and p.name not in bound)
+
+    @property
+    def spoken_for(self) -> int:
+        """Assigned jobs whose runner pod is not bound yet: each will take an advertised slot
+        (preempt a READY pair's runner half, or bind into free room) within seconds. GitHub
+        already counts those slots as taken, so the READY pairs they will take are not warm
+        any more."""
+        if self.assigned_jobs is None:
+            return 0
+        bound = sum(1 for p in self.runner_pods if p.alive and p.node_name is not None)
+        return max(0, self.assigned_jobs - bound)
+
+    def slots_taken_from_pairs(self, unserved_runners: int) -> int:
+        """Slots GitHub counts as taken that pairs still hold: :attr:`spoken_for` plus the
+        ``unserved_runners`` (bound, their workflow half not their own yet), never more than
+        the assigned jobs whose workflow pod is not bound (an idle runner has no job and
+        takes nothing). 0 when the assigned jobs are unknown."""
+        if self.assigned_jobs is None:
+            return 0
+        started = sum(1 for w in self.workflow_pods if w.holds_slot)
+        return min(self.spoken_for + unserved_runners, max(0, self.assigned_jobs - started))
 
     def karpenter_signals(self) -> tuple[str, ...]:
         """Recent Karpenter capacity failures, read only when asked."""

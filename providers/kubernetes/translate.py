@@ -137,6 +137,16 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod 
     )
 
 
+def assigned_jobs(ers: Obj | None, min_runners: int) -> int | None:
+    """Jobs GitHub has assigned to the scale set, from the EphemeralRunnerSet's
+    ``spec.replicas``: ARC's scaler writes ``min(minRunners + totalAssignedJobs, maxRunners)``
+    on every poll (listener/scaler.py, as ARC's listener does). None without an ERS."""
+    replicas = ((ers or {}).get("spec") or {}).get("replicas")
+    if ers is None or not isinstance(replicas, int):
+        return None
+    return max(0, replicas - min_runners)
+
+
 def _prefer(current: PlaceholderPod | None, new: PlaceholderPod) -> PlaceholderPod:
     """Two pods claim the same pair and role (should not happen): keep the live, newer one."""
     if current is None:
@@ -262,7 +272,7 @@ def build_snapshot(
     """One immutable snapshot of this scale set's slice of the cluster (see module doc)."""
     ers = find_object(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
     scale_set = scale_set_name(ers, target)
-    max_runners, _ = live_limits(source, target, ers)
+    max_runners, min_runners = live_limits(source, target, ers)
     if memo is None:
         view: Callable[[Obj], PodView] = PodView
         runner_names, idle = our_runners(source, target, scale_set)
@@ -313,6 +323,7 @@ def build_snapshot(
         runner_pods=tuple(runner_pods),
         workflow_pods=tuple(workflow_pods),
         idle_runners=idle,
+        assigned_jobs=assigned_jobs(ers, min_runners),
         demand=demand,
         fit=fit,
         launches=launches,
