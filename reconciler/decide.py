@@ -39,7 +39,13 @@ from dataclasses import dataclass, field
 
 from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
 from reconciler.settings import ReconcilerConfig
-from reconciler.sizing import desired_pairs, group_size, handover_headroom, packed_target
+from reconciler.sizing import (
+    desired_pairs,
+    group_size,
+    handover_headroom,
+    max_runners_headroom,
+    packed_target,
+)
 from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
 from reconciler.survivors import (
     HalfMove,
@@ -284,7 +290,11 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     mended before any new pair is requested, and released when nothing wants them."""
     survivors = decision.survivors
     headroom = handover_headroom(inp.snapshot, survivors.unserved)
-    want = desired_pairs(inp.snapshot, inp.config, headroom)
+    # Where the NodePool limit binds the workflow pod takes room of its own anyway: no pair
+    # is kept for an unserved runner there (handover_headroom says why).
+    widened = headroom > max_runners_headroom(inp.snapshot)
+    unserved = survivors.unserved if widened else 0
+    want = desired_pairs(inp.snapshot, inp.config, headroom, unserved)
     live = len(decision.in_states(*LIVE)) + len(survivors.repaired)
     target = packed_target(
         want, live, inp.snapshot, inp.config, headroom, decision.unbound_in_flight

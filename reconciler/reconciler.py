@@ -119,6 +119,9 @@ class Reconciler:
         self.warm_window = WarmPoolWindow(window, started_at=started_at)
         self.warm_pool = WarmPoolSize(config.proactive_capacity, "static")
         self.hot = HotKeeper(config.scale_set, instance)
+        #: Idle runners the last step asked the scaler to keep (its target adds them to the
+        #: assigned jobs, so the ERS replicas the snapshot reads include them).
+        self._hot_in_target = 0
 
     def _ids(self) -> Iterator[str]:
         while True:
@@ -166,6 +169,10 @@ class Reconciler:
             now,
             starting=max(0, snapshot.starting_runners - len(snapshot.idle_runner_names)),
         )
+        if snapshot.assigned_jobs is not None and self._hot_in_target:
+            snapshot = replace(
+                snapshot, assigned_jobs=max(0, snapshot.assigned_jobs - self._hot_in_target)
+            )
         config, hot = self._hot_step(snapshot, self._step_config(now), now)
         plan = reconcile(
             self.store.view(),
@@ -179,6 +186,7 @@ class Reconciler:
         events = tuple(self.store.commit(plan.changes, now, built=plan.synced))
         self.steps += 1
         self.warm_window.observe(events)
+        self._hot_in_target = hot.hot_runners if hot is not None else 0
         if hot is not None:
             self.warm_window.observe_hot(hot.opened, hot.confirmed_now, hot.jobs_started, now)
         ledger = compute_ledger(

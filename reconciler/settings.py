@@ -210,6 +210,13 @@ class CapacityAwareSettings(SettingsModel):
     #: long poll (listener/poll_cut.py).
     cut_poll_when_full: StrictBool = True
     cut_poll_debounce: Seconds = Field(default=0.25, ge=0, le=10)
+    #: Count a placeholder half that requests only cpu, memory and ephemeral-storage once it
+    #: is bound to a Ready node, not when its pause container runs: kubelet admission re-runs
+    #: the scheduler's fit for those (providers/kubernetes/admission.py). Halves with device
+    #: plugin resources (GPUs) always wait for Running. false: every half waits for Running
+    #: (nodes with the static CPU manager + full-pcpus-only or a single-numa-node topology
+    #: manager can refuse a pod the scheduler placed).
+    confirm_at_binding: StrictBool = True
 
     @model_validator(mode="after")
     def _check_relations(self) -> CapacityAwareSettings:

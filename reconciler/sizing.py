@@ -5,7 +5,8 @@
                              there to absorb takes a pair's place, not room beside it);
                              ``handover_headroom`` adds, while jobs wait, the bound runners
                              whose workflow half nothing backs yet.
-2. ``desired_pairs``         proactiveCapacity + queued jobs within that headroom (the warm
+2. ``desired_pairs``         proactiveCapacity + queued jobs + assigned jobs whose runner
+                             has not bound yet (``spoken_for``) within that headroom (the warm
                              pairs on top of it while jobs wait), at most maxRunners; a
                              failed demand source falls back to the configured floor.
 3. ``packed_target``         the pairs needing new nodes (beyond the free slots pairs in
@@ -21,7 +22,10 @@ from reconciler.snapshot import ClusterSnapshot
 
 
 def desired_pairs(
-    snapshot: ClusterSnapshot, config: ReconcilerConfig, headroom: int | None = None
+    snapshot: ClusterSnapshot,
+    config: ReconcilerConfig,
+    headroom: int | None = None,
+    unserved_runners: int = 0,
 ) -> int:
     """proactiveCapacity + queued jobs, within maxRunners headroom, never above maxRunners;
     while jobs are queued the warm pairs may stand on top of the headroom.
@@ -40,7 +44,15 @@ def desired_pairs(
         # configured floor, never to 0 and never to "unlimited".
         queued = max(queued or 0, config.hud_fallback_queued_jobs)
     room = max_runners_headroom(snapshot) if headroom is None else headroom
-    proactive, queued = config.proactive_capacity, max(0, queued)
+    # Jobs assigned whose runner has not bound yet will take READY pairs within seconds;
+    # GitHub already counts those slots as taken. Counting them here refills the warm pool
+    # at the assignment instead of after the runner pod's preemption lands (issue 31: a
+    # merge-queue batch outran a pool refilled 1-3 s late).
+    # So will a runner that bound into free room with no lone workflow half reserved for it
+    # (``unserved_runners``): the ledger's workflow side holds its slot with a READY pair's
+    # workflow half until its workflow pod binds, 8-11 s later.
+    taken = snapshot.slots_taken_from_pairs(unserved_runners)
+    proactive, queued = config.proactive_capacity, max(0, queued) + taken
     # While jobs wait beyond the headroom, the warm pairs stay on top of it (hand-over pairs).
     ceiling = room + proactive if queued > 0 else room
     return max(0, min(proactive + queued, ceiling, snapshot.max_runners))
@@ -71,7 +83,9 @@ def max_runners_headroom(snapshot: ClusterSnapshot) -> int:
 
 
 def handover_headroom(snapshot: ClusterSnapshot, unserved_runners: int) -> int:
-    """The maxRunners headroom plus, while jobs are queued, ``unserved_runners``: bound runner
+    """The maxRunners headroom plus, while jobs are queued or pairs hold slots GitHub counts
+    as taken (:meth:`~reconciler.snapshot.ClusterSnapshot.slots_taken_from_pairs`: issue
+    31's merge queue), ``unserved_runners``: bound runner
     pods that will create their workflow pod and that no reserved lone workflow half serves
     (``Survivors.unserved``).
 
@@ -81,14 +95,16 @@ def handover_headroom(snapshot: ClusterSnapshot, unserved_runners: int) -> int:
     short of maxRunners, and the next queued job waited for a new pair to be confirmed instead of
     being handed out when a job finished. A runner whose job just finished counts too for the second
     between its workflow pod's deletion and its own end: the pair that will replace it is requested
-    that much earlier. Without a queue nobody waits for that slot, so no pair is kept for it; nor
-    where the NodePool limit binds (the fit estimate's new pairs fall short): there the pair only
+    that much earlier. Without a queue and with no slot taken from a pair (no assigned job
+    waiting for its pods) nobody waits for that slot, so no pair is kept for it; nor where the
+    NodePool limit binds (the fit estimate's new pairs fall short): there the pair only
     holds capped room while it waits for more, and the workflow pod takes room of its own anyway
     (figures for both: docs/design.md#decisions, unserved runners).
     """
     headroom = max_runners_headroom(snapshot)
     wider = headroom + unserved_runners
-    if not snapshot.demand.queued_jobs or nodepool_limit_binds(snapshot, wider):
+    waiting = snapshot.demand.queued_jobs or snapshot.slots_taken_from_pairs(unserved_runners)
+    if not waiting or nodepool_limit_binds(snapshot, wider):
         return headroom
     return wider
 

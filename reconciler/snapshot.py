@@ -24,11 +24,11 @@ class Half(Enum):
     """How one half of a pair is observed; computed once per pod (hot path of sync)."""
 
     MISSING = "missing"
-    #: Exists, not Running yet (waiting for a node, or starting).
+    #: Exists, not confirmed yet (waiting for a node, or starting).
     PENDING = "pending"
-    #: Running, bound, on a usable node: backs capacity.
+    #: Confirmed (Running, or bound where binding is enough) on a usable node: backs capacity.
     RUNNING = "running"
-    #: Running but its node stopped accepting it (cordoned, disrupted, untolerated taint).
+    #: Confirmed but its node stopped accepting it (cordoned, disrupted, untolerated taint).
     STALLED = "stalled"
     #: Terminating, a DisruptionTarget, or ended by itself: never usable again.
     LOST = "lost"
@@ -89,13 +89,16 @@ class PlaceholderPod:
     #: Lease expiry from the TTL annotation (epoch seconds); None when absent/unparsable.
     expires_at: float | None = None
     created_at: float = 0.0
+    #: Binding is enough to confirm it (providers/kubernetes/admission.py: it requests only
+    #: what kubelet admission checks as the scheduler did, and ``confirmAtBinding`` is on).
+    confirm_at_binding: bool = False
     #: Derived from the fields above in ``__post_init__``; never passed in.
     half: Half = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.lost:
             half = Half.LOST
-        elif self.running:
+        elif self.confirmed:
             half = Half.STALLED if self.node_blocked else Half.RUNNING
         else:
             half = Half.PENDING
@@ -105,6 +108,16 @@ class PlaceholderPod:
     def running(self) -> bool:
         """Bound and Running: the scheduler placed it and the kubelet started it."""
         return self.phase is PodPhase.RUNNING and self.node_name is not None
+
+    @property
+    def confirmed(self) -> bool:
+        """The node has taken it: Running, or bound where binding is enough (Pending on its
+        node; a kubelet refusal would make it Failed, hence lost)."""
+        if self.node_name is None:
+            return False
+        return self.phase is PodPhase.RUNNING or (
+            self.confirm_at_binding and self.phase is PodPhase.PENDING
+        )
 
     @property
     def ended(self) -> bool:
@@ -247,6 +260,9 @@ class ClusterSnapshot:
     #: EphemeralRunners that are registered and idle, and those that have a job (jobId).
     idle_runner_names: frozenset[str] = frozenset()
     busy_runner_names: frozenset[str] = frozenset()
+    #: Jobs GitHub assigned to the scale set (the EphemeralRunnerSet's replicas less
+    #: minRunners); None when unknown.
+    assigned_jobs: int | None = None
     demand: Demand = field(default_factory=Demand)
     fit: FitEstimate | None = None
     #: NodeClaim launch facts; None without Karpenter (no node-launch rate to honour).
@@ -263,3 +279,25 @@ class ClusterSnapshot:
         side)``, so a runner without its bound workflow pod keeps a workflow half spoken for."""
         bound = {w.runner_pod for w in self.workflow_pods if w.holds_slot}
         return sum(1 for p in self.runner_pods if p.alive and p.name not in bound)
+
+    @property
+    def spoken_for(self) -> int:
+        """Assigned jobs whose runner pod is not bound yet: each will take an advertised slot
+        (preempt a READY pair's runner half, or bind into free room) within seconds. GitHub
+        already counts those slots as taken, so the READY pairs they will take are not warm
+        any more."""
+        if self.assigned_jobs is None:
+            return 0
+        bound = sum(1 for p in self.runner_pods if p.alive and p.node_name is not None)
+        return max(0, self.assigned_jobs - bound)
+
+    def slots_taken_from_pairs(self, unserved_runners: int) -> int:
+        """Slots GitHub counts as taken that pairs still hold: :attr:`spoken_for` plus the
+        ``unserved_runners`` (bound, their workflow half not their own yet), never more than
+        the assigned jobs whose workflow pod is not bound (an idle runner has no job and
+        takes nothing). 0 when the assigned jobs are unknown."""
+        if self.assigned_jobs is None:
+            return 0
+        started = sum(1 for w in self.workflow_pods if w.holds_slot)
+        return min(self.spoken_for + unserved_runners, max(0, self.assigned_jobs - started))
+

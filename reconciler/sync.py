@@ -147,7 +147,7 @@ def _requested(runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Rol
     if gone is not None:
         return gone
     if runner is RUNNING and workflow is RUNNING:
-        return PairState.READY, "both pods Running"
+        return PairState.READY, _ready_reason(pods)
     if RUNNING in (runner, workflow):
         return PairState.PARTIAL, f"{_running_half(runner)} pod Running, the other not yet"
     return None
@@ -158,7 +158,7 @@ def _partial(runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Role]
     if gone is not None:
         return gone
     if runner is RUNNING and workflow is RUNNING:
-        return PairState.READY, "both pods Running"
+        return PairState.READY, _ready_reason(pods)
     if RUNNING in (runner, workflow):
         return None
     if STALLED in (runner, workflow):
@@ -186,6 +186,12 @@ def _timed_out(runner: Half, workflow: Half, pods: PairPods, seen: frozenset[Rol
     if runner is MISSING and workflow is MISSING:
         return PairState.DELETED, "both pods confirmed gone"
     return None
+
+
+def _ready_reason(pods: PairPods) -> str:
+    if all(pod.running for pod in pods.present()):
+        return "both pods Running"
+    return "both pods bound, binding confirms (cpu/memory only), not all Running yet"
 
 
 def _running_half(runner: Half) -> str:

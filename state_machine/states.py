@@ -43,7 +43,9 @@ DESCRIPTIONS: dict[PairState, str] = {
         "other half runs, back to REQUESTED if the running half's node stops accepting it."
     ),
     PairState.READY: (
-        "Both halves are Running on usable nodes: the pair backs one slot of "
+        "Both halves are confirmed on usable nodes (Running; a half requesting only cpu and "
+        "memory once bound, which kubelet admission cannot undo: confirmAtBinding): the pair "
+        "backs one slot of "
         "X-ScaleSetMaxCapacity. Real runner and workflow pods preempt it through the "
         "priority ladder (-> PREEMPTED). A pair on a node that got cordoned or disrupted is "
         "retired and replaced."

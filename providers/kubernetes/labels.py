@@ -19,6 +19,8 @@ MANAGED_BY = "arc-capacity-listener"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 COMPONENT_PLACEHOLDER = "placeholder"
 ANNOTATION_EXPIRES_AT = f"{PREFIX}/expires-at"  # lease (TTL) expiry, epoch seconds
+#: "binding": the half counts once bound to a Ready node (providers/kubernetes/admission.py).
+ANNOTATION_CONFIRM = f"{PREFIX}/confirm-at"
 
 # ARC objects (theirs).
 ARC_GROUP = "actions.github.com"

@@ -45,6 +45,7 @@ from decimal import Decimal
 from typing import Any
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.admission import AT_BINDING, binding_confirms
 from providers.kubernetes.capped_pools import preference_term
 from providers.kubernetes.do_not_disrupt import annotation_value
 from providers.kubernetes.resources import (
@@ -282,6 +283,8 @@ class PlaceholderPodBuilder:
             # warm capacity is not evicted, relaunched and paid for twice. Scale-down still
             # frees the node: deleting the pair empties it and emptiness consolidation runs.
             metadata["annotations"][KARPENTER_DO_NOT_DISRUPT] = protect
+        if self.settings.confirm_at_binding and binding_confirms(self.requests_for(role)):
+            metadata["annotations"][L.ANNOTATION_CONFIRM] = AT_BINDING
         if self.owner_reference is not None:
             metadata["ownerReferences"] = [dict(self.owner_reference)]
         pod_spec: dict[str, Any] = {

@@ -8,14 +8,17 @@ the simulator wake the controller on the same events:
    pods (placeholders: bound, Running, terminating, DisruptionTarget, ended, and whether the
    placeholder counts, judged by :func:`~providers.kubernetes.rises.placeholder_counts`; real
    runner and workflow pods: bound, terminating, ended); nodes (Ready, cordon, taints); the
-   AutoscalingRunnerSet (live min/max runners). Other kinds (the EphemeralRunnerSet the scaler
-   patches on every poll, EphemeralRunners, NodeClaims, NodePools, PriorityClasses) wake
-   nothing: the periodic step reads them.
+   AutoscalingRunnerSet (live min/max runners); the EphemeralRunnerSet's ``spec.replicas``
+   (assigned jobs: the scaler patches it on every poll, only a changed value counts). Other
+   kinds (EphemeralRunners, NodeClaims, NodePools, PriorityClasses) wake nothing: the
+   periodic step reads them.
 2. :func:`judge` compares the facts before and after the event:
    - ``relevant``: they differ (a debounced step). Two ADDED events are not: a fresh
      placeholder (the reconciler's own write coming back, Pending and unbound) and an
      unbound workflow pod (it holds nothing until it binds);
-   - ``rise``: a placeholder started to count (a step at once: rises.py says why only those);
+   - ``rise``: a placeholder started to count (a step at once: rises.py says why only those
+     pods), or the EphemeralRunnerSet's replicas rose (GitHub assigned jobs that will take
+     warm pairs: refilling them cannot wait for the runner pods);
    - ``lost``: a pod that backed capacity stopped backing it, or the live ``maxRunners`` fell
      (a drop check at once).
 """
@@ -115,6 +118,9 @@ def facts(kind: str, obj: Mapping[str, Any]) -> Facts | None:
         return ObjectFacts(kind, values)
     if kind == "AutoscalingRunnerSet":
         return ObjectFacts(kind, (spec.get("maxRunners"), spec.get("minRunners")))
+    if kind == "EphemeralRunnerSet":
+        # The scaler patches it on every poll; only the replicas (assigned jobs) matter.
+        return ObjectFacts(kind, (spec.get("replicas"),))
     return None
 
 
@@ -148,7 +154,20 @@ def judge(
             lost=counted and not after.counts,
         )
         return verdict, after
-    return Verdict(relevant=after != before, lost=_max_runners_fell(before, after)), after
+    verdict = Verdict(
+        relevant=after != before,
+        rise=_replicas_rose(before, after),
+        lost=_max_runners_fell(before, after),
+    )
+    return verdict, after
+
+
+def _replicas_rose(before: Facts | None, after: ObjectFacts) -> bool:
+    """GitHub assigned more jobs: the warm pairs they will take are to be refilled now."""
+    if after.kind != "EphemeralRunnerSet" or not isinstance(before, ObjectFacts):
+        return False
+    new, old = after.values[0], before.values[0]
+    return isinstance(new, int) and isinstance(old, int) and new > old
 
 
 def _max_runners_fell(before: Facts | None, after: ObjectFacts) -> bool:

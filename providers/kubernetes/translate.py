@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.admission import AT_BINDING, binding_confirms, pod_resource_names
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.nodes import (
     LazyNodeStates,
@@ -131,7 +132,21 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod 
         instance=lab.get(L.LABEL_INSTANCE, ""),
         expires_at=float_or_none(annotations.get(L.ANNOTATION_EXPIRES_AT)),
         created_at=parse_timestamp(meta.get("creationTimestamp")) or 0.0,
+        # The builder's mark, and the requests checked again: a GPU half never counts at
+        # binding whatever its annotation says.
+        confirm_at_binding=annotations.get(L.ANNOTATION_CONFIRM) == AT_BINDING
+        and binding_confirms(pod_resource_names(pod)),
     )
+
+
+def assigned_jobs(ers: Obj | None, min_runners: int) -> int | None:
+    """Jobs GitHub has assigned to the scale set, from the EphemeralRunnerSet's
+    ``spec.replicas``: ARC's scaler writes ``min(minRunners + totalAssignedJobs, maxRunners)``
+    on every poll (listener/scaler.py, as ARC's listener does). None without an ERS."""
+    replicas = ((ers or {}).get("spec") or {}).get("replicas")
+    if ers is None or not isinstance(replicas, int):
+        return None
+    return max(0, replicas - min_runners)
 
 
 def _prefer(current: PlaceholderPod | None, new: PlaceholderPod) -> PlaceholderPod:
@@ -263,7 +278,7 @@ def build_snapshot(
     (also whenever a hot slot's placeholder is seen: a listener restarted without them)."""
     ers = find_object(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
     scale_set = scale_set_name(ers, target)
-    max_runners, _ = live_limits(source, target, ers)
+    max_runners, min_runners = live_limits(source, target, ers)
     if memo is None:
         view: Callable[[Obj], PodView] = PodView
         runner_names, idle = our_runners(source, target, scale_set)
@@ -323,6 +338,7 @@ def build_snapshot(
         hot_placeholders=hot_placeholders,
         idle_runner_names=idle_names,
         busy_runner_names=busy_names,
+        assigned_jobs=assigned_jobs(ers, min_runners),
         demand=demand,
         fit=fit,
         launches=launches,

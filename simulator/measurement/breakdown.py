@@ -133,13 +133,27 @@ def slot_causes(state: _SetState) -> list[tuple[str, int | None]]:
     return pipeline
 
 
-def _charge(out: Breakdown, state: _SetState, dt: float) -> None:
+def _charge(
+    out: Breakdown,
+    state: _SetState,
+    dt: float,
+    queue: list[Any] | None = None,
+    per_job: dict[Any, dict[str, float]] | None = None,
+) -> None:
+    """Charge ``dt`` to the set's waiting jobs; with ``queue`` (its waiting jobs, oldest
+    first) also to each job in ``per_job``."""
     left = state.waiting
+    position = 0
     for cause, size in slot_causes(state):
         if left <= 0:
             return
         n = left if size is None else min(size, left)
         out.seconds[cause] += n * dt
+        if per_job is not None and queue is not None:
+            for job in queue[position : position + n]:
+                charged = per_job.setdefault(job, {})
+                charged[cause] = charged.get(cause, 0.0) + dt
+        position += n
         left -= n
 
 
@@ -162,8 +176,12 @@ def _homes(events: list[Mapping[str, Any]]) -> dict[Any, str | None]:
     return home
 
 
-def attribute(log: Iterable[Mapping[str, Any]]) -> Breakdown:
-    """Charge every job's wait (queued .. Running / failed / end) to its causes."""
+def attribute(
+    log: Iterable[Mapping[str, Any]], per_job: dict[Any, dict[str, float]] | None = None
+) -> Breakdown:
+    """Charge every job's wait (queued .. Running / failed / end) to its causes; with
+    ``per_job``, the unassigned part of each job's wait is also charged to that job
+    (job -> cause -> seconds), its place in its set's FIFO queue picking the cause."""
     events = list(log)
     home = _homes(events)
     out = Breakdown()
@@ -177,9 +195,10 @@ def attribute(log: Iterable[Mapping[str, Any]]) -> Breakdown:
         t = float(e["t"])
         dt = t - last
         if dt > 0:
-            for state in sets.values():
+            for set_name, state in sets.items():
                 if state.waiting:
-                    _charge(out, state, dt)
+                    queue = _queue(waiting, set_name) if per_job is not None else None
+                    _charge(out, state, dt, queue, per_job)
             out.seconds["other"] += dt * homeless
             out.seconds["after_assignment"] += dt * len(after)
             last = t
@@ -221,6 +240,11 @@ def attribute(log: Iterable[Mapping[str, Any]]) -> Breakdown:
             break
     out.total_wait = sum(out.seconds.values())
     return out
+
+
+def _queue(waiting: Mapping[Any, str | None], name: str) -> list[Any]:
+    """The set's unassigned jobs, oldest first (``waiting`` keeps queue order)."""
+    return [job for job, home in waiting.items() if home == name]
 
 
 def _adjust(sets: dict[str, _SetState], name: str | None, delta: int) -> int:

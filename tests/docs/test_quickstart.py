@@ -183,12 +183,18 @@ def start_listener(world: LiveWorld, core: k8s.CoreV1Api, tmp_path: Path) -> Lis
 def wait_for_placeholders(
     core: k8s.CoreV1Api, listener: ListenerProcess, timeout: float = 90
 ) -> None:
-    """Until proactiveCapacity (2) pairs are READY: the doc's checks describe that state."""
+    """Until proactiveCapacity (2) pairs are READY and their placeholders run: the doc's
+    checks describe that state. (A cpu/memory pair is READY once bound, confirmAtBinding,
+    a few seconds before its pause containers run.)"""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert listener.running, f"the listener exited:\n{listener.logs()}"
         status, body = listener.get("/debug/pairs")
-        if status == 200 and body.count('"READY"') >= 2:
+        pods = core.list_namespaced_pod(
+            "arc-runners", label_selector="app.kubernetes.io/managed-by=arc-capacity-listener"
+        ).items
+        running = sum(1 for pod in pods if pod.status and pod.status.phase == "Running")
+        if status == 200 and body.count('"READY"') >= 2 and running >= 4:
             return
         time.sleep(0.5)
     raise AssertionError(f"no READY pairs within {timeout}s:\n{listener.logs()}")

@@ -223,10 +223,13 @@ def placeholder(
     instance: str = INSTANCE,
     expires_at: str | None = None,
     namespace: str = NS,
+    confirm_at: str | None = None,
     **kw: Any,
 ) -> Obj:
     suffix = "r" if role == "runner" else "w"
-    annotations = {L.ANNOTATION_EXPIRES_AT: expires_at} if expires_at is not None else None
+    annotations = {L.ANNOTATION_EXPIRES_AT: expires_at} if expires_at is not None else {}
+    if confirm_at is not None:
+        annotations[L.ANNOTATION_CONFIRM] = confirm_at
     return pod(
         f"{scale_set}-ph-{pair_id}-{suffix}",
         namespace=namespace,
@@ -240,7 +243,7 @@ def placeholder(
         },
         node=node,
         phase=phase,
-        annotations=annotations,
+        annotations=annotations or None,
         **kw,
     )
 

@@ -30,6 +30,10 @@ FRESH_PH = o.placeholder("abcde-1", "runner", node=None, phase="Pending")
 BOUND_PH = o.placeholder("abcde-1", "runner", phase="Pending")
 RUNNING_PH = o.placeholder("abcde-1", "runner")
 RENEWED_PH = o.placeholder("abcde-1", "runner", expires_at="1900000000")
+FRESH_MARKED = o.placeholder("abcde-1", "runner", node=None, phase="Pending", confirm_at="binding")
+BOUND_MARKED = o.placeholder("abcde-1", "runner", phase="Pending", confirm_at="binding")
+ERS_3 = _with(o.ers(), spec__replicas=3)
+ERS_5 = _with(o.ers(), spec__replicas=5)
 DISRUPTED_PH = _with(
     RUNNING_PH, status__conditions=[{"type": "DisruptionTarget", "status": "True"}]
 )
@@ -48,6 +52,14 @@ CASES: list[tuple[str, str, str, Any, Any, Verdict]] = [
         "MODIFIED",
         BOUND_PH,
         RUNNING_PH,
+        Verdict(relevant=True, rise=True),
+    ),
+    (
+        "a cpu/memory placeholder marked to count at binding binds: it counts at once",
+        "Pod",
+        "MODIFIED",
+        FRESH_MARKED,
+        BOUND_MARKED,
         Verdict(relevant=True, rise=True),
     ),
     ("a lease renewal changes no fact", "Pod", "MODIFIED", RUNNING_PH, RENEWED_PH, NOTHING),
@@ -123,6 +135,30 @@ CASES: list[tuple[str, str, str, Any, Any, Verdict]] = [
         "MODIFIED",
         o.ers(),
         o.ers(),
+        NOTHING,
+    ),
+    (
+        "GitHub assigned jobs (replicas rose): the warm pairs they take are refilled at once",
+        "EphemeralRunnerSet",
+        "MODIFIED",
+        ERS_3,
+        ERS_5,
+        Verdict(relevant=True, rise=True),
+    ),
+    (
+        "jobs finished (replicas fell): the next step sees it",
+        "EphemeralRunnerSet",
+        "MODIFIED",
+        ERS_5,
+        ERS_3,
+        Verdict(relevant=True),
+    ),
+    (
+        "a patch that repeats the replicas (a new patchID) changes no fact",
+        "EphemeralRunnerSet",
+        "MODIFIED",
+        ERS_3,
+        _with(ERS_3, spec__patchID=7),
         NOTHING,
     ),
 ]

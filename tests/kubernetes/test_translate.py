@@ -409,3 +409,26 @@ def test_fit_estimate_reports_the_runner_halfs_share_of_a_pair_only_where_they_s
         src, TARGET, RUNNER, WORKFLOW, runner_selector={"pool": "a"}, workflow_selector={}
     )
     assert apart is not None and apart.runner_share == 0.0
+
+
+@pytest.mark.parametrize(
+    ("replicas", "min_runners", "assigned"),
+    [
+        (5, 0, 5),
+        # the scaler writes minRunners + assigned jobs
+        (5, 2, 3),
+        (1, 2, 0),
+        # no replicas written yet: unknown
+        (None, 0, None),
+    ],
+)
+def test_assigned_jobs_are_read_from_the_ephemeral_runner_set_replicas(
+    replicas: int | None, min_runners: int, assigned: int | None
+) -> None:
+    ers = o.ers()
+    if replicas is None:
+        del ers["spec"]["replicas"]
+    else:
+        ers["spec"]["replicas"] = replicas
+    s = snap(o.DictSource(ers, o.ars(min_runners=min_runners)))
+    assert s.assigned_jobs == assigned

@@ -107,7 +107,11 @@ def test_renew_lease_merge_patches_only_the_annotation(
     )
     writer.renew_lease([PodRef(o.NS, RUNNER), PodRef(o.NS, "vanished")], o.T0 + 3600.25)
     annotations = store.get("Pod", o.NS, RUNNER)["metadata"]["annotations"]
-    assert annotations == {"arc-capacity.dev/expires-at": "1700003600.250", "other": "kept"}
+    assert annotations == {
+        "arc-capacity.dev/expires-at": "1700003600.250",
+        "arc-capacity.dev/confirm-at": "binding",
+        "other": "kept",
+    }
     assert writer.outcomes["renewed"] == 1 and writer.outcomes["not_found"] == 1
     assert cache.wait_until(
         lambda c: (

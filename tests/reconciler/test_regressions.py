@@ -73,7 +73,14 @@ def test_a_lone_runner_half_is_released_at_once_instead_of_idling_for_the_window
     )
     lone_runner = PairPods(ph("i0-1", Role.RUNNER), None)
     runner_ref = PodRef("arc-runners", rec.store.get("i0-1").runner_pod)
-    result = rec.step(snapshot(placeholders={"i0-1": lone_runner}, runners=(runner("r1"),)))
+    # r1's workflow pod is the one that took the workflow half (bound): nothing waits for room.
+    result = rec.step(
+        snapshot(
+            placeholders={"i0-1": lone_runner},
+            runners=(runner("r1"),),
+            workflows=(workflow("r1"),),
+        )
+    )
     moves = [(e.source, e.target) for e in result.events if e.pair_id == "i0-1"]
     assert moves == [
         (PairState.READY, PairState.PREEMPTED),

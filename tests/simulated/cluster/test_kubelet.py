@@ -20,6 +20,23 @@ def test_pods_start_after_a_seeded_latency_within_the_configured_range() -> None
     assert all(2.0 <= t <= 5.0 for t in starts) and len(set(starts)) > 1
 
 
+def test_a_scheduler_bound_pod_sits_pending_on_its_node_until_the_kubelet_starts_it() -> None:
+    """kubernetes/kubernetes pkg/kubelet/lifecycle/predicate.go: the kubelet admits a pod the
+    scheduler bound by re-running the scheduler's fit (GeneralPredicates) against the pods it
+    admitted. The simulated kubelet has no pods the scheduler does not count and no device
+    plugins, so it never refuses a scheduler-bound pod: between binding and the start latency
+    the pod is Pending with ``spec.nodeName`` set, which is what the listener's
+    ``confirmAtBinding`` counts for cpu/memory placeholders (issue 31)."""
+    w = static_world(nodes=1, latencies={"pod_start": (2.0, 5.0)})
+    w.create(pod("ph", cpu="500m"))
+    w.run(0.1)
+    assert (w.node_of("ph"), w.phase("ph")) == ("n-0", "Pending")
+    assert not w.events("pod_running")
+    w.run(5.0)
+    assert w.phase("ph") == "Running"
+    assert [e["pod"] for e in w.events("pod_running")] == ["ph"]
+
+
 def test_priority_admission_fills_priority_and_preemption_policy_from_the_class() -> None:
     w = static_world(nodes=1)
     w.create(pod("ph", priority=-10))
