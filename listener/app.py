@@ -44,6 +44,7 @@ from listener.arc_config import (
 from listener.arc_version import ArcVersionError, version_from_env
 from listener.capacity_aware import CapacityAwarePart, scale_set_target
 from listener.capacity_config import load_capacity_aware
+from listener.exit_deadline import ExitDeadline
 from listener.gate import CapacityGate
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.kube_writer import KubernetesScalerWriter
@@ -60,12 +61,18 @@ from listener.startup import (
     new_instance_id,
 )
 from listener.statistics_refresh import StatisticsRefresher
+from listener.write_lane import WriteLane
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession, default_owner_name
 from providers.demand.combine import Combine, CombinedDemand
 from providers.demand.statistics import StatisticsDemand
 from providers.hud.client import HudDemandSource
-from providers.kubernetes.lease import LeaseElector, LeaseTiming, lease_name
+from providers.kubernetes.lease import (
+    LeaseElector,
+    LeaseFence,
+    LeaseTiming,
+    lease_name,
+)
 from providers.kubernetes.permissions import (
     CannotCheck,
     missing_permissions,
@@ -127,6 +134,9 @@ class ListenerApp(CapacityAwarePhase):
         self.clock = SystemClock()
         self.instance = new_instance_id()
         self.stop = asyncio.Event()
+        #: The scaler's Kubernetes writes: a daemon lane that never holds the exit.
+        self.lane = WriteLane()
+        self.deadline = ExitDeadline()
         self.status = StatusBoard(config.ephemeral_runner_set_name)
         self.metrics = PrometheusMetrics(
             ScaleSetIdentity.from_config_url(
@@ -155,6 +165,8 @@ class ListenerApp(CapacityAwarePhase):
         self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
         self.elector: LeaseElector | None = None
+        #: What every Kubernetes write asks before it goes (set once the Lease is won).
+        self.fence: LeaseFence | None = None
         #: Renews the Lease from the moment it is won (through every later phase).
         self.holding: asyncio.Task[None] | None = None
         self.session_open = False
@@ -200,8 +212,9 @@ class ListenerApp(CapacityAwarePhase):
             on_error=self.metrics.record_actions_error,
         )
         session = MessageSession(client)
+        self.scale_writer = KubernetesScalerWriter(api_client, stop=self.lane.stop_token)
         scaler = Scaler(
-            KubernetesScalerWriter(api_client),
+            self.scale_writer,
             namespace=self.config.ephemeral_runner_set_namespace,
             name=self.config.ephemeral_runner_set_name,
             min_runners=self.config.min_runners,
@@ -215,7 +228,9 @@ class ListenerApp(CapacityAwarePhase):
             interval=self.capacity.demand.statistics_refresh,
             metrics=self.metrics,
         )
-        listener = Listener(session, scaler, self.gate, self.metrics, self.refresher.observe)
+        listener = Listener(
+            session, scaler, self.gate, self.metrics, self.refresher.observe, writes=self.lane
+        )
         self.metrics.record_advertised(self.gate.value)
         side_tasks: list[asyncio.Task[Any]] = []
         try:
@@ -233,6 +248,7 @@ class ListenerApp(CapacityAwarePhase):
                 log.info("capacity-aware mode is off: %s", capacity_off_reason(self.env))
             await self._listen(session, listener, side_tasks)
         finally:
+            self.lane.stop()  # a write still retrying ends at its next wait
             for task in side_tasks:
                 task.cancel()
             await asyncio.gather(*side_tasks, return_exceptions=True)
@@ -262,6 +278,8 @@ class ListenerApp(CapacityAwarePhase):
             watched.add(self.holding)
         done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         stopped.cancel()
+        if self.holding in done:
+            self.deadline.arm(1, "the Lease was lost")
         if listen in done:
             listen.result()  # re-raises the error that ended the listener
             raise FatalError("the listener loop ended without an error")
@@ -287,6 +305,8 @@ class ListenerApp(CapacityAwarePhase):
         if not await self.elector.acquire(self.stop):
             return False
         self.metrics.record_owner(True)
+        # From now on no write goes out unless this process can still renew the Lease.
+        self.scale_writer.fence = self.fence = LeaseFence(self.elector)
         return True
 
     async def _unless_stopped(self, work: Awaitable[Any], what: str) -> bool:
@@ -317,7 +337,12 @@ class ListenerApp(CapacityAwarePhase):
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self.stop.set)
+                loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("%s received: shutting down", sig.name)
+        self.deadline.arm(0, sig.name)
+        self.stop.set()
 
     def _start_http(self) -> None:
         """Metrics per ARC's rules; probes and /debug/pairs are served even without metrics."""

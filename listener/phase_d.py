@@ -33,7 +33,7 @@ from providers.demand.combine import CombinedDemand
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
-from providers.kubernetes.lease import LeaseElector
+from providers.kubernetes.lease import LeaseElector, LeaseFence
 from reconciler.clock import Clock
 from reconciler.ports import PodRef
 from reconciler.settings import CapacityAwareSettings
@@ -73,6 +73,7 @@ class CapacityAwarePhase:
     part: CapacityAwarePart | None
     hud: HudDemandSource | None
     elector: LeaseElector | None
+    fence: LeaseFence | None
     refresher: StatisticsRefresher | None
     demand: CombinedDemand
     _wake: Callable[[], None] | None
@@ -105,6 +106,8 @@ class CapacityAwarePhase:
             )
         refuse_to_start(part.startup_checks())
         reconcile_loop = part.build(listener)
+        if part.writer is not None:
+            part.writer.fence = self.fence
         log.info(
             "capacity-aware: instance %s, placeholders in %s",
             self.instance,
