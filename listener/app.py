@@ -49,7 +49,7 @@ from listener.gate import CapacityGate
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.kube_writer import KubernetesScalerWriter
 from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
-from listener.loop import Listener, run_open_session
+from listener.loop import Listener, close_session, run_open_session
 from listener.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.phase_d import CapacityAwarePhase
 from listener.scaler import Scaler
@@ -239,9 +239,12 @@ class ListenerApp(CapacityAwarePhase):
             if self.elector is not None:
                 self.holding = asyncio.create_task(self.elector.hold(self.stop), name="lease")
                 side_tasks.append(self.holding)
-            if await self._unless_stopped(session.open(), "opening the message session"):
+            inherited = self.elector.inherited_session if self.elector is not None else None
+            if await self._unless_stopped(session.open(inherited), "opening the message session"):
                 return
             self.session_open = True
+            if self.elector is not None:  # noted in the Lease with its next renewal
+                self.elector.session_note = session.session.session_id
             if self.capacity.enabled:
                 side_tasks = await self._start_capacity_aware(api_client, session, listener)
             else:
@@ -249,17 +252,25 @@ class ListenerApp(CapacityAwarePhase):
             await self._listen(session, listener, side_tasks)
         finally:
             self.lane.stop()  # a write still retrying ends at its next wait
-            for task in side_tasks:
+            # The Lease is renewed until it is released: the placeholders are deleted as owner.
+            background = [task for task in side_tasks if task is not self.holding]
+            for task in background:
                 task.cancel()
-            await asyncio.gather(*side_tasks, return_exceptions=True)
-            # Then release the capacity we reserved, and only then the Lease: a successor
-            # must not adopt pods we are about to delete.
+            await asyncio.gather(*background, return_exceptions=True)
+            # Stop advertising (a no-op when the listener already deleted the session), then
+            # release the capacity we reserved, and only then the Lease: a successor must not
+            # adopt pods we are about to delete. The Lease carries the session id if the
+            # delete failed, for the successor to delete.
+            self.session_open = False
+            await close_session(session)
             await asyncio.to_thread(self._delete_placeholders)
+            if self.holding is not None:
+                self.holding.cancel()
+                await asyncio.gather(self.holding, return_exceptions=True)
             if self.elector is not None:
+                self.elector.session_note = session.left_behind or ""
                 await asyncio.to_thread(self.elector.release)
                 self.metrics.record_owner(False)
-            self.session_open = False
-            await session.close()  # no-op when the listener already closed it
             await client.aclose()
             self._close()
 

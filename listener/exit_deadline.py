@@ -48,20 +48,23 @@ class ExitDeadline:
             self._timer.cancel()
 
     def _expire(self) -> None:
-        busy = sorted(
-            t.name for t in threading.enumerate() if t is not threading.current_thread()
-        )
-        log.error(
-            "shutdown (%s) still running after %.1fs: exiting now with code %d (threads: %s)",
-            self._why,
-            self.seconds,
-            self._code,
-            ", ".join(busy),
-        )
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(self._code)
+        try:
+            busy = sorted(
+                t.name for t in threading.enumerate() if t is not threading.current_thread()
+            )
+            log.error(
+                "shutdown (%s) still running after %.1fs: exiting now with code %d (threads: %s)",
+                self._why,
+                self.seconds,
+                self._code,
+                ", ".join(busy),
+            )
+            for handler in logging.getLogger().handlers:
+                handler.flush()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(self._code)
 
 
 __all__ = ["EXIT_DEADLINE", "ExitDeadline"]

@@ -146,6 +146,8 @@ WRITE_PATIENCE = 2.0
 STOP_GRACE = 2.0
 #: Messages received while the handler is stuck, before polling waits for it.
 MAX_BACKLOG = 20
+#: How long the exit waits for the session delete (the exit deadline is 4.5 s in all).
+SESSION_CLOSE_TIMEOUT = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +196,8 @@ class Listener:
         self._inbox: asyncio.Queue[_Work] = asyncio.Queue(MAX_BACKLOG)
         self._handler: asyncio.Task[None] | None = None
         self._busy = 0
-        self._stuck_timer: asyncio.TimerHandle | None = None
+        #: The unit the handler is working on (None: waiting for one).
+        self._current: _Work | None = None
 
     def set_live_max_runners(self, max_runners: int) -> None:
         """Follow a live ``maxRunners`` (ARS) change: the advertised capacity and the scaler's
@@ -334,6 +337,7 @@ class Listener:
         while True:
             work = await self._inbox.get()
             self._busy += 1
+            self._current = work
             try:
                 if work.message is not None:
                     await self._handle(work.message)
@@ -343,6 +347,7 @@ class Listener:
                         self.metrics.record_desired_runners(desired)
             finally:
                 self._busy -= 1
+                self._current = None
             # Only on success: a failure ends this task, which the poll side sees first.
             if not work.done.done():
                 work.done.set_result(None)
@@ -384,11 +389,12 @@ class Listener:
         if handler is None or handler.done():
             return
         grace = self.stop_grace
-        if self._busy:
+        # Units not started: their messages were not acked, the service redelivers them.
+        self._drain_inbox()
+        current = self._current
+        if current is not None:
             log.info("stopping once the message in hand is handled (%.0fs at most)", grace)
-            # Units not started: their messages were not acked, the service redelivers them.
-            self._drain_inbox()
-            await asyncio.wait({handler}, timeout=grace)
+            await asyncio.wait({current.done, handler}, timeout=grace, return_when=FIRST_COMPLETED)
         handler.cancel()
         await asyncio.gather(handler, return_exceptions=True)
         self._caught_up()
@@ -465,8 +471,19 @@ async def run_open_session(session: ClosableSession, listener: Listener) -> None
     try:
         await listener.run()
     finally:
-        # A cancelled task may still await here; the delete is bounded by the HTTP timeouts.
-        await session.close()
+        await close_session(session)
+
+
+async def close_session(session: ClosableSession) -> None:
+    """Delete the session, bounded: an Actions outage must not hold the exit (the session id
+    stays in ``left_behind`` and the next process deletes it, docs/protocol.md#sessions)."""
+    try:
+        await asyncio.wait_for(session.close(), SESSION_CLOSE_TIMEOUT)
+    except TimeoutError:
+        log.warning(
+            "the message session was not deleted within %.1fs; the next listener deletes it",
+            SESSION_CLOSE_TIMEOUT,
+        )
 
 
 __all__ = [
@@ -477,6 +494,7 @@ __all__ = [
     "ListenerMetrics",
     "MessageSource",
     "NoopListenerMetrics",
+    "close_session",
     "listener_from_config",
     "run_open_session",
     "serve",

@@ -15,6 +15,10 @@ lock), written against the ``kubernetes`` client:
    restarts and waits again) instead of acting on a lease somebody else may hold.
 3. **Release** on shutdown: holder cleared, ``leaseDurationSeconds`` 1, so a waiting process
    takes over within a retry period instead of a full lease duration.
+4. **Hand-over note**: the holder writes the id of its message session in the annotation
+   :data:`SESSION_ANNOTATION` with every renewal and at release (empty once deleted). The next
+   holder reads it when it takes the Lease (:attr:`LeaseElector.inherited_session`) and deletes
+   a session its predecessor could not (providers/actions/session.py rule 5).
 
 Blocking calls (the client is synchronous) run in worker threads; every request has a timeout.
 """
@@ -49,6 +53,9 @@ class LeaseFenced(Exception):
     """A write not sent: this process can no longer renew its Lease (a successor may own the
     scale set by the time it would land)."""
 
+
+#: The message session of the holder (hand-over note, step 4).
+SESSION_ANNOTATION = "arc-capacity.dev/message-session"
 
 #: An attempt shorter than this cannot complete a round trip worth making.
 MIN_ATTEMPT = 0.5
@@ -160,6 +167,10 @@ class LeaseElector:
         self._observed_at = 0.0
         self._renewed_at: float | None = None  # monotonic time of our last successful write
         self.transitions_seen = 0
+        #: The session id the previous holder noted (step 4), read when we took the Lease.
+        self.inherited_session = ""
+        #: Our note, written with every renewal and at release (None: write nothing).
+        self.session_note: str | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -205,7 +216,13 @@ class LeaseElector:
             self._observed, self._observed_at = record, now
         if held_by_other(record, self.identity, self._observed_at, now):
             return False
-        return self._update(lease, record, now)
+        taking_over = record.holder != self.identity
+        inherited = _annotation(lease, SESSION_ANNOTATION)
+        if not self._update(lease, record, now):
+            return False
+        if taking_over:
+            self.inherited_session = inherited
+        return True
 
     def release(self) -> None:
         """Step 3 (best effort: a failure is logged; the lease then simply expires)."""
@@ -224,6 +241,7 @@ class LeaseElector:
             spec.lease_duration_seconds = 1
             spec.renew_time = stamp
             spec.acquire_time = stamp
+            self._write_note(lease)
             self.api.replace_namespaced_lease(
                 self.name, self.namespace, lease, _request_timeout=REQUEST_TIMEOUT
             )
@@ -263,6 +281,7 @@ class LeaseElector:
         spec.holder_identity = self.identity
         spec.lease_duration_seconds = self.timing.duration
         spec.renew_time = stamp
+        self._write_note(lease)
         try:
             # metadata.resourceVersion is the precondition: a concurrent writer wins, we get 409
             updated = self.api.replace_namespaced_lease(
@@ -274,6 +293,13 @@ class LeaseElector:
             raise
         self._won(updated, now)
         return True
+
+    def _write_note(self, lease: Any) -> None:
+        if self.session_note is None:
+            return
+        if lease.metadata.annotations is None:
+            lease.metadata.annotations = {}
+        lease.metadata.annotations[SESSION_ANNOTATION] = self.session_note
 
     def _won(self, lease: Any, now: float) -> None:
         record = _record_of(lease)
@@ -328,6 +354,11 @@ class LeaseElector:
             return False
 
 
+def _annotation(lease: Any, key: str) -> str:
+    annotations = getattr(lease.metadata, "annotations", None) or {}
+    return str(annotations.get(key) or "")
+
+
 def _record_of(lease: Any) -> LeaseRecord:
     spec = lease.spec or k8s.V1LeaseSpec()
     renew = spec.renew_time
@@ -353,6 +384,7 @@ def _short(exc: BaseException) -> str:
 
 __all__ = [
     "MIN_ATTEMPT",
+    "SESSION_ANNOTATION",
     "LeaseElector",
     "LeaseFence",
     "LeaseFenced",

@@ -867,3 +867,32 @@ def test_the_statistics_demand_source_follows_the_services_available_jobs_on_the
     assert wakes[0] == 0  # the session's statistics: nothing waiting
     assert 1 in wakes  # the job message: one job available for this scale set
     assert demand.current.source == "statistics" and demand.current.error is None
+
+
+def test_cancellation_waits_for_the_unit_in_hand_not_for_the_whole_grace() -> None:
+    """The stop grace is an upper bound: once the unit in hand is handled, the run ends.
+    Prevents a shutdown that always spent the full grace (the handler task never ends by
+    itself, so waiting for it instead of the unit waited out the timeout)."""
+    loop, _, journal = listener([])
+    loop.stop_grace = 600.0  # a wait this long would trip the bound below
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowScaler(RecordingScaler):
+        def handle_desired_runner_count(self, count: int) -> int:
+            entered.set()
+            release.wait(5)
+            return super().handle_desired_runner_count(count)
+
+    loop.scaler = SlowScaler(journal)
+
+    async def story() -> None:
+        task = asyncio.ensure_future(loop.run())
+        assert await asyncio.to_thread(entered.wait, 5)
+        task.cancel()
+        await settle()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+
+    run(story())
+    assert journal.entries[-1] == ("m.desired", 101)

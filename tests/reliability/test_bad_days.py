@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator.faces.actions import Fault
 from simulator.faces.live import LiveWorld
 from simulator.faults import FaultKind
 from tests.reliability.bad_day import (
@@ -120,3 +121,31 @@ def test_get_message_goes_on_at_0_while_a_scale_write_is_stuck(
     after = time.monotonic()
     assert wait_for(lambda: polls_between(world, after, time.monotonic()), 10)
     assert polls_between(world, after, time.monotonic())[-1] == world.spec.max_runners
+
+
+def test_a_session_the_last_listener_could_not_delete_is_deleted_by_the_next(
+    world: LiveWorld, tmp_path: Path, listeners: list[ProxiedListener]
+) -> None:
+    """The Actions service answers 503 to the session delete at exit: the process still exits
+    0 within 5 s, noting the session in its Lease; the next owner deletes that session on its
+    first 409 and opens its own at once. Prevents issue 34's leftover session, which made the
+    next process meet 409 until the service expired it."""
+    owner = _ready_owner(world, tmp_path, listeners)
+    scale_set = world.scale_set.id
+    left = world.actions.session_of(scale_set)
+    # The client retries a 503 after 1 s, then 2 s: the 1.5 s the exit allows takes two.
+    world.actions.fail_next("delete_session", Fault.http(503), times=2)
+    code, took = owner.terminate_timed()
+    assert code == 0 and took < EXIT_BOUND, (code, took, owner.process.logs())
+    assert world.actions.session_of(scale_set) == left, "the session was deleted after all"
+    conflicts = len([r for r in world.actions.requests_to("create_session") if r.status == 409])
+    successor = start_proxied(world, tmp_path / "successor")
+    listeners.append(successor)
+    assert wait_for(successor.ready, 30), successor.process.logs()
+    deletes = [
+        r for r in world.actions.requests_to("delete_session") if r.path.endswith(f"/{left}")
+    ]
+    assert [r.status for r in deletes][-1] == 204, deletes
+    new_conflicts = [r for r in world.actions.requests_to("create_session") if r.status == 409]
+    assert len(new_conflicts) - conflicts == 1  # one 409, then the leftover is deleted
+    assert world.actions.session_of(scale_set) not in (None, left)
