@@ -2,8 +2,8 @@
 
 :class:`KubernetesScalerWriter` is the :class:`listener.scaler.ScalerWriter` over the official
 kubernetes client. Three things make it behave like ARC's client-go client rather than a
-bare HTTP call, because a listener run that ends on one throttled PATCH loses the batch it
-was handling (acked already, docs/protocol.md#ack) and restarts the pod:
+bare HTTP call, because a listener run that ends on one throttled PATCH restarts the pod (the
+message it was handling is redelivered to the next session, docs/protocol.md#listener-loop):
 
 1. **Client-side rate limit** (ARC 0.15, PR #4558): every request takes a token from one
    :class:`TokenBucket` of ``qps`` 50 and ``burst`` 100, as ``rest.Config{QPS: 50, Burst:
@@ -48,6 +48,7 @@ from listener.scaler import (
     GROUP,
     MERGE_PATCH,
     VERSION,
+    PermanentWriteError,
     ReadForbidden,
     RunnerNotFound,
     ScalerError,
@@ -333,6 +334,8 @@ def _raise_final(answer: Answer, what: str, plural: str, namespace: str, name: s
         raise WriteConflict(f"{what}: {_describe(answer)}")
     if code == 403 and what.startswith("GET"):
         raise ReadForbidden(f"{what}: {_describe(answer)}")
+    if 400 <= code <= 499:
+        raise PermanentWriteError(f"{what}: {_describe(answer)}")
     raise ScalerError(f"{what}: {_describe(answer)}")
 
 

@@ -11,9 +11,11 @@
 2. No message (202, or an empty 200): scale from the last known ``totalAssignedJobs``; nothing
    is recorded. A cut poll is not a 202: the poll is simply re-issued.
 3. A message: ``last_message_id = messageId``; record its statistics; hand it to the handler.
-   The handler (one task, messages in the order received): ack (DELETE); acquire all
-   JobAvailable ids in one call; each JobStarted (record, then scaler); each JobCompleted
-   (record, then scaler); scale from ``totalAssignedJobs`` and record the result.
+   The handler (one task, messages in the order received): acquire all JobAvailable ids in
+   one call; each JobStarted (record, then scaler); each JobCompleted (record, then scaler);
+   scale from ``totalAssignedJobs`` and record the result; **then** ack (DELETE). A run that
+   ends before the ack leaves the message to be redelivered to the next session (at least
+   once, as actions/scaleset#113 and ARC #4668 do); every step is idempotent.
    The poll waits for the handler at most ``write_patience`` (2 s), so the usual order is
    exactly ARC's; a Kubernetes write stuck longer does not stop the conversation with GitHub:
    the gate is closed (advertise 0, fail-closed) and polling goes on, later messages queue
@@ -355,7 +357,9 @@ class Listener:
                 self._caught_up()
 
     async def _handle(self, message: DecodedMessage) -> None:
-        await self.source.delete_message(message.message_id)
+        """A message's effects, then its ack: at least once (docs/protocol.md#listener-loop).
+        A run that ends before the ack leaves the message to be redelivered to the next
+        session; every step is idempotent, so a replay changes nothing twice."""
         available = message.of_type(JobAvailable)
         if available:
             ids = [job.runner_request_id for job in available]
@@ -369,6 +373,7 @@ class Listener:
             self.scaler.handle_job_completed(completed)
         desired = await self._scale(message.statistics.total_assigned_jobs)
         self.metrics.record_desired_runners(desired)
+        await self.source.delete_message(message.message_id)
 
     def _on_stuck(self) -> None:
         if self.gate.closed_for is None:

@@ -239,7 +239,9 @@ class TestStart:
 
 
 class TestOrderOfOperations:
-    def test_a_message_is_acked_first_then_acquired_started_completed_scaled(self) -> None:
+    def test_a_message_is_acquired_started_completed_scaled_and_only_then_acked(self) -> None:
+        """At least once (issue 34 item 4): the ack comes after the message's effects, so a
+        run that ends half-way leaves the message for the next session."""
         msg = message(
             7,
             4,
@@ -255,7 +257,6 @@ class TestOrderOfOperations:
         assert journal.entries[3:] == [
             ("get", 0, 10),
             ("m.statistics", 4),
-            ("delete", 7),
             ("acquire", [1, 2]),  # all JobAvailable ids in one call
             ("m.started", 3),
             ("scaler.started", 3),
@@ -265,6 +266,7 @@ class TestOrderOfOperations:
             ("scaler.completed", 5),
             ("scaler.desired", 4),
             ("m.desired", 104),
+            ("delete", 7),  # the ack, last
             ("get", 7, 10),  # lastMessageId = the received id
         ]
 
@@ -338,10 +340,11 @@ def test_cancellation_lets_the_message_in_hand_finish() -> None:
             await task
 
     run(story())
-    assert journal.entries[-3:] == [
+    assert journal.entries[-4:] == [
         ("scaler.started", 3),
         ("scaler.desired", 1),
         ("m.desired", 101),
+        ("delete", 7),  # acked once its effects are done
     ]
 
 
@@ -636,8 +639,8 @@ def test_jobs_flow_through_the_real_client_in_protocol_order() -> None:
         run(story())
     routes = [r.route for r in face.requests if r.route != "get_message"]
     assert routes[:3] == ["registration_token", "runner_registration", "create_session"]
-    ack_then_acquire = [r for r in routes if r in ("delete_message", "acquire_jobs")]
-    assert ack_then_acquire[:2] == ["delete_message", "acquire_jobs"]
+    acquire_then_ack = [r for r in routes if r in ("delete_message", "acquire_jobs")]
+    assert acquire_then_ack[:2] == ["acquire_jobs", "delete_message"]  # ack after effects
     assert routes[-1] == "delete_session"  # the session is deleted on the way out
     assert h.recorder.entries("scaler.started") == [9001]
     assert h.recorder.entries("scaler.completed") == [9001]
