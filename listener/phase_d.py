@@ -41,6 +41,9 @@ from reconciler.snapshot import Demand
 
 log = logging.getLogger("listener")
 
+#: Per-request timeout of the placeholder deletes at exit (they run in parallel).
+SHUTDOWN_REQUEST_TIMEOUT = 1.0
+
 #: How long to wait for the first list of every required kind before giving up.
 CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
 #: How often the HUD poller looks whether the message session (our labels) is open yet.
@@ -227,6 +230,13 @@ class CapacityAwarePhase:
             log.warning("shutting down without the Lease: leaving placeholders to the owner")
             writer.close()
             return
+        if part.provider.cache.stale_for() > 0:
+            # The API does not answer: the deletes would only wait out their timeouts inside
+            # the exit's 5 s. The placeholders expire by their TTL or the next owner's sweep.
+            log.warning("shutting down with the API unreachable: leaving placeholders to expire")
+            writer.close()
+            return
+        writer.request_timeout = SHUTDOWN_REQUEST_TIMEOUT
         namespace = part.target.placeholder_namespace
         adopted = part.owned_pairs()
         ours = [

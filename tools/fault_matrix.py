@@ -157,9 +157,10 @@ def _regressions() -> list[dict[str, object]]:
 def _cases() -> dict[str, Callable[[], Outcome]]:
     from tests.reliability.cases import HTTP_CASES
     from tests.reliability.cases_at_least_once import AT_LEAST_ONCE_CASES
+    from tests.reliability.cases_bad_days import BAD_DAY_CASES
     from tests.reliability.cases_world import WORLD_CASES
 
-    return {**HTTP_CASES, **AT_LEAST_ONCE_CASES, **WORLD_CASES}
+    return {**HTTP_CASES, **AT_LEAST_ONCE_CASES, **BAD_DAY_CASES, **WORLD_CASES}
 
 
 def run_cases(only: set[str] | None = None) -> dict[str, Outcome]:

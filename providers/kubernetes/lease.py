@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 #: held up for long (the thread running it is waited for at exit), and well under the renew
 #: deadline so a hung renew still leaves time for another one.
 REQUEST_TIMEOUT = (2.0, 3.0)
+#: (connect, read) timeout of the release at exit (two calls: both within the exit deadline).
+RELEASE_TIMEOUT = (0.5, 0.5)
 
 
 class LeaseLostError(Exception):
@@ -224,14 +226,16 @@ class LeaseElector:
             self.inherited_session = inherited
         return True
 
-    def release(self) -> None:
-        """Step 3 (best effort: a failure is logged; the lease then simply expires)."""
+    def release(self, timeout: tuple[float, float] = RELEASE_TIMEOUT) -> None:
+        """Step 3 (best effort: a failure is logged; the lease then simply expires). Short
+        timeouts: it runs inside the exit's 5 s, and an API that does not answer at once
+        cannot be helped by waiting."""
         if self._renewed_at is None:
             return
         self._renewed_at = None
         try:
             lease = self.api.read_namespaced_lease(
-                self.name, self.namespace, _request_timeout=REQUEST_TIMEOUT
+                self.name, self.namespace, _request_timeout=timeout
             )
             spec = lease.spec
             if spec is None or (spec.holder_identity or "") != self.identity:
@@ -243,7 +247,7 @@ class LeaseElector:
             spec.acquire_time = stamp
             self._write_note(lease)
             self.api.replace_namespaced_lease(
-                self.name, self.namespace, lease, _request_timeout=REQUEST_TIMEOUT
+                self.name, self.namespace, lease, _request_timeout=timeout
             )
             log.info("lease %s/%s released", self.namespace, self.name)
         except Exception as exc:  # shutdown goes on: the lease expires by itself
