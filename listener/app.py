@@ -44,6 +44,7 @@ from listener.arc_config import (
 from listener.arc_version import ArcVersionError, version_from_env
 from listener.capacity_aware import CapacityAwarePart, scale_set_target
 from listener.capacity_config import load_capacity_aware
+from listener.daemon_executor import DaemonThreadPoolExecutor
 from listener.exit_deadline import ExitDeadline
 from listener.gate import CapacityGate
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
@@ -202,6 +203,10 @@ class ListenerApp(CapacityAwarePhase):
         From B on, the Lease is renewed alongside; losing it ends the process (exit 1).
         """
         self._install_signal_handlers()
+        # Blocking calls in worker threads must not hold the exit (listener/daemon_executor.py).
+        asyncio.get_running_loop().set_default_executor(
+            DaemonThreadPoolExecutor(thread_name_prefix="listener-io")
+        )
         api_client = await asyncio.to_thread(kubernetes_api_client, self.env)
         self._start_http()
         client = ActionsClient(
@@ -267,7 +272,8 @@ class ListenerApp(CapacityAwarePhase):
             if self.holding is not None:
                 self.holding.cancel()
                 await asyncio.gather(self.holding, return_exceptions=True)
-            if self.elector is not None:
+            if self.elector is not None and self.elector.is_leader:
+                # Not leader: the renewals failed, a release would only wait out timeouts.
                 self.elector.session_note = session.left_behind or ""
                 await asyncio.to_thread(self.elector.release)
                 self.metrics.record_owner(False)

@@ -402,7 +402,6 @@ class Listener:
             await asyncio.wait({current.done, handler}, timeout=grace, return_when=FIRST_COMPLETED)
         handler.cancel()
         await asyncio.gather(handler, return_exceptions=True)
-        self._caught_up()
 
     def _drain_inbox(self) -> list[_Work]:
         drained = []
