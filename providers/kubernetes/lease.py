@@ -343,7 +343,10 @@ class LeaseElector:
             await _wait(stop, self.timing.retry_period)
             if stop.is_set():
                 return
-            await self._attempt()
+            # An attempt against a hanging API can outlast the renew deadline (timeouts and
+            # the client's own retries): the loss is declared at the deadline, not after it.
+            attempt = asyncio.ensure_future(self._attempt())
+            await asyncio.wait({attempt}, timeout=max(self.renewable_for() or 0.0, 0.0))
             if not self.is_leader:
                 raise LeaseLostError(
                     f"lease {self.namespace}/{self.name} not renewed for "
