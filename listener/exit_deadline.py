@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import threading
+from typing import NoReturn
 
 log = logging.getLogger(__name__)
 
@@ -67,4 +68,16 @@ class ExitDeadline:
             os._exit(self._code)
 
 
-__all__ = ["EXIT_DEADLINE", "ExitDeadline"]
+def end_process(code: int) -> NoReturn:
+    """End ``run`` with ``code`` once the app has finished, without interpreter finalization:
+    daemon threads may still be blocked in a socket (a write lane, an abandoned worker), and
+    CPython aborts (SIGABRT) when one holds the stderr lock while the interpreter shuts down.
+    Everything the app owns is already closed; logs are flushed first."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+__all__ = ["EXIT_DEADLINE", "ExitDeadline", "end_process"]
