@@ -145,7 +145,7 @@ class ThreadWrites:
 WRITE_PATIENCE = 2.0
 #: On cancellation, how long the message in hand may still take before it is abandoned (its
 #: ack, not sent, makes the service redeliver it to the next session).
-STOP_GRACE = 1.0
+STOP_GRACE = 0.5
 #: Messages received while the handler is stuck, before polling waits for it.
 MAX_BACKLOG = 20
 #: How long the exit waits for the session delete (the exit deadline is 4.5 s in all).

@@ -81,7 +81,9 @@ class KubernetesPlaceholderWriter:
         self.outcomes: Counter[str] = Counter()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        # Every call already waited for its own requests (_run_all); what is left at close is
+        # a request abandoned by a bounded shutdown, which must not hold the exit.
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     # --- PlaceholderWriter -------------------------------------------------------------------
 
