@@ -60,8 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parsed = parser.parse_args(args)
     if parsed.command == "run":
         from listener.app import run_from_environment
+        from listener.exit_deadline import end_process
 
-        return run_from_environment()
+        end_process(run_from_environment())
     if parsed.command == "status":
         from listener.status import print_status
 

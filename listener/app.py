@@ -44,11 +44,13 @@ from listener.arc_config import (
 from listener.arc_version import ArcVersionError, version_from_env
 from listener.capacity_aware import CapacityAwarePart, scale_set_target
 from listener.capacity_config import load_capacity_aware
+from listener.daemon_executor import DaemonThreadPoolExecutor
+from listener.exit_deadline import ExitDeadline
 from listener.gate import CapacityGate
 from listener.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.kube_writer import KubernetesScalerWriter
 from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
-from listener.loop import Listener, run_open_session
+from listener.loop import Listener, close_session, run_open_session
 from listener.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.phase_d import CapacityAwarePhase
 from listener.scaler import Scaler
@@ -60,13 +62,19 @@ from listener.startup import (
     new_instance_id,
 )
 from listener.statistics_refresh import StatisticsRefresher
+from listener.write_lane import WriteLane
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession, default_owner_name
 from providers.backoff import Backoff
 from providers.demand.combine import Combine, CombinedDemand
 from providers.demand.statistics import StatisticsDemand
 from providers.hud.client import HudDemandSource
-from providers.kubernetes.lease import LeaseElector, LeaseTiming, lease_name
+from providers.kubernetes.lease import (
+    LeaseElector,
+    LeaseFence,
+    LeaseTiming,
+    lease_name,
+)
 from providers.kubernetes.permissions import (
     CannotCheck,
     missing_permissions,
@@ -82,7 +90,10 @@ log = logging.getLogger("listener")
 PERMISSION_RETRY_FIRST = float(os.environ.get("CAPACITY_AWARE_PERMISSION_RETRY", "5"))
 PERMISSION_RETRY_MAX = 300.0
 #: How long shutdown waits for the informer threads (daemons) to notice the stop.
-CACHE_STOP_TIMEOUT = 1.0
+CACHE_STOP_TIMEOUT = 0.5
+#: Shutdown budgets (with the 1 s stop grace and the 1 s session delete: under 4.5 s).
+PLACEHOLDERS_BUDGET = 0.75
+RELEASE_BUDGET = 0.75
 #: Seconds a Lease holder is trusted without renewing (client-go's default 15).
 LEASE_DURATION = int(os.environ.get("CAPACITY_AWARE_LEASE_DURATION", "15"))
 
@@ -128,6 +139,9 @@ class ListenerApp(CapacityAwarePhase):
         self.clock = SystemClock()
         self.instance = new_instance_id()
         self.stop = asyncio.Event()
+        #: The scaler's Kubernetes writes: a daemon lane that never holds the exit.
+        self.lane = WriteLane()
+        self.deadline = ExitDeadline()
         self.status = StatusBoard(config.ephemeral_runner_set_name)
         self.metrics = PrometheusMetrics(
             ScaleSetIdentity.from_config_url(
@@ -156,6 +170,8 @@ class ListenerApp(CapacityAwarePhase):
         self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
         self.elector: LeaseElector | None = None
+        #: What every Kubernetes write asks before it goes (set once the Lease is won).
+        self.fence: LeaseFence | None = None
         #: Renews the Lease from the moment it is won (through every later phase).
         self.holding: asyncio.Task[None] | None = None
         self.session_open = False
@@ -191,6 +207,10 @@ class ListenerApp(CapacityAwarePhase):
         From B on, the Lease is renewed alongside; losing it ends the process (exit 1).
         """
         self._install_signal_handlers()
+        # Blocking calls in worker threads must not hold the exit (listener/daemon_executor.py).
+        asyncio.get_running_loop().set_default_executor(
+            DaemonThreadPoolExecutor(thread_name_prefix="listener-io")
+        )
         api_client = await asyncio.to_thread(kubernetes_api_client, self.env)
         self._start_http()
         client = ActionsClient(
@@ -201,8 +221,9 @@ class ListenerApp(CapacityAwarePhase):
             on_error=self.metrics.record_actions_error,
         )
         session = MessageSession(client)
+        self.scale_writer = KubernetesScalerWriter(api_client, stop=self.lane.stop_token)
         scaler = Scaler(
-            KubernetesScalerWriter(api_client),
+            self.scale_writer,
             namespace=self.config.ephemeral_runner_set_namespace,
             name=self.config.ephemeral_runner_set_name,
             min_runners=self.config.min_runners,
@@ -216,7 +237,9 @@ class ListenerApp(CapacityAwarePhase):
             interval=self.capacity.demand.statistics_refresh,
             metrics=self.metrics,
         )
-        listener = Listener(session, scaler, self.gate, self.metrics, self.refresher.observe)
+        listener = Listener(
+            session, scaler, self.gate, self.metrics, self.refresher.observe, writes=self.lane
+        )
         self.metrics.record_advertised(self.gate.value)
         side_tasks: list[asyncio.Task[Any]] = []
         try:
@@ -225,26 +248,39 @@ class ListenerApp(CapacityAwarePhase):
             if self.elector is not None:
                 self.holding = asyncio.create_task(self.elector.hold(self.stop), name="lease")
                 side_tasks.append(self.holding)
-            if await self._unless_stopped(session.open(), "opening the message session"):
+            inherited = self.elector.inherited_session if self.elector is not None else None
+            if await self._unless_stopped(session.open(inherited), "opening the message session"):
                 return
             self.session_open = True
+            if self.elector is not None:  # noted in the Lease with its next renewal
+                self.elector.session_note = session.session.session_id
             if self.capacity.enabled:
                 side_tasks = await self._start_capacity_aware(api_client, session, listener)
             else:
                 log.info("capacity-aware mode is off: %s", capacity_off_reason(self.env))
             await self._listen(session, listener, side_tasks)
         finally:
-            for task in side_tasks:
+            self.lane.stop()  # a write still retrying ends at its next wait
+            # The Lease is renewed until it is released: the placeholders are deleted as owner.
+            background = [task for task in side_tasks if task is not self.holding]
+            for task in background:
                 task.cancel()
-            await asyncio.gather(*side_tasks, return_exceptions=True)
-            # Then release the capacity we reserved, and only then the Lease: a successor
-            # must not adopt pods we are about to delete.
-            await asyncio.to_thread(self._delete_placeholders)
-            if self.elector is not None:
-                await asyncio.to_thread(self.elector.release)
-                self.metrics.record_owner(False)
+            await asyncio.gather(*background, return_exceptions=True)
+            # Stop advertising (a no-op when the listener already deleted the session), then
+            # release the capacity we reserved, and only then the Lease: a successor must not
+            # adopt pods we are about to delete. The Lease carries the session id if the
+            # delete failed, for the successor to delete.
             self.session_open = False
-            await session.close()  # no-op when the listener already closed it
+            await close_session(session)
+            await self._bounded(self._delete_placeholders, PLACEHOLDERS_BUDGET, "placeholders")
+            if self.holding is not None:
+                self.holding.cancel()
+                await asyncio.gather(self.holding, return_exceptions=True)
+            if self.elector is not None and self.elector.is_leader:
+                # Not leader: the renewals failed, a release would only wait out timeouts.
+                self.elector.session_note = session.left_behind or ""
+                await self._bounded(self.elector.release, RELEASE_BUDGET, "the Lease release")
+                self.metrics.record_owner(False)
             await client.aclose()
             self._close()
 
@@ -263,6 +299,8 @@ class ListenerApp(CapacityAwarePhase):
             watched.add(self.holding)
         done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         stopped.cancel()
+        if self.holding in done:
+            self.deadline.arm(1, "the Lease was lost")
         if listen in done:
             listen.result()  # re-raises the error that ended the listener
             raise FatalError("the listener loop ended without an error")
@@ -288,6 +326,8 @@ class ListenerApp(CapacityAwarePhase):
         if not await self.elector.acquire(self.stop):
             return False
         self.metrics.record_owner(True)
+        # From now on no write goes out unless this process can still renew the Lease.
+        self.scale_writer.fence = self.fence = LeaseFence(self.elector)
         return True
 
     async def _unless_stopped(self, work: Awaitable[Any], what: str) -> bool:
@@ -318,7 +358,21 @@ class ListenerApp(CapacityAwarePhase):
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self.stop.set)
+                loop.add_signal_handler(sig, self._on_signal, sig)
+
+    async def _bounded(self, call: Callable[[], None], budget: float, what: str) -> None:
+        """A blocking shutdown step, given ``budget`` seconds: past it, its worker (a daemon,
+        listener/daemon_executor.py) is abandoned. Each request inside it has its own
+        timeout, but the client's hidden retries multiply it."""
+        try:
+            await asyncio.wait_for(asyncio.to_thread(call), budget)
+        except TimeoutError:
+            log.warning("shutting down: %s not done within %.1fs; left", what, budget)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("%s received: shutting down", sig.name)
+        self.deadline.arm(0, sig.name)
+        self.stop.set()
 
     def _start_http(self) -> None:
         """Metrics per ARC's rules; probes and /debug/pairs are served even without metrics."""

@@ -41,6 +41,8 @@ class CapacityGate:
         self._live_max = _clamp(max_runners, 0, MAX_INT32)
         self._requested = self._live_max if initial is None else initial
         self._advertised: int | None = None
+        #: Why the gate is held at 0 regardless of the reconciler (None: not held).
+        self._closed_for: str | None = None
         # Touched only on the event loop's thread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cut = asyncio.Event()
@@ -50,7 +52,26 @@ class CapacityGate:
     @property
     def value(self) -> int:
         with self._lock:
+            if self._closed_for is not None:
+                return 0
             return _clamp(self._requested, 0, self._live_max)
+
+    @property
+    def closed_for(self) -> str | None:
+        return self._closed_for
+
+    def close(self, reason: str) -> None:
+        """Fail closed (advertise 0) until :meth:`reopen`, whatever the reconciler says: a
+        Kubernetes write that is stuck means the runners we would be given may never be
+        scaled up. Thread-safe; a drop cuts the poll in flight like any other."""
+        with self._lock:
+            self._closed_for = reason
+        self._notify()
+
+    def reopen(self) -> None:
+        with self._lock:
+            self._closed_for = None
+        self._notify()
 
     @property
     def advertised(self) -> int | None:

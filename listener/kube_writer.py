@@ -2,8 +2,8 @@
 
 :class:`KubernetesScalerWriter` is the :class:`listener.scaler.ScalerWriter` over the official
 kubernetes client. Three things make it behave like ARC's client-go client rather than a
-bare HTTP call, because a listener run that ends on one throttled PATCH loses the batch it
-was handling (acked already, docs/protocol.md#ack) and restarts the pod:
+bare HTTP call, because a listener run that ends on one throttled PATCH restarts the pod (the
+message it was handling is redelivered to the next session, docs/protocol.md#listener-loop):
 
 1. **Client-side rate limit** (ARC 0.15, PR #4558): every request takes a token from one
    :class:`TokenBucket` of ``qps`` 50 and ``burst`` 100, as ``rest.Config{QPS: 50, Burst:
@@ -20,6 +20,11 @@ was handling (acked already, docs/protocol.md#ack) and restarts the pod:
    of an applied one meets a 409 and is re-read, never applied twice).
 3. **Typed answers**: 404 :class:`RunnerNotFound`, 409 :class:`WriteConflict` (the caller
    re-reads), 403 on a read :class:`ReadForbidden` (a patch-only Role, as ARC 0.13/0.14 make).
+
+4. **Never holding the process** (listener/write_lane.py): with a ``stop`` token every wait
+   (back-off, ``Retry-After``, rate limit) ends when the listener stops (:class:`WriteStopped`),
+   and with a ``fence`` every attempt is sent only while this process can still renew its
+   Lease, with a timeout that ends before a successor could hold it (:class:`LeaseFenced`).
 
 With ``exact_bytes=True`` (default) the client's ``ApiClient`` builds each request (URL, auth
 incl. token refresh, TLS and proxy pool) and ARC's compact bytes go out on its connection
@@ -43,11 +48,14 @@ from listener.scaler import (
     GROUP,
     MERGE_PATCH,
     VERSION,
+    PermanentWriteError,
     ReadForbidden,
     RunnerNotFound,
     ScalerError,
     WriteConflict,
 )
+from listener.write_lane import LeaseFence, StopToken
+from providers.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +87,7 @@ class RetryPolicy:
     def wait(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.retry_after_cap)
-        return float(min(self.backoff_base * (2**attempt), self.backoff_cap))
+        return Backoff(self.backoff_base, self.backoff_cap).delay(attempt)
 
 
 class TokenBucket:
@@ -135,8 +143,11 @@ class KubernetesScalerWriter:
         policy: RetryPolicy | None = None,
         limiter: TokenBucket | None = None,
         monotonic: Monotonic = time.monotonic,
-        sleep: Sleep = time.sleep,
+        sleep: Sleep | None = None,
+        stop: StopToken | None = None,
+        fence: LeaseFence | None = None,
     ) -> None:
+        """``sleep`` defaults to ``stop.sleep`` (every wait ends on a stop) or ``time.sleep``."""
         from kubernetes import client as k8s
 
         self._k8s = k8s
@@ -144,8 +155,12 @@ class KubernetesScalerWriter:
         self.exact_bytes = exact_bytes
         self.timeout = timeout
         self.policy = policy or RetryPolicy()
+        if sleep is None:
+            sleep = stop.sleep if stop is not None else time.sleep
         self.limiter = limiter or TokenBucket(monotonic=monotonic, sleep=sleep)
         self._monotonic, self._sleep = monotonic, sleep
+        self.stop = stop
+        self.fence = fence
         #: Retries made, by HTTP status (0 = connection broke): what a storm cost.
         self.retries: dict[int, int] = {}
 
@@ -177,7 +192,10 @@ class KubernetesScalerWriter:
         attempt = 0
         while True:
             self.limiter.take()
-            answer = self._send(method, plural, namespace, name, body, status=status)
+            timeout = self._attempt_timeout(what)
+            answer = self._send(
+                method, plural, namespace, name, body, status=status, timeout=timeout
+            )
             if 200 <= answer.status <= 299:
                 return answer.data
             _raise_final(answer, what, plural, namespace, name)
@@ -193,18 +211,46 @@ class KubernetesScalerWriter:
             self._sleep(wait)
             attempt += 1
 
+    def _attempt_timeout(self, what: str) -> float:
+        """Checked right before each attempt: stopping, or fenced off the Lease, sends nothing."""
+        if self.stop is not None:
+            self.stop.check()
+        if self.fence is None:
+            return self.timeout
+        return self.fence.timeout_for(self.timeout, what)
+
     def _send(
-        self, method: str, plural: str, namespace: str, name: str, body: bytes, *, status: bool
+        self,
+        method: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        body: bytes,
+        *,
+        status: bool,
+        timeout: float,
     ) -> Answer:
         try:
             if self.exact_bytes:
-                return self._send_exact(method, plural, namespace, name, body, status=status)
-            return self._send_api(method, plural, namespace, name, body, status=status)
+                return self._send_exact(
+                    method, plural, namespace, name, body, status=status, timeout=timeout
+                )
+            return self._send_api(
+                method, plural, namespace, name, body, status=status, timeout=timeout
+            )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             return Answer(0, {}, b"", error=type(exc).__name__)
 
     def _send_exact(
-        self, method: str, plural: str, namespace: str, name: str, body: bytes, *, status: bool
+        self,
+        method: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        body: bytes,
+        *,
+        status: bool,
+        timeout: float,
     ) -> Answer:
         api_client = self.custom.api_client
         path = "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}"
@@ -229,20 +275,28 @@ class KubernetesScalerWriter:
             url,
             body=body or None,
             headers=headers,
-            timeout=urllib3.Timeout(total=self.timeout),
+            timeout=urllib3.Timeout(total=timeout),
             preload_content=True,
             retries=False,
         )
         return Answer(response.status, dict(response.headers), response.data or b"")
 
     def _send_api(
-        self, method: str, plural: str, namespace: str, name: str, body: bytes, *, status: bool
+        self,
+        method: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        body: bytes,
+        *,
+        status: bool,
+        timeout: float,
     ) -> Answer:
         custom = self.custom
         try:
             if method == "GET":
                 got = custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, plural, name, _request_timeout=self.timeout
+                    GROUP, VERSION, namespace, plural, name, _request_timeout=timeout
                 )
                 return Answer(200, {}, json.dumps(got).encode())
             call = (
@@ -258,7 +312,7 @@ class KubernetesScalerWriter:
                 name,
                 json.loads(body),
                 _content_type=MERGE_PATCH,
-                _request_timeout=self.timeout,
+                _request_timeout=timeout,
             )
             return Answer(200, {}, b"")
         except self._k8s.exceptions.ApiException as exc:
@@ -281,6 +335,8 @@ def _raise_final(answer: Answer, what: str, plural: str, namespace: str, name: s
         raise WriteConflict(f"{what}: {_describe(answer)}")
     if code == 403 and what.startswith("GET"):
         raise ReadForbidden(f"{what}: {_describe(answer)}")
+    if 400 <= code <= 499:
+        raise PermanentWriteError(f"{what}: {_describe(answer)}")
     raise ScalerError(f"{what}: {_describe(answer)}")
 
 

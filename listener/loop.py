@@ -10,10 +10,18 @@
    (``X-ScaleSetMaxCapacity``), raced against a capacity cut (below).
 2. No message (202, or an empty 200): scale from the last known ``totalAssignedJobs``; nothing
    is recorded. A cut poll is not a 202: the poll is simply re-issued.
-3. A message: ``last_message_id = messageId``, then, shielded from cancellation so a SIGTERM
-   does not abort a message half-way: record statistics; **ack (DELETE) first**; acquire all
-   JobAvailable ids in one call; each JobStarted (record, then scaler); each JobCompleted
-   (record, then scaler); scale from ``totalAssignedJobs`` and record the result.
+3. A message: ``last_message_id = messageId``; record its statistics; hand it to the handler.
+   The handler (one task, messages in the order received): acquire all JobAvailable ids in
+   one call; each JobStarted (record, then scaler); each JobCompleted (record, then scaler);
+   scale from ``totalAssignedJobs`` and record the result; **then** ack (DELETE). A run that
+   ends before the ack leaves the message to be redelivered to the next session (at least
+   once, as actions/scaleset#113 and ARC #4668 do); every step is idempotent.
+   The poll waits for the handler at most ``write_patience`` (2 s), so the usual order is
+   exactly ARC's; a Kubernetes write stuck longer does not stop the conversation with GitHub:
+   the gate is closed (advertise 0, fail-closed) and polling goes on, later messages queue
+   behind it, and the gate reopens once the handler has caught up. The scaler's calls run on
+   ``writes`` (the process's :class:`~listener.write_lane.WriteLane`, which never holds the
+   exit). On cancellation the unit in hand gets ``stop_grace``, then is abandoned.
 Any error ends :meth:`Listener.run` (ARC's process then exits 1 and is recreated).
 
 **Capacity cut.** The header comes from :class:`~listener.gate.CapacityGate`, the controller's
@@ -29,8 +37,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from asyncio import FIRST_COMPLETED
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from listener.arc_config import ListenerConfig
 from listener.gate import CapacityGate
@@ -42,6 +52,8 @@ from providers.actions.models import JobAvailable, JobCompleted, JobStarted, Ses
 from providers.actions.session import MessageSession
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 class ListenerError(Exception):
@@ -105,13 +117,50 @@ class MessageSource(Protocol):
 
 
 class JobScaler(Protocol):
-    """ARC's scaler (:class:`listener.scaler.Scaler`); blocking, run in a worker thread."""
+    """ARC's scaler (:class:`listener.scaler.Scaler`); blocking, run on the write lane."""
 
     def handle_job_started(self, msg: JobStarted) -> None: ...
 
     def handle_job_completed(self, msg: JobCompleted) -> None: ...
 
     def handle_desired_runner_count(self, count: int) -> int: ...
+
+
+class Writes(Protocol):
+    """Where the scaler's blocking calls run (:class:`listener.write_lane.WriteLane`)."""
+
+    async def run(self, call: Callable[..., _T], *args: Any) -> _T: ...
+
+
+class ThreadWrites:
+    """A worker thread per call (``asyncio.to_thread``): for tests and tools; the process
+    uses :class:`~listener.write_lane.WriteLane`, which never holds the exit."""
+
+    async def run(self, call: Callable[..., _T], *args: Any) -> _T:
+        return await asyncio.to_thread(call, *args)
+
+
+#: A message's Kubernetes work that takes longer than this is stuck: the poll goes on and the
+#: header fails closed (0) until the handler has caught up (docs/design.md#ownership-and-shutdown).
+WRITE_PATIENCE = 2.0
+#: On cancellation, how long the message in hand may still take before it is abandoned (its
+#: ack, not sent, makes the service redeliver it to the next session).
+STOP_GRACE = 0.5
+#: Messages received while the handler is stuck, before polling waits for it.
+MAX_BACKLOG = 20
+#: How long the exit waits for the session delete (the exit deadline is 4.5 s in all).
+SESSION_CLOSE_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """One unit for the handler: a message, or a scale from the last statistics (a 202)."""
+
+    message: DecodedMessage | None
+    assigned_jobs: int
+    done: asyncio.Future[None]
+    #: Record the desired count (the start's scale does; a 202's does not, as in ARC).
+    record: bool
 
 
 # --- the loop ---------------------------------------------------------------------------------
@@ -127,6 +176,10 @@ class Listener:
         gate: CapacityGate,
         metrics: ListenerMetrics | None = None,
         on_statistics: Callable[[Statistics], None] | None = None,
+        *,
+        writes: Writes | None = None,
+        write_patience: float = WRITE_PATIENCE,
+        stop_grace: float = STOP_GRACE,
     ) -> None:
         self.source = source
         self.scaler = scaler
@@ -134,9 +187,19 @@ class Listener:
         self.metrics = metrics or NoopListenerMetrics()
         #: Every statistics the session and its messages carry (the ``statistics`` demand source).
         self.on_statistics = on_statistics
+        self.writes: Writes = writes or ThreadWrites()
+        self.write_patience = write_patience
+        self.stop_grace = stop_grace
         self.last_message_id = 0
         self.latest: Statistics | None = None
         self.cuts = 0
+        #: Times the handler was stuck past ``write_patience`` (the header failed closed).
+        self.stuck = 0
+        self._inbox: asyncio.Queue[_Work] = asyncio.Queue(MAX_BACKLOG)
+        self._handler: asyncio.Task[None] | None = None
+        self._busy = 0
+        #: The unit the handler is working on (None: waiting for one).
+        self._current: _Work | None = None
 
     def set_live_max_runners(self, max_runners: int) -> None:
         """Follow a live ``maxRunners`` (ARS) change: the advertised capacity and the scaler's
@@ -154,11 +217,12 @@ class Listener:
         if session.statistics is None:
             raise ListenerError("the message session carries no statistics")
         self.gate.bind(asyncio.get_running_loop())
+        self._inbox = asyncio.Queue(MAX_BACKLOG)
+        self._handler = asyncio.create_task(self._handle_all(), name="listener-handler")
         try:
             self.latest = session.statistics
             self._observe(self.latest)
-            desired = await self._scale(self.latest.total_assigned_jobs)
-            self.metrics.record_desired_runners(desired)
+            await self._submit(None, self.latest.total_assigned_jobs, record=True)
             while True:
                 try:
                     message = await self._next_message()
@@ -168,12 +232,18 @@ class Listener:
                     await self._skip_undecodable(exc.message_id, exc)
                     continue
                 if message is None:
-                    await self._scale(self.latest.total_assigned_jobs)
+                    if self._idle():
+                        await self._submit(None, self.latest.total_assigned_jobs, record=False)
                     continue
                 self.last_message_id = message.message_id
-                await self._handle_shielded(message)
+                self.latest = message.statistics
+                self._observe(message.statistics)
+                await self._submit(message, message.statistics.total_assigned_jobs, record=True)
         finally:
+            await self._stop_handler()
             self.gate.unbind()
+
+    # --- the poll side -----------------------------------------------------------------------
 
     async def _next_message(self) -> DecodedMessage | None:
         """One GetMessage, re-issued after every capacity cut until it answers."""
@@ -183,13 +253,17 @@ class Listener:
             poll = asyncio.ensure_future(self.source.get_message(self.last_message_id, capacity))
             cut = asyncio.ensure_future(self.gate.wait_cut())
             try:
-                await asyncio.wait({poll, cut}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({poll, cut, self._handler_task}, return_when=FIRST_COMPLETED)
             except asyncio.CancelledError:
                 poll.cancel()
                 cut.cancel()
                 raise
             finally:
                 self.gate.end_poll()
+            if self._handler_task.done() and not poll.done():
+                poll.cancel()
+                cut.cancel()
+                self._raise_handler_failure()
             if poll.done():  # an answer wins over a simultaneous cut
                 cut.cancel()
                 return poll.result()
@@ -221,21 +295,71 @@ class Listener:
         self.last_message_id = message_id
         await self.source.delete_message(message_id)
 
-    async def _handle_shielded(self, message: DecodedMessage) -> None:
-        task = asyncio.ensure_future(self._handle(message))
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if not task.done():
-                log.info("stopping after message %d is handled", message.message_id)
-                await asyncio.wait({task})
-            raise
+    async def _submit(
+        self, message: DecodedMessage | None, assigned_jobs: int, *, record: bool
+    ) -> None:
+        """Hand one unit to the handler and wait for it at most ``write_patience``: the usual
+        case stays in order (handled, then the next poll); a stuck write does not stop the
+        conversation with GitHub, it closes the gate until the handler catches up."""
+        work = _Work(message, assigned_jobs, asyncio.get_running_loop().create_future(), record)
+        await self._until(asyncio.ensure_future(self._inbox.put(work)))
+        if not await self._until(work.done, timeout=self.write_patience):
+            self._on_stuck()
+
+    async def _until(self, waited: asyncio.Future[Any], timeout: float | None = None) -> bool:
+        """Wait for ``waited`` (True) or ``timeout`` (False); a failed handler raises."""
+        handler = self._handler_task
+        done, _ = await asyncio.wait(
+            {waited, handler}, timeout=timeout, return_when=FIRST_COMPLETED
+        )
+        if waited in done:
+            return True
+        if handler in done:
+            waited.cancel()
+            self._raise_handler_failure()
+        return False
+
+    def _idle(self) -> bool:
+        return self._busy == 0 and self._inbox.empty()
+
+    @property
+    def _handler_task(self) -> asyncio.Task[None]:
+        if self._handler is None:
+            raise RuntimeError("the handler runs only inside Listener.run()")
+        return self._handler
+
+    def _raise_handler_failure(self) -> None:
+        self._handler_task.result()  # re-raises the error that ended the handler
+        raise ListenerError("the message handler ended without an error")
+
+    # --- the handler side ---------------------------------------------------------------------
+
+    async def _handle_all(self) -> None:
+        """Handle units one at a time, in the order received (any error ends the run)."""
+        while True:
+            work = await self._inbox.get()
+            self._busy += 1
+            self._current = work
+            try:
+                if work.message is not None:
+                    await self._handle(work.message)
+                else:
+                    desired = await self._scale(work.assigned_jobs)
+                    if work.record:
+                        self.metrics.record_desired_runners(desired)
+            finally:
+                self._busy -= 1
+                self._current = None
+            # Only on success: a failure ends this task, which the poll side sees first.
+            if not work.done.done():
+                work.done.set_result(None)
+            if self._idle():
+                self._caught_up()
 
     async def _handle(self, message: DecodedMessage) -> None:
-        stats = message.statistics
-        self.latest = stats
-        self._observe(stats)
-        await self.source.delete_message(message.message_id)
+        """A message's effects, then its ack: at least once (docs/protocol.md#listener-loop).
+        A run that ends before the ack leaves the message to be redelivered to the next
+        session; every step is idempotent, so a replay changes nothing twice."""
         available = message.of_type(JobAvailable)
         if available:
             ids = [job.runner_request_id for job in available]
@@ -243,12 +367,47 @@ class Listener:
             log.info("acquired %d of %d available jobs: %s", len(acquired), len(ids), acquired)
         for started in message.of_type(JobStarted):
             self.metrics.record_job_started(started)
-            await asyncio.to_thread(self.scaler.handle_job_started, started)
+            await self.writes.run(self.scaler.handle_job_started, started)
         for completed in message.of_type(JobCompleted):
             self.metrics.record_job_completed(completed)
             self.scaler.handle_job_completed(completed)
-        desired = await self._scale(stats.total_assigned_jobs)
+        desired = await self._scale(message.statistics.total_assigned_jobs)
         self.metrics.record_desired_runners(desired)
+        await self.source.delete_message(message.message_id)
+
+    def _on_stuck(self) -> None:
+        if self.gate.closed_for is None:
+            self.stuck += 1
+            reason = f"a Kubernetes write has taken over {self.write_patience:.0f}s"
+            log.warning("%s: advertising 0 and polling on until it is done", reason)
+            self.gate.close(reason)
+
+    def _caught_up(self) -> None:
+        if self.gate.closed_for is not None:
+            log.info("the Kubernetes writes caught up: advertising capacity again")
+            self.gate.reopen()
+
+    async def _stop_handler(self) -> None:
+        """Let the unit in hand finish within ``stop_grace`` (nothing after it starts), then
+        abandon it: an unacked message is redelivered to the next session."""
+        handler = self._handler
+        if handler is None or handler.done():
+            return
+        grace = self.stop_grace
+        # Units not started: their messages were not acked, the service redelivers them.
+        self._drain_inbox()
+        current = self._current
+        if current is not None:
+            log.info("stopping once the message in hand is handled (%.0fs at most)", grace)
+            await asyncio.wait({current.done, handler}, timeout=grace, return_when=FIRST_COMPLETED)
+        handler.cancel()
+        await asyncio.gather(handler, return_exceptions=True)
+
+    def _drain_inbox(self) -> list[_Work]:
+        drained = []
+        while not self._inbox.empty():
+            drained.append(self._inbox.get_nowait())
+        return drained
 
     def _observe(self, stats: Statistics) -> None:
         self.metrics.record_statistics(stats)
@@ -256,7 +415,7 @@ class Listener:
             self.on_statistics(stats)
 
     async def _scale(self, assigned_jobs: int) -> int:
-        return await asyncio.to_thread(self.scaler.handle_desired_runner_count, assigned_jobs)
+        return await self.writes.run(self.scaler.handle_desired_runner_count, assigned_jobs)
 
 
 def listener_from_config(
@@ -316,8 +475,19 @@ async def run_open_session(session: ClosableSession, listener: Listener) -> None
     try:
         await listener.run()
     finally:
-        # A cancelled task may still await here; the delete is bounded by the HTTP timeouts.
-        await session.close()
+        await close_session(session)
+
+
+async def close_session(session: ClosableSession) -> None:
+    """Delete the session, bounded: an Actions outage must not hold the exit (the session id
+    stays in ``left_behind`` and the next process deletes it, docs/protocol.md#sessions)."""
+    try:
+        await asyncio.wait_for(session.close(), SESSION_CLOSE_TIMEOUT)
+    except TimeoutError:
+        log.warning(
+            "the message session was not deleted within %.1fs; the next listener deletes it",
+            SESSION_CLOSE_TIMEOUT,
+        )
 
 
 __all__ = [
@@ -328,6 +498,7 @@ __all__ = [
     "ListenerMetrics",
     "MessageSource",
     "NoopListenerMetrics",
+    "close_session",
     "listener_from_config",
     "run_open_session",
     "serve",

@@ -33,13 +33,16 @@ from providers.demand.combine import CombinedDemand
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
-from providers.kubernetes.lease import LeaseElector
+from providers.kubernetes.lease import LeaseElector, LeaseFence
 from reconciler.clock import Clock
 from reconciler.ports import PodRef
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import Demand
 
 log = logging.getLogger("listener")
+
+#: Per-request timeout of the placeholder deletes at exit (they run in parallel).
+SHUTDOWN_REQUEST_TIMEOUT = 1.0
 
 #: How long to wait for the first list of every required kind before giving up.
 CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
@@ -73,6 +76,7 @@ class CapacityAwarePhase:
     part: CapacityAwarePart | None
     hud: HudDemandSource | None
     elector: LeaseElector | None
+    fence: LeaseFence | None
     refresher: StatisticsRefresher | None
     demand: CombinedDemand
     _wake: Callable[[], None] | None
@@ -105,6 +109,8 @@ class CapacityAwarePhase:
             )
         refuse_to_start(part.startup_checks())
         reconcile_loop = part.build(listener)
+        if part.writer is not None:
+            part.writer.fence = self.fence
         log.info(
             "capacity-aware: instance %s, placeholders in %s",
             self.instance,
@@ -224,6 +230,13 @@ class CapacityAwarePhase:
             log.warning("shutting down without the Lease: leaving placeholders to the owner")
             writer.close()
             return
+        if part.provider.cache.stale_for() > 0:
+            # The API does not answer: the deletes would only wait out their timeouts inside
+            # the exit's 5 s. The placeholders expire by their TTL or the next owner's sweep.
+            log.warning("shutting down with the API unreachable: leaving placeholders to expire")
+            writer.close()
+            return
+        writer.request_timeout = SHUTDOWN_REQUEST_TIMEOUT
         namespace = part.target.placeholder_namespace
         adopted = part.owned_pairs()
         ours = [

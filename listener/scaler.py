@@ -67,6 +67,11 @@ class ScalerError(Exception):
     """A Kubernetes write failed; the listener run ends (as ARC's does)."""
 
 
+class PermanentWriteError(ScalerError):
+    """The API refused the write for good (a 4xx other than 404/409/429): retrying, or
+    replaying the message, would meet the same answer."""
+
+
 class WriteConflict(ScalerError):
     """409: the resourceVersion precondition failed; re-read and try again."""
 
@@ -173,6 +178,8 @@ class Scaler:
         self.read_forbidden = False
         #: JobStarted patches that met a 409 and were re-read (what a race cost).
         self.conflicts = 0
+        #: JobStarted patches the API refused for good (skipped, logged).
+        self.refused = 0
 
     def set_max_runners(self, max_runners: int) -> None:
         """Follow a live ``maxRunners`` change (clamped at ``min_runners``)."""
@@ -195,6 +202,19 @@ class Scaler:
                 msg.runner_name,
                 msg.job_id,
             )
+            return
+        except PermanentWriteError as exc:
+            # A replay would meet the same refusal: ending the run for it would stop every
+            # later message behind it (a poison message), so it is skipped like a 404.
+            log.error(
+                "the status patch of ephemeral runner %s/%s (job %s) was refused: %s; "
+                "skipping it",
+                self.namespace,
+                msg.runner_name,
+                msg.job_id,
+                exc,
+            )
+            self.refused += 1
             return
         except Exception as exc:
             raise ScalerError(
@@ -287,6 +307,7 @@ class Scaler:
 
 __all__ = [
     "MERGE_PATCH",
+    "PermanentWriteError",
     "ReadForbidden",
     "RunnerNotFound",
     "Scaler",

@@ -46,6 +46,70 @@ KNOWN_GAPS: dict[str, Gap] = {
     # xfail that fails loudly once fixed.
 }
 
+BAD_DAY_FIGURES = (
+    "| Bad day | Figure | Target | Command, commit |\n"
+    "|---|---|---|---|\n"
+    "| SIGTERM, every Kubernetes call hangs (Lease 15 s) | exit 0 after 1.47 s (exit "
+    "deadline not needed) | exit 0 within 5 s (before: 49 s) | "
+    "`bench/bad_days.py --only exit`, e9af86e |\n"
+    "| SIGTERM, 429 `Retry-After: 120` (Lease 15 s) | exit 0 after 2.27 s (exit deadline "
+    "not needed) | exit 0 within 5 s | `bench/bad_days.py --only exit`, e9af86e |\n"
+    "| Kubernetes API unreachable 60 s | the process exits 1 10.8 s in (Lease lost at the 10 s "
+    "renew deadline); GetMessage every poll window while up (longest gap 2.00 s), header 0 "
+    "throughout; 0 writes after the renew deadline; header > 0 again 13.4 s after the API "
+    "returned (a successor started at the exit, as ARC recreates the pod) | header back "
+    "within Lease duration + 5 s = 20 s (before: the exit took 46 s more) | "
+    "`bench/bad_days.py --only outage`, 77f636a |\n"
+    "| watch streams cut every 8 s for 1 min, then whole | header back at its value (2) "
+    "1.06 s after the last cut; 0 % of the 30 polls during the cuts at 0; 4 placeholder "
+    "creates (2 pairs, none twice), 0 deletes | within 3 s (before: 36.7 s, 83 % at 0) | "
+    "`bench/bad_days.py --only cuts`, 8dae359 |"
+)
+
+#: Issue 34's bad days: what failed, what fixed it, the regression tests, and the figures
+#: measured by bench/bad_days.py (command and commit given with them).
+BAD_DAYS = [
+    "",
+    "## Bad days (issue 34), as regression tests",
+    "",
+    "Real `python -m listener run` processes whose Kubernetes API goes through the fault proxy "
+    "(the `k8s ...` and `actions 503 on the session delete` rows of the fault matrix; "
+    "`tests/reliability/test_bad_days.py` runs the same scenarios under behaviour names).",
+    "",
+    "| Failure | Fixed by | Regression test |",
+    "|---|---|---|",
+    "| SIGTERM with the API unreachable or throttled (429 `Retry-After: 120`) exited after "
+    "49 s | the scaler's writes run on a daemon lane and wait on a stop token "
+    "(listener/write_lane.py); worker threads are daemons (listener/daemon_executor.py); "
+    "shutdown steps bounded; an exit deadline (4.5 s) as the last resort | "
+    "`test_sigterm_exits_0_within_5s_whatever_the_kubernetes_api_does`, "
+    "`tests/listener/test_kube_writer.py::test_a_stop_ends_a_write_waiting_out_retry_after_120` |",
+    "| a process that had lost its Lease landed an old scale patch when the API returned | "
+    "every write fenced on the Lease (`fenced_timeout`: sent only while renewable, with a "
+    "timeout ending before a successor could hold it); Lease loss exits 1 | "
+    "`test_a_process_that_lost_its_lease_sends_no_write_when_the_api_returns`, "
+    "`tests/listener/test_kube_writer.py::TestLeaseFence` |",
+    "| no GetMessage while a Kubernetes write retried | the handler runs beside the long "
+    "poll; a write stuck over 2 s closes the gate (0) and polling goes on | "
+    "`test_get_message_goes_on_at_0_while_a_scale_write_is_stuck` |",
+    "| a cut watch backed off more each time (36.7 s at 0 after the last cut) | client-go's "
+    "reflector rules (providers/kubernetes/watch_backoff.py, docs/semantics.md) | "
+    "`tests/kubernetes/test_watch_backoff.py` |",
+    "| a session left behind met the next process with 409 until it expired | the Lease "
+    "carries the session id; the next holder deletes it on its first 409 | "
+    "`test_a_session_the_last_listener_could_not_delete_is_deleted_by_the_next`, "
+    "`tests/kubernetes/test_lease.py::"
+    "test_the_next_holder_inherits_the_session_the_last_one_noted` |",
+    "| a crash between the ack and the JobStarted patch lost the patch (0.15: runner left "
+    "Pending) | ack after the message's effects, idempotent handlers | "
+    "`actions_crash_before_patch` above, `tests/listener/test_loop.py::TestOrderOfOperations` |",
+    "",
+    "Measured with `.venv/bin/python bench/bad_days.py` (listener defaults; the world's short "
+    "reconcile interval, 2 s; Lease 15 s for exit and outage, 4 s for the cuts):",
+    "",
+    BAD_DAY_FIGURES,
+]
+
 FINDINGS = (
     (
         "listener/app.py `ListenerApp.run` (fixed, issue 10)",
@@ -156,9 +220,11 @@ def _regressions() -> list[dict[str, object]]:
 
 def _cases() -> dict[str, Callable[[], Outcome]]:
     from tests.reliability.cases import HTTP_CASES
+    from tests.reliability.cases_at_least_once import AT_LEAST_ONCE_CASES
+    from tests.reliability.cases_bad_days import BAD_DAY_CASES
     from tests.reliability.cases_world import WORLD_CASES
 
-    return {**HTTP_CASES, **WORLD_CASES}
+    return {**HTTP_CASES, **AT_LEAST_ONCE_CASES, **BAD_DAY_CASES, **WORLD_CASES}
 
 
 def run_cases(only: set[str] | None = None) -> dict[str, Outcome]:
@@ -281,6 +347,7 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         "|---|---|---|---|",
     ]
     lines += [f"| {n} | {failure} | {fix} | {test} |" for n, failure, fix, test in ISSUE_10]
+    lines += BAD_DAYS
     lines += ["", "## Other findings", ""]
     lines += [f"- **{where}**: {text}" for where, text in FINDINGS]
     lines += [

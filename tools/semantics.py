@@ -5,7 +5,8 @@ and which test pins it down.
     python -m tools.semantics --check   # exit 1 if the page is stale or a row is broken
 
 Rows live in ``tools/semantics/*.yaml`` (one file per area: ``cluster.yaml``,
-``workload.yaml``, ``k8s_face.yaml``), each a list of::
+``workload.yaml``, ``k8s_face.yaml``, ``informer.yaml`` for the listener's own informer),
+each a list of::
 
     - semantic: what the world does, in one sentence
       component: kube-scheduler | Karpenter | kubelet | ARC | container hook | ...

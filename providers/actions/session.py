@@ -8,7 +8,13 @@ Rules:
    ARC <= 0.13 retried 10 x 30 s. We keep the bound and back off from 5 s to 30 s.
 3. A 401 on get/delete message or acquire jobs means the queue token expired: refresh the
    session (PATCH, new token) and retry that call once; a second failure is returned.
-4. :meth:`MessageSession.close` deletes the session; failures are logged, never raised.
+4. :meth:`MessageSession.close` deletes the session; failures are logged, never raised, and
+   the id is kept in :attr:`MessageSession.left_behind` so that the process can hand it on.
+5. A session left behind by the previous owner (its id handed in as ``left_behind`` to
+   :meth:`MessageSession.open`) is deleted when create meets 409, then create is tried again
+   at once: the next process cleans up instead of waiting for the service to expire it. Only
+   the Lease holder does this (listener/app.py), so the session deleted is never a live
+   listener's: the one that wrote the id no longer holds the Lease.
 """
 
 from __future__ import annotations
@@ -78,6 +84,8 @@ class MessageSession:
         self._sleep = sleep
         self._session: Session | None = None
         self.refreshes = 0
+        #: The id of a session this process could not delete at close (None: none).
+        self.left_behind: str | None = None
 
     @property
     def session(self) -> Session:
@@ -89,7 +97,9 @@ class MessageSession:
     def is_open(self) -> bool:
         return self._session is not None
 
-    async def open(self) -> Session:
+    async def open(self, left_behind: str | None = None) -> Session:
+        """Create the session; ``left_behind``: a session id the previous owner could not
+        delete, deleted here on the first 409 (rule 5)."""
         waited = 0.0
         policy = self._conflict
         for attempt in range(policy.attempts):
@@ -100,6 +110,10 @@ class MessageSession:
                     raise ScaleSetGoneError(self.client.scale_set_id, exc) from None
                 if not is_session_conflict(exc):
                     raise
+                if left_behind:
+                    await self._delete_left_behind(left_behind)
+                    left_behind = None
+                    continue
                 if attempt + 1 >= policy.attempts:
                     raise SessionConflictError(
                         self.client.scale_set_id, policy.attempts, waited, exc
@@ -124,6 +138,16 @@ class MessageSession:
             )
             return self._session
         raise RuntimeError("unreachable: ConflictPolicy.attempts must be >= 1")
+
+    async def _delete_left_behind(self, session_id: str) -> None:
+        try:
+            await self.client.delete_session(session_id)
+            log.info(
+                "deleted message session %s, left behind by the previous listener", session_id
+            )
+        except ActionsHttpError as exc:
+            # 404: it expired meanwhile; anything else: the bounded retry below takes over.
+            log.info("could not delete the session left behind (%s): %s", session_id, exc)
 
     async def refresh(self) -> Session:
         self._session = await self.client.refresh_session(self.session.session_id)
@@ -170,11 +194,18 @@ class MessageSession:
         session, self._session = self._session, None
         if session is None:
             return
+        self.left_behind = session.session_id  # until the delete is confirmed
         try:
             await self.client.delete_session(session.session_id)
-            log.info("message session %s deleted", session.session_id)
         except Exception as exc:
-            log.error("could not delete message session %s: %s", session.session_id, exc)
+            log.error(
+                "could not delete message session %s: %s; the next listener deletes it",
+                session.session_id,
+                exc,
+            )
+            return
+        self.left_behind = None
+        log.info("message session %s deleted", session.session_id)
 
     async def _with_refresh(self, call: Callable[[Session], Awaitable[_T]]) -> _T:
         try:

@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from providers.kubernetes.relevance import NOTHING, Verdict, facts, judge
 from providers.kubernetes.slim import transform
+from providers.kubernetes.watch_backoff import SHORT_WATCH, START, Ending, after, backoff_delay
 from providers.kubernetes.watch_targets import WatchTarget, list_call
 
 log = logging.getLogger("providers.kubernetes.cache")
@@ -39,7 +40,15 @@ class MalformedEventError(Exception):
 
 
 class Partition:
-    __slots__ = ("absent", "down_since", "objects", "resource_version", "synced", "target")
+    __slots__ = (
+        "absent",
+        "down_since",
+        "objects",
+        "resource_version",
+        "synced",
+        "target",
+        "watch_events",
+    )
 
     def __init__(self, target: WatchTarget) -> None:
         self.target = target
@@ -50,6 +59,8 @@ class Partition:
         self.resource_version = ""
         #: Monotonic time of the first failure since the API last answered (None = healthy).
         self.down_since: float | None = None
+        #: Events (bookmarks included) the current or last watch delivered, even if it broke.
+        self.watch_events = 0
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -82,9 +93,8 @@ class Informers:
 
     _tombstone: Callable[[str, Mapping[str, Any]], None]
 
-    def _backoff(self, attempt: int) -> float:
-        step = min(self.backoff_cap, self.backoff_base * (2.0 ** min(attempt, 30)))
-        return step * (0.5 + 0.5 * self._rng.random())
+    def _backoff(self, failures: int) -> float:
+        return backoff_delay(failures, self.backoff_base, self.backoff_cap, self._rng)
 
     def _run(self, partition: Partition) -> None:
         try:
@@ -99,83 +109,123 @@ class Informers:
                 log.error("informer %s stopped unexpectedly", partition.target.key)
 
     def _informer(self, partition: Partition) -> None:
+        """List, then watch from the listed version; after each ending, client-go's reflector
+        rules (providers/kubernetes/watch_backoff.py) say whether to wait and whether to relist."""
         target = partition.target
-        call = list_call(self.api_client, target)
-        rv: str | None = None
-        attempt = 0
+        call = self._opening(partition, list_call(self.api_client, target))
+        plan = START
         while not self._stop.is_set():
-            try:
-                if rv is None:
-                    rv = self._list(partition, call)
-                else:
-                    # Resume from the last version applied (events and bookmarks move it
-                    # forward even when the previous stream broke off with an exception).
-                    with self._lock:
-                        rv = partition.resource_version or rv
-                started = self._monotonic()
-                rv, events = self._watch(partition, call, rv)
-                # A watch that ends at once with nothing in it (a misbehaving server) must not
-                # turn this loop into a hot loop: treat it like an error for backoff purposes.
-                if events == 0 and self._monotonic() - started < 1.0:
-                    self._stop.wait(self._backoff(attempt))
-                    attempt += 1
-                else:
-                    attempt = 0
-            except ApiException as exc:
-                if exc.status == 410:
-                    self._count("relist_410")
-                    log.info(
-                        "watch %s: resourceVersion %s expired (410); relisting", target.key, rv
-                    )
-                    rv = None
-                    # An immediate relist is what client-go does; back off only if 410s repeat.
-                    if attempt:
-                        self._stop.wait(self._backoff(attempt))
-                    attempt += 1
-                    continue
-                if exc.status in (403, 404) and target.optional and rv is None:
-                    self._mark_absent(partition, exc.status)
-                    self._stop.wait(self.absent_retry)
-                    continue
-                self._count("error")
-                self._mark_down(partition)
-                log.warning(
-                    "watch %s: API error %s %s; retrying", target.key, exc.status, exc.reason
-                )
-                self._stop.wait(self._backoff(attempt))
-                attempt += 1
-            except (urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
+            if plan.wait:
+                self._stop.wait(self._backoff(plan.failures))
                 if self._stop.is_set():
                     break
-                self._count("reconnect")
-                self._mark_down(partition)
-                log.info(
-                    "watch %s: connection problem (%s); resuming from %s",
-                    target.key,
-                    type(exc).__name__,
-                    rv,
-                )
-                self._stop.wait(self._backoff(attempt))
-                attempt += 1
-            except Exception as exc:
-                # Supervision: anything else (a malformed event, a bug) must not end the
-                # informer silently. Logged with context, counted, marked down (so the cache
-                # turns stale and the listener fails closed), then a fresh relist after backoff:
-                # the partition may be half-updated, so resuming the watch is not safe.
-                if self._stop.is_set():
-                    break
-                self._count("crash")
-                self._mark_down(partition)
-                log.error(
-                    "informer %s failed (%s: %s); relisting after backoff",
-                    target.key,
-                    type(exc).__name__,
-                    exc,
-                    exc_info=self.stats["crash"] == 1,
-                )
-                rv = None
-                self._stop.wait(self._backoff(attempt))
-                attempt += 1
+            with self._lock:
+                listed = bool(partition.resource_version)
+            ending = self._attempt(partition, call, relist=plan.relist or not listed)
+            if ending is None:
+                continue  # an optional kind that is absent: retried on its own timer
+            plan = after(ending, plan)
+
+    def _attempt(
+        self, partition: Partition, call: Callable[..., Any], *, relist: bool
+    ) -> Ending | None:
+        """One list (when ``relist``) and one watch; how it ended."""
+        target = partition.target
+        try:
+            if relist:
+                self._list(partition, call)
+        except ApiException as exc:
+            if exc.status in (403, 404) and target.optional:
+                self._mark_absent(partition, exc.status)
+                self._stop.wait(self.absent_retry)
+                return None
+            self._count("error")
+            self._mark_down(partition)
+            log.warning("list %s: API error %s %s; retrying", target.key, exc.status, exc.reason)
+            return Ending.LIST_FAILED
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
+            self._count("reconnect")
+            self._mark_down(partition)
+            log.info("list %s: connection problem (%s); retrying", target.key, type(exc).__name__)
+            return Ending.LIST_FAILED
+        except Exception as exc:
+            return self._crashed(partition, exc)
+        with self._lock:
+            rv = partition.resource_version
+        started = self._monotonic()
+        try:
+            self._watch(partition, call, rv)
+        except ApiException as exc:
+            if exc.status == 410:
+                self._count("relist_410")
+                log.info("watch %s: resourceVersion %s expired (410); relisting", target.key, rv)
+                return Ending.EXPIRED
+            self._count("error")
+            self._mark_down(partition)
+            log.warning("watch %s: API error %s %s; retrying", target.key, exc.status, exc.reason)
+            return Ending.WATCH_FAILED
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
+            if self._stop.is_set():
+                return Ending.WORKED
+            self._count("reconnect")
+            self._mark_down(partition)
+            worked = self._worked(started, partition.watch_events)
+            log.info(
+                "watch %s: connection problem (%s) after %d events; %s from %s",
+                target.key,
+                type(exc).__name__,
+                partition.watch_events,
+                "resuming at once" if worked else "backing off, then resuming",
+                partition.resource_version or rv,
+            )
+            return Ending.WORKED if worked else Ending.WATCH_FAILED
+        except Exception as exc:
+            return self._crashed(partition, exc)
+        return Ending.WORKED if self._worked(started, partition.watch_events) else Ending.SHORT
+
+    def _worked(self, started: float, events: int) -> bool:
+        """client-go's ``very short watch`` rule, inverted."""
+        return events > 0 or self._monotonic() - started >= SHORT_WATCH
+
+    def _crashed(self, partition: Partition, exc: Exception) -> Ending:
+        """Supervision: anything else (a malformed event, a bug) must not end the informer
+        silently. Logged with context, counted, marked down (so the cache turns stale and the
+        listener fails closed), then a fresh relist after back-off: the partition may be
+        half-updated, so resuming the watch is not safe."""
+        if self._stop.is_set():
+            return Ending.WORKED
+        self._count("crash")
+        self._mark_down(partition)
+        log.error(
+            "informer %s failed (%s: %s); relisting after backoff",
+            partition.target.key,
+            type(exc).__name__,
+            exc,
+            exc_info=self.stats["crash"] == 1,
+        )
+        return Ending.LIST_FAILED
+
+    def _opening(self, partition: Partition, call: Callable[..., Any]) -> Callable[..., Any]:
+        """``call`` that marks the partition up as soon as the API answers a watch with 200
+        (its headers, before any event): a re-opened quiet watch is whole at once, instead of
+        at its first event or bookmark."""
+
+        def opened(**kwargs: Any) -> Any:
+            response = call(**kwargs)
+            if kwargs.get("watch") and 200 <= int(getattr(response, "status", 200)) <= 299:
+                self._mark_up(partition)
+            return response
+
+        return opened
+
+    def _mark_up(self, partition: Partition) -> None:
+        with self._synced_cond:
+            was_down = partition.down_since is not None
+            partition.down_since = None
+            self._synced_cond.notify_all()
+        if was_down:
+            # The cache is whole again: wake the reconciler now, not at its next due step.
+            self._notify(partition.target.kind)
 
     def _mark_down(self, partition: Partition) -> None:
         if partition.down_since is None:
@@ -266,15 +316,16 @@ class Informers:
                 "CRD not installed" if status == 404 else "no RBAC to list it",
             )
 
-    def _watch(self, partition: Partition, call: Callable[..., Any], rv: str) -> tuple[str, int]:
-        """Stream from ``rv``; returns the last version seen and how many events came."""
+    def _watch(self, partition: Partition, call: Callable[..., Any], rv: str) -> None:
+        """Stream from ``rv``: events and bookmarks move ``partition.resource_version`` and
+        are counted in ``partition.watch_events``."""
         target = partition.target
         w = watch.Watch()
-        events = 0
+        partition.watch_events = 0
         with self._lock:
             self._watches[target.key] = w
         if self._stop.is_set():
-            return rv, events
+            return
         self._count("watch")
         try:
             stream: Iterator[Any] = w.stream(
@@ -288,16 +339,15 @@ class Informers:
             for event in stream:
                 if not isinstance(event, dict):
                     continue  # an undecodable line: skip it, the next event carries on
-                events += 1
+                partition.watch_events += 1
                 partition.down_since = None  # the API answers again
-                rv = self._apply(partition, event) or rv
+                self._apply(partition, event)
                 if self._stop.is_set():
                     w.stop()
                     break
         finally:
             with self._lock:
                 self._watches.pop(target.key, None)
-        return rv, events
 
     def _apply(self, partition: Partition, event: Mapping[str, Any]) -> str | None:
         kind = partition.target.kind

@@ -15,6 +15,10 @@ lock), written against the ``kubernetes`` client:
    restarts and waits again) instead of acting on a lease somebody else may hold.
 3. **Release** on shutdown: holder cleared, ``leaseDurationSeconds`` 1, so a waiting process
    takes over within a retry period instead of a full lease duration.
+4. **Hand-over note**: the holder writes the id of its message session in the annotation
+   :data:`SESSION_ANNOTATION` with every renewal and at release (empty once deleted). The next
+   holder reads it when it takes the Lease (:attr:`LeaseElector.inherited_session`) and deletes
+   a session its predecessor could not (providers/actions/session.py rule 5).
 
 Blocking calls (the client is synchronous) run in worker threads; every request has a timeout.
 """
@@ -28,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -39,10 +43,55 @@ log = logging.getLogger(__name__)
 #: held up for long (the thread running it is waited for at exit), and well under the renew
 #: deadline so a hung renew still leaves time for another one.
 REQUEST_TIMEOUT = (2.0, 3.0)
+#: (connect, read) timeout of the release at exit (two calls: both within the exit deadline).
+RELEASE_TIMEOUT = (0.5, 0.5)
 
 
 class LeaseLostError(Exception):
     """This process could not renew its Lease in time: another process may own it now."""
+
+
+class LeaseFenced(Exception):
+    """A write not sent: this process can no longer renew its Lease (a successor may own the
+    scale set by the time it would land)."""
+
+
+#: The message session of the holder (hand-over note, step 4).
+SESSION_ANNOTATION = "arc-capacity.dev/message-session"
+
+#: An attempt shorter than this cannot complete a round trip worth making.
+MIN_ATTEMPT = 0.5
+
+
+def fenced_timeout(
+    renewable: float | None, exclusive: float | None, wanted: float, what: str
+) -> float:
+    """The fence of every write (pure): a request may go while we can still renew the Lease,
+    and its timeout must end before a successor could hold it (``exclusive``). With client-go's
+    15 s / 10 s timing a write sent just before the renew deadline gets at most 5 s."""
+    if renewable is None or exclusive is None or renewable <= 0:
+        raise LeaseFenced(f"{what}: not sent, the Lease can no longer be renewed by this process")
+    timeout = min(wanted, exclusive)
+    if timeout < MIN_ATTEMPT:
+        raise LeaseFenced(f"{what}: not sent, the Lease may pass on in {exclusive:.1f}s")
+    return timeout
+
+
+class LeaseClock(Protocol):
+    def renewable_for(self) -> float | None: ...
+
+    def exclusive_for(self) -> float | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseFence:
+    """What every Kubernetes write asks before each attempt (see :func:`fenced_timeout`)."""
+
+    lease: LeaseClock
+
+    def timeout_for(self, wanted: float, what: str) -> float:
+        """The request timeout to use (<= ``wanted``), or :class:`LeaseFenced`."""
+        return fenced_timeout(self.lease.renewable_for(), self.lease.exclusive_for(), wanted, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +169,31 @@ class LeaseElector:
         self._observed_at = 0.0
         self._renewed_at: float | None = None  # monotonic time of our last successful write
         self.transitions_seen = 0
+        #: The session id the previous holder noted (step 4), read when we took the Lease.
+        self.inherited_session = ""
+        #: Our note, written with every renewal and at release (None: write nothing).
+        self.session_note: str | None = None
 
     @property
     def is_leader(self) -> bool:
         """We renewed within ``renew_deadline`` (nobody else can have taken the lease)."""
         renewed = self._renewed_at
         return renewed is not None and self._monotonic() - renewed <= self.timing.renew_deadline
+
+    def renewable_for(self) -> float | None:
+        """Seconds left in which a renewal still keeps us leader (None: never held)."""
+        renewed = self._renewed_at
+        if renewed is None:
+            return None
+        return renewed + self.timing.renew_deadline - self._monotonic()
+
+    def exclusive_for(self) -> float | None:
+        """Seconds before another process could take the Lease over: it must see our record
+        unchanged for ``duration`` after our last write (None: never held)."""
+        renewed = self._renewed_at
+        if renewed is None:
+            return None
+        return renewed + self.timing.duration - self._monotonic()
 
     @property
     def holder(self) -> str:
@@ -150,16 +218,24 @@ class LeaseElector:
             self._observed, self._observed_at = record, now
         if held_by_other(record, self.identity, self._observed_at, now):
             return False
-        return self._update(lease, record, now)
+        taking_over = record.holder != self.identity
+        inherited = _annotation(lease, SESSION_ANNOTATION)
+        if not self._update(lease, record, now):
+            return False
+        if taking_over:
+            self.inherited_session = inherited
+        return True
 
-    def release(self) -> None:
-        """Step 3 (best effort: a failure is logged; the lease then simply expires)."""
+    def release(self, timeout: tuple[float, float] = RELEASE_TIMEOUT) -> None:
+        """Step 3 (best effort: a failure is logged; the lease then simply expires). Short
+        timeouts: it runs inside the exit's 5 s, and an API that does not answer at once
+        cannot be helped by waiting."""
         if self._renewed_at is None:
             return
         self._renewed_at = None
         try:
             lease = self.api.read_namespaced_lease(
-                self.name, self.namespace, _request_timeout=REQUEST_TIMEOUT
+                self.name, self.namespace, _request_timeout=timeout
             )
             spec = lease.spec
             if spec is None or (spec.holder_identity or "") != self.identity:
@@ -169,8 +245,9 @@ class LeaseElector:
             spec.lease_duration_seconds = 1
             spec.renew_time = stamp
             spec.acquire_time = stamp
+            self._write_note(lease)
             self.api.replace_namespaced_lease(
-                self.name, self.namespace, lease, _request_timeout=REQUEST_TIMEOUT
+                self.name, self.namespace, lease, _request_timeout=timeout
             )
             log.info("lease %s/%s released", self.namespace, self.name)
         except Exception as exc:  # shutdown goes on: the lease expires by itself
@@ -208,6 +285,7 @@ class LeaseElector:
         spec.holder_identity = self.identity
         spec.lease_duration_seconds = self.timing.duration
         spec.renew_time = stamp
+        self._write_note(lease)
         try:
             # metadata.resourceVersion is the precondition: a concurrent writer wins, we get 409
             updated = self.api.replace_namespaced_lease(
@@ -219,6 +297,13 @@ class LeaseElector:
             raise
         self._won(updated, now)
         return True
+
+    def _write_note(self, lease: Any) -> None:
+        if self.session_note is None:
+            return
+        if lease.metadata.annotations is None:
+            lease.metadata.annotations = {}
+        lease.metadata.annotations[SESSION_ANNOTATION] = self.session_note
 
     def _won(self, lease: Any, now: float) -> None:
         record = _record_of(lease)
@@ -258,7 +343,10 @@ class LeaseElector:
             await _wait(stop, self.timing.retry_period)
             if stop.is_set():
                 return
-            await self._attempt()
+            # An attempt against a hanging API can outlast the renew deadline (timeouts and
+            # the client's own retries): the loss is declared at the deadline, not after it.
+            attempt = asyncio.ensure_future(self._attempt())
+            await asyncio.wait({attempt}, timeout=max(self.renewable_for() or 0.0, 0.0))
             if not self.is_leader:
                 raise LeaseLostError(
                     f"lease {self.namespace}/{self.name} not renewed for "
@@ -271,6 +359,11 @@ class LeaseElector:
         except Exception as exc:  # an API blip: the next attempt decides
             log.warning("lease %s/%s: %s", self.namespace, self.name, _short(exc))
             return False
+
+
+def _annotation(lease: Any, key: str) -> str:
+    annotations = getattr(lease.metadata, "annotations", None) or {}
+    return str(annotations.get(key) or "")
 
 
 def _record_of(lease: Any) -> LeaseRecord:
@@ -297,10 +390,15 @@ def _short(exc: BaseException) -> str:
 
 
 __all__ = [
+    "MIN_ATTEMPT",
+    "SESSION_ANNOTATION",
     "LeaseElector",
+    "LeaseFence",
+    "LeaseFenced",
     "LeaseLostError",
     "LeaseRecord",
     "LeaseTiming",
+    "fenced_timeout",
     "held_by_other",
     "lease_name",
 ]

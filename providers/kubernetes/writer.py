@@ -35,6 +35,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.lease import LeaseFence, LeaseFenced
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
 from reconciler.ports import PairSpec, PodRef
 
@@ -68,6 +69,8 @@ class KubernetesPlaceholderWriter:
         self.builder = builder
         self.cache = cache
         self.request_timeout = request_timeout
+        #: Set once the Lease is held (listener/app.py): no write goes out without it.
+        self.fence: LeaseFence | None = None
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="pod-writer")
         self._lock = threading.Lock()
         self._created: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -78,7 +81,9 @@ class KubernetesPlaceholderWriter:
         self.outcomes: Counter[str] = Counter()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        # Every call already waited for its own requests (_run_all); what is left at close is
+        # a request abandoned by a bounded shutdown, which must not hold the exit.
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     # --- PlaceholderWriter -------------------------------------------------------------------
 
@@ -104,18 +109,32 @@ class KubernetesPlaceholderWriter:
                 self.calls[call] += 1
             self.outcomes[outcome] += 1
 
+    def _timeout(self, what: str) -> float | None:
+        """The request timeout of one write, or None: fenced off (the Lease is not ours)."""
+        if self.fence is None:
+            return self.request_timeout
+        try:
+            return self.fence.timeout_for(self.request_timeout, what)
+        except LeaseFenced as exc:
+            self._count(None, "fenced")
+            log.warning("%s", exc)
+            return None
+
     def _create(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
         ns, name = meta["namespace"], meta["name"]
         if self.cache is not None and self.cache.get("Pod", ns, name) is not None:
             self._count(None, "exists")  # the POST could only meet AlreadyExists
             return
+        timeout = self._timeout(f"create pod {ns}/{name}")
+        if timeout is None:
+            return
         try:
             # A plain dict body: the client validates it into V1Pod and sends it back out
             # unchanged (tests compare what the API server stored with the builder's output).
             body: Any = pod
             resp: Any = self.core.create_namespaced_pod(
-                ns, body, _preload_content=False, _request_timeout=self.request_timeout
+                ns, body, _preload_content=False, _request_timeout=timeout
             )
             try:
                 uid = (json.loads(resp.data).get("metadata") or {}).get("uid")
@@ -168,6 +187,9 @@ class KubernetesPlaceholderWriter:
         if not exists:
             self._count(None, "skipped")
             return
+        timeout = self._timeout(f"delete pod {ref.namespace}/{ref.name}")
+        if timeout is None:
+            return
         preconditions = client.V1Preconditions(uid=uid) if uid else None
         body = client.V1DeleteOptions(grace_period_seconds=0, preconditions=preconditions)
         try:
@@ -176,7 +198,7 @@ class KubernetesPlaceholderWriter:
                 ref.namespace,
                 body=body,
                 _preload_content=False,
-                _request_timeout=self.request_timeout,
+                _request_timeout=timeout,
             )
             _finish(resp)
             self._count("delete", "deleted")
@@ -209,6 +231,9 @@ class KubernetesPlaceholderWriter:
 
     def _renew(self, ref: PodRef, expires_at: float) -> None:
         patch = {"metadata": {"annotations": {L.ANNOTATION_EXPIRES_AT: format_expiry(expires_at)}}}
+        timeout = self._timeout(f"renew pod {ref.namespace}/{ref.name}")
+        if timeout is None:
+            return
         try:
             resp: Any = self.core.patch_namespaced_pod(
                 ref.name,
@@ -216,7 +241,7 @@ class KubernetesPlaceholderWriter:
                 patch,
                 _content_type=MERGE_PATCH,
                 _preload_content=False,
-                _request_timeout=self.request_timeout,
+                _request_timeout=timeout,
             )
             _finish(resp)
             self._count("patch", "renewed")

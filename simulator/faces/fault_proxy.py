@@ -103,6 +103,9 @@ class K8sFaultProxy:
         self._streams: set[socket.socket] = set()
         self.injected: Counter[str] = Counter()
         self.forwarded = 0
+        #: Every write that reached the face: (monotonic time it was forwarded, method, path).
+        #: What a per-client audit log would show; reads and injected answers are not in it.
+        self.writes: list[tuple[float, str, str]] = []
         self._server = _Server(("127.0.0.1", 0), _handler(self))
         self._thread: threading.Thread | None = None
 
@@ -321,6 +324,9 @@ class _Handler(BaseHTTPRequestHandler):
                 proxy._count(kind)
                 self._gone()
                 return
+        if method != "GET":
+            with proxy._lock:
+                proxy.writes.append((proxy._monotonic(), method, urlsplit(self.path).path))
         self._forward(method, body, is_watch)
 
     def _gone(self) -> None:

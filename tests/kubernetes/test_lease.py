@@ -157,3 +157,34 @@ def test_timing_refuses_a_renew_deadline_not_below_the_duration() -> None:
     with pytest.raises(ValueError, match="renew_deadline"):
         LeaseTiming(duration=10, renew_deadline=10, retry_period=2)
     assert LeaseTiming.for_duration(15) == LeaseTiming(15, 10.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("note_at_exit", "released", "inherited"),
+    [
+        ("sess-1", True, "sess-1"),  # the delete failed at exit: the successor deletes it
+        ("", True, ""),  # deleted at exit: nothing to hand over
+        ("sess-1", False, "sess-1"),  # killed without releasing: the renewals carried it
+    ],
+)
+def test_the_next_holder_inherits_the_session_the_last_one_noted(
+    api: client.ApiClient, note_at_exit: str, released: bool, inherited: str
+) -> None:
+    """The Lease carries the holder's message session to the next holder (lease.py step 4),
+    so a session that could not be deleted at exit is deleted by the next process instead of
+    blocking it with 409 until the service expires it (issue 34)."""
+    clock = Clock()
+    first, second = elector(api, "a", clock), elector(api, "b", clock)
+    assert first.try_acquire_or_renew()
+    first.session_note = "sess-1"
+    assert first.try_acquire_or_renew()  # a renewal writes the note
+    first.session_note = note_at_exit
+    if released:
+        first.release()
+    else:
+        clock.now += 16  # the holder died: its Lease expires
+        assert not second.try_acquire_or_renew()  # first sight of the record
+        clock.now += 16
+    assert second.try_acquire_or_renew()
+    assert second.inherited_session == inherited
+    assert first.inherited_session == ""  # nobody held it before the first

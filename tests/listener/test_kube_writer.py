@@ -5,6 +5,7 @@ face, with the real kubernetes client."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +16,9 @@ from kubernetes import client as k8s
 
 from listener.kube_writer import KubernetesScalerWriter, RetryPolicy, TokenBucket
 from listener.scaler import Scaler, ScalerError
+from listener.write_lane import StopToken, WriteStopped
 from providers.actions.models import JobStarted
+from providers.kubernetes.lease import LeaseFence, LeaseFenced
 from simulator.engine.store import ObjectStore
 from simulator.faces.fault_proxy import K8sFaultProxy
 from simulator.faces.k8s import K8sFace
@@ -256,3 +259,66 @@ def test_a_listener_run_through_a_429_storm_loses_no_job_and_does_not_end(
         assert store.get("EphemeralRunner", o.NS, name)["status"]["jobRequestId"] == job
     assert proxy.injected[FaultKind.K8S_429] > 0
     assert w.retries.get(429, 0) == proxy.injected[FaultKind.K8S_429]
+
+
+# --- writes that never hold the process (issue 34) -----------------------------------------
+
+
+class StubLease:
+    def __init__(self, renewable: float | None, exclusive: float | None) -> None:
+        self.renewable, self.exclusive = renewable, exclusive
+
+    def renewable_for(self) -> float | None:
+        return self.renewable
+
+    def exclusive_for(self) -> float | None:
+        return self.exclusive
+
+
+class TestLeaseFence:
+    @pytest.mark.parametrize(
+        ("renewable", "exclusive", "timeout"),
+        [
+            (None, None, None),  # never held: nothing goes
+            (-0.001, 4.999, None),  # just past the renew deadline: nothing goes
+            (0.001, 5.001, 5.001),  # just before it: the rest of the exclusive window
+            (8.0, 13.0, 10.0),  # freshly renewed: the writer's own timeout
+            (0.3, 0.499, None),  # an attempt shorter than MIN_ATTEMPT is not worth sending
+            (0.3, 0.5, 0.5),
+        ],
+    )
+    def test_a_write_goes_only_while_the_lease_can_be_renewed(
+        self, renewable: float | None, exclusive: float | None, timeout: float | None
+    ) -> None:
+        fence = LeaseFence(StubLease(renewable, exclusive))
+        if timeout is None:
+            with pytest.raises(LeaseFenced, match="not sent"):
+                fence.timeout_for(10.0, "PATCH x")
+        else:
+            assert fence.timeout_for(10.0, "PATCH x") == pytest.approx(timeout)
+
+
+def test_a_fenced_writer_sends_nothing_once_the_lease_is_lost(
+    proxy: K8sFaultProxy, store: ObjectStore
+) -> None:
+    """Prevents issue 34's stale write from a process that no longer holds the Lease."""
+    w = writer(proxy)
+    w.fence = LeaseFence(StubLease(-1.0, 4.0))
+    with pytest.raises(LeaseFenced):
+        w.patch_ephemeral_runner_set(o.NS, o.ERS, b'{"spec":{"patchID":1,"replicas":3}}')
+    assert proxy.writes == []
+    assert store.get("EphemeralRunnerSet", o.NS, o.ERS)["spec"]["replicas"] != 3
+
+
+def test_a_stop_ends_a_write_waiting_out_retry_after_120(proxy: K8sFaultProxy) -> None:
+    """Prevents issue 34's 49 s exit: the write waited out its back-off whatever the process
+    did. The 429's Retry-After (capped at 30 s) is waited on the stop token."""
+    stop = StopToken()
+    w = KubernetesScalerWriter(k8s.ApiClient(k8s.Configuration(host=proxy.url)), stop=stop)
+    proxy.inject(storm(FaultKind.K8S_429, retry_after=120))
+    threading.Timer(0.3, stop.set).start()
+    began = time.monotonic()
+    with pytest.raises(WriteStopped):
+        w.patch_ephemeral_runner_set(o.NS, o.ERS, b'{"spec":{"patchID":1,"replicas":3}}')
+    assert time.monotonic() - began < 5.0  # well under the 30 s wait it was in
+    assert proxy.injected["k8s_429"] == 1

@@ -239,7 +239,9 @@ class TestStart:
 
 
 class TestOrderOfOperations:
-    def test_a_message_is_acked_first_then_acquired_started_completed_scaled(self) -> None:
+    def test_a_message_is_acquired_started_completed_scaled_and_only_then_acked(self) -> None:
+        """At least once (issue 34 item 4): the ack comes after the message's effects, so a
+        run that ends half-way leaves the message for the next session."""
         msg = message(
             7,
             4,
@@ -255,7 +257,6 @@ class TestOrderOfOperations:
         assert journal.entries[3:] == [
             ("get", 0, 10),
             ("m.statistics", 4),
-            ("delete", 7),
             ("acquire", [1, 2]),  # all JobAvailable ids in one call
             ("m.started", 3),
             ("scaler.started", 3),
@@ -265,6 +266,7 @@ class TestOrderOfOperations:
             ("scaler.completed", 5),
             ("scaler.desired", 4),
             ("m.desired", 104),
+            ("delete", 7),  # the ack, last
             ("get", 7, 10),  # lastMessageId = the received id
         ]
 
@@ -338,10 +340,11 @@ def test_cancellation_lets_the_message_in_hand_finish() -> None:
             await task
 
     run(story())
-    assert journal.entries[-3:] == [
+    assert journal.entries[-4:] == [
         ("scaler.started", 3),
         ("scaler.desired", 1),
         ("m.desired", 101),
+        ("delete", 7),  # acked once its effects are done
     ]
 
 
@@ -636,8 +639,8 @@ def test_jobs_flow_through_the_real_client_in_protocol_order() -> None:
         run(story())
     routes = [r.route for r in face.requests if r.route != "get_message"]
     assert routes[:3] == ["registration_token", "runner_registration", "create_session"]
-    ack_then_acquire = [r for r in routes if r in ("delete_message", "acquire_jobs")]
-    assert ack_then_acquire[:2] == ["delete_message", "acquire_jobs"]
+    acquire_then_ack = [r for r in routes if r in ("delete_message", "acquire_jobs")]
+    assert acquire_then_ack[:2] == ["acquire_jobs", "delete_message"]  # ack after effects
     assert routes[-1] == "delete_session"  # the session is deleted on the way out
     assert h.recorder.entries("scaler.started") == [9001]
     assert h.recorder.entries("scaler.completed") == [9001]
@@ -867,3 +870,32 @@ def test_the_statistics_demand_source_follows_the_services_available_jobs_on_the
     assert wakes[0] == 0  # the session's statistics: nothing waiting
     assert 1 in wakes  # the job message: one job available for this scale set
     assert demand.current.source == "statistics" and demand.current.error is None
+
+
+def test_cancellation_waits_for_the_unit_in_hand_not_for_the_whole_grace() -> None:
+    """The stop grace is an upper bound: once the unit in hand is handled, the run ends.
+    Prevents a shutdown that always spent the full grace (the handler task never ends by
+    itself, so waiting for it instead of the unit waited out the timeout)."""
+    loop, _, journal = listener([])
+    loop.stop_grace = 600.0  # a wait this long would trip the bound below
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowScaler(RecordingScaler):
+        def handle_desired_runner_count(self, count: int) -> int:
+            entered.set()
+            release.wait(5)
+            return super().handle_desired_runner_count(count)
+
+    loop.scaler = SlowScaler(journal)
+
+    async def story() -> None:
+        task = asyncio.ensure_future(loop.run())
+        assert await asyncio.to_thread(entered.wait, 5)
+        task.cancel()
+        await settle()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+
+    run(story())
+    assert journal.entries[-1] == ("m.desired", 101)

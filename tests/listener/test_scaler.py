@@ -17,6 +17,7 @@ from listener.arc_config import MAX_INT32
 from listener.arc_version import ArcVersion
 from listener.kube_writer import KubernetesScalerWriter
 from listener.scaler import (
+    PermanentWriteError,
     RunnerNotFound,
     Scaler,
     ScalerError,
@@ -186,6 +187,33 @@ class TestJobStarted:
         s = scaler(writer)
         s.handle_job_started(JOB_STARTED)
         assert s.dirty and writer.statuses == []
+
+    @pytest.mark.parametrize(
+        ("error", "skipped"),
+        [
+            (PermanentWriteError("HTTP 422 invalid"), True),  # a replay would meet it again
+            (ScalerError("no answer; gave up after 11 attempts"), False),  # can heal: redeliver
+        ],
+    )
+    def test_a_patch_refused_for_good_is_skipped_and_one_that_can_heal_ends_the_run(
+        self, error: ScalerError, skipped: bool
+    ) -> None:
+        """At least once without poison (issue 34 item 4): a refusal that a replay would meet
+        again must not hold every later message behind it; a failure that can heal must end
+        the run unacked so the next process handles the message."""
+
+        class Refusing(RecordingWriter):
+            def patch_ephemeral_runner_status(self, namespace: str, name: str, body: bytes) -> None:
+                raise error
+
+        s = scaler(Refusing())
+        if skipped:
+            s.handle_job_started(JOB_STARTED)
+            assert s.refused == 1
+        else:
+            with pytest.raises(ScalerError, match="gave up"):
+                s.handle_job_started(JOB_STARTED)
+            assert s.refused == 0
 
 
 # --- the real kubernetes client on the wire -------------------------------------------------
