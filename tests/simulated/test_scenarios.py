@@ -38,7 +38,7 @@ CONTRACT = (
     "placeholder_pods_created",
     "api_writes",
 )
-REQUIRED = {"burst", "ice-failover", "shared-nodepool", "scale-to-zero", "drain"}
+REQUIRED = {"burst", "ice-failover", "shared-nodepool", "scale-to-zero", "drain", "merge-queue"}
 
 
 def _quiet() -> Any:
