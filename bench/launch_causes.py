@@ -33,11 +33,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simulator.cluster import provisioner as prov  # noqa: E402
-from simulator.scenarios.scenario import load_scenario  # noqa: E402
-from simulator.scenarios.strategies import STRATEGIES  # noqa: E402
-from tuning.replay import apply_dials  # noqa: E402
-from tuning.sweep import fair_percentiles  # noqa: E402
+from simulator.cluster import provisioner as prov
+from simulator.scenarios.scenario import load_scenario
+from simulator.scenarios.strategies import STRATEGIES
+from tuning.replay import apply_dials
+from tuning.sweep import fair_percentiles
 
 LAUNCH_CAUSES = (
     "workflow",
@@ -115,7 +115,9 @@ def run(item: tuple[str, str, int, str]) -> dict[str, Any]:
     return {"strategy": strategy, "seed": seed, **_figures(world, results, record)}
 
 
-def _figures(world: Any, results: dict[str, Any], record: list[tuple[str, list[str]]]) -> dict[str, Any]:
+def _figures(
+    world: Any, results: dict[str, Any], record: list[tuple[str, list[str]]]
+) -> dict[str, Any]:
     triggers = dict(record)
     created: Counter[str] = Counter()
     evicted_by: dict[str, str] = {}  # pod name -> reason of its last disruption
@@ -186,12 +188,14 @@ def main() -> int:
             launches.update(r["launches"])
             removals.update(r["removals"])
         print(
-            f"{strategy}: launches {sum(launches.values())}, node-h "
-            f"{sum(r['node_hours'] or 0 for r in mine):,.1f}, $ {sum(r['dollars'] or 0 for r in mine):,.2f}, "
+            f"{strategy}: launches {sum(launches.values())}, "
+            f"node-h {sum(r['node_hours'] or 0 for r in mine):,.1f}, "
+            f"$ {sum(r['dollars'] or 0 for r in mine):,.2f}, "
             f"failed {sum(r['failed'] for r in mine)}, fair p50/p95 per seed "
             + " ".join(f"{r['p50']}/{r['p95']}" for r in mine)
         )
-        print("  launches by cause: " + ", ".join(f"{c} {launches[c]}" for c in LAUNCH_CAUSES if launches[c]))
+        causes = ", ".join(f"{c} {launches[c]}" for c in LAUNCH_CAUSES if launches[c])
+        print(f"  launches by cause: {causes}")
         print("  removals: " + ", ".join(f"{c} {n}" for c, n in removals.most_common()))
     return 0
 
