@@ -165,12 +165,15 @@ class CapacityAwareSettings(SettingsModel):
     #: deletes a node holding only warm placeholders as soon as a finished job frees room
     #: elsewhere (single-node consolidation treats placeholders like any pod), the placeholder
     #: is re-created in that room, and the next refill buys a new node: on ice-failover 1.84x
-    #: stock ARC's launches (bench/launch_causes.py). A duration (default 1 h) = protected
-    #: until that long after the placeholder started, so an idle warm node can still be
-    #: consolidated or drifted (Karpenter >= v1.12; older versions ignore a duration, which
-    #: means no protection: set ``true`` there); ``true`` = protected while it runs;
-    #: ``false`` = none (fewest node-hours, most launches).
-    do_not_disrupt: DoNotDisrupt = 3600.0
+    #: stock ARC's launches (bench/launch_causes.py). ``auto`` (default) = ``1h`` where no
+    #: instance type the NodePools hosting the workflow half allow holds two workflow pods
+    #: (there consolidation packs nothing and only churns), or where that is unknown; none
+    #: where a type holds several (there it packs warm pairs: providers/kubernetes/
+    #: churn_guard.py). A duration = protected until that long after the placeholder
+    #: started, so an idle warm node can still be consolidated or drifted (Karpenter >=
+    #: v1.12; older versions ignore a duration, which means no protection: set ``true``
+    #: there); ``true`` = protected while it runs; ``false`` = none.
+    do_not_disrupt: DoNotDisrupt = "auto"
     #: Where a NodePool's limit holds fewer than maxRunners pairs and it allows instance types
     #: that hold workflow pods poorly, workflow placeholders prefer (preferred node affinity)
     #: the types that hold them well, so the nodes Karpenter buys for lone pairs run more
