@@ -8,7 +8,8 @@ and the capacity-aware listener once per *variant* per seed, on the same jobs. V
               (config/placeholder-pdb.yaml, installed as a user would apply it);
 - ``no-ramp``: a diagnosis, not a candidate: ``nodeLaunchRate`` 10 000, so the burst's pairs
               reach Karpenter in one batch instead of the ramp's successive ones;
-- ``dnd-off``: a diagnosis: ``doNotDisrupt`` forced off (the listener's default is 1 h), so
+- ``dnd-off``: a diagnosis: ``doNotDisrupt`` forced off (the listener's default ``auto``
+              protects for 1 h where a node holds one workflow pod), so
               Karpenter may consolidate nodes that hold only warm placeholders.
 
 The scenario file runs as shipped: shipped scenarios set only what a user must set (the
