@@ -8,9 +8,9 @@ and the capacity-aware listener once per *variant* per seed, on the same jobs. V
               (config/placeholder-pdb.yaml, installed as a user would apply it);
 - ``no-ramp``: a diagnosis, not a candidate: ``nodeLaunchRate`` 10 000, so the burst's pairs
               reach Karpenter in one batch instead of the ramp's successive ones;
-- ``dnd-off``: a diagnosis: ``doNotDisrupt`` forced to the listener's default (false), so
-              Karpenter may consolidate nodes that hold only warm placeholders, for scenarios
-              that set it (the shipped storm no longer does: there it equals ``ladder``).
+- ``dnd-off``: a diagnosis: ``doNotDisrupt`` forced off (the listener's default ``auto``
+              protects for 1 h where a node holds one workflow pod), so
+              Karpenter may consolidate nodes that hold only warm placeholders.
 
 The scenario file runs as shipped: shipped scenarios set only what a user must set (the
 listener's defaults otherwise), and the simulator reads the demand sources their blocks name.
@@ -60,7 +60,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "pdb": ({}, {"placeholder_pdb": True}),
     # Diagnosis, not a candidate: the launch ramp out of the way (one Karpenter batch).
     "no-ramp": ({"node_launch_rate": 10_000.0}, {}),
-    # Diagnosis: storm sets doNotDisrupt: true; the listener's default is false.
+    # Diagnosis: no karpenter.sh/do-not-disrupt on workflow placeholders (default: 1 h).
     "dnd-off": ({"do_not_disrupt": False}, {}),
 }
 

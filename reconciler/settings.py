@@ -179,12 +179,19 @@ class CapacityAwareSettings(SettingsModel):
     #: Pairs requested together so one Karpenter batch fills one node; None = estimate it from
     #: the NodePool's instance types (1 when they are unknown).
     launch_group_size: StrictInt | None = Field(default=None, ge=1, le=1_000)
-    #: Put ``karpenter.sh/do-not-disrupt`` on workflow placeholders (opt-in per scale set, so per
-    #: NodePool): ``true`` = Karpenter does not consolidate nodes that hold warm pairs, which
-    #: otherwise evicts them, makes us recreate them and launches a new node; a duration
-    #: (``30m``) = the same protection, ending that long after the placeholder started (recent
-    #: Karpenter; older versions ignore a duration), so an idle warm node can still go.
-    do_not_disrupt: DoNotDisrupt = False
+    #: Put ``karpenter.sh/do-not-disrupt`` on workflow placeholders. Without it Karpenter
+    #: deletes a node holding only warm placeholders as soon as a finished job frees room
+    #: elsewhere (single-node consolidation treats placeholders like any pod), the placeholder
+    #: is re-created in that room, and the next refill buys a new node: on ice-failover 1.84x
+    #: stock ARC's launches (bench/launch_causes.py). ``auto`` (default) = ``1h`` where no
+    #: instance type the NodePools hosting the workflow half allow holds two workflow pods
+    #: (there consolidation packs nothing and only churns), or where that is unknown; none
+    #: where a type holds several (there it packs warm pairs: providers/kubernetes/
+    #: churn_guard.py). A duration = protected until that long after the placeholder
+    #: started, so an idle warm node can still be consolidated or drifted (Karpenter >=
+    #: v1.12; older versions ignore a duration, which means no protection: set ``true``
+    #: there); ``true`` = protected while it runs; ``false`` = none.
+    do_not_disrupt: DoNotDisrupt = "auto"
     #: Where a NodePool's limit holds fewer than maxRunners pairs and it allows instance types
     #: that hold workflow pods poorly, workflow placeholders prefer (preferred node affinity)
     #: the types that hold them well, so the nodes Karpenter buys for lone pairs run more

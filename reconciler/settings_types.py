@@ -4,7 +4,7 @@ and the one error type (reconciler/settings.py says how a bad value is reported)
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -33,8 +33,9 @@ Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
 
 def _do_not_disrupt(value: Any) -> Any:
-    """``true``/``false``, or a duration of at least 1 s (seconds: see ``doNotDisrupt``)."""
-    if isinstance(value, bool):
+    """``auto``, ``true``/``false``, or a duration of at least 1 s (seconds: see
+    ``doNotDisrupt``)."""
+    if isinstance(value, bool) or value == "auto":
         return value
     try:
         seconds = parse_duration(value)
@@ -42,12 +43,13 @@ def _do_not_disrupt(value: Any) -> Any:
         seconds = None
     if not isinstance(seconds, int | float) or seconds < 1:
         raise ValueError(
-            f"doNotDisrupt is true, false or a duration of at least 1s like '30m' (got {value!r})"
+            "doNotDisrupt is auto, true, false or a duration of at least 1s like '30m' "
+            f"(got {value!r})"
         )
     return float(seconds)
 
 
-DoNotDisrupt = Annotated[bool | float, BeforeValidator(_do_not_disrupt)]
+DoNotDisrupt = Annotated[bool | float | Literal["auto"], BeforeValidator(_do_not_disrupt)]
 
 
 def duration_seconds(value: str | float) -> float:

@@ -47,7 +47,7 @@ from typing import Any
 from providers.kubernetes import labels as L
 from providers.kubernetes.admission import AT_BINDING, binding_confirms
 from providers.kubernetes.capped_pools import preference_term
-from providers.kubernetes.do_not_disrupt import annotation_value
+from providers.kubernetes.churn_guard import DoNotDisruptSetting, resolved_annotation
 from providers.kubernetes.resources import (
     QuantityError,
     Resources,
@@ -181,6 +181,18 @@ class PlaceholderPodBuilder:
         #: Instance types the workflow half prefers (``capped_pools.preferred_types``), set by
         #: :class:`~providers.kubernetes.placement.PlacementBounds` from the NodePools.
         self.preferred_types: tuple[str, ...] = ()
+        #: The most workflow pods one node of the hosting NodePools' types holds, for
+        #: ``doNotDisrupt: auto`` (None: unknown, so auto protects), set by PlacementBounds.
+        self.workflow_pods_per_node: int | None = None
+
+    @property
+    def do_not_disrupt(self) -> DoNotDisruptSetting:
+        return self.settings.do_not_disrupt
+
+    def hold(self, per_node: int | None) -> None:
+        """Pairs built from now on resolve ``doNotDisrupt: auto`` for nodes holding at most
+        ``per_node`` workflow pods (None: unknown)."""
+        self.workflow_pods_per_node = per_node
 
     @property
     def prefers_fitting_types(self) -> bool:
@@ -277,7 +289,7 @@ class PlaceholderPodBuilder:
             },
             "annotations": {L.ANNOTATION_EXPIRES_AT: format_expiry(spec.expires_at)},
         }
-        protect = annotation_value(self.settings.do_not_disrupt)
+        protect = resolved_annotation(self.settings.do_not_disrupt, self.workflow_pods_per_node)
         if role is Role.WORKFLOW and protect is not None:
             # Karpenter will not consolidate a node running a pod with this annotation, so
             # warm capacity is not evicted, relaunched and paid for twice. Scale-down still

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from providers.kubernetes.capped_pools import CappedFit, capped_fits, preferred_types
+from providers.kubernetes.churn_guard import DoNotDisruptSetting, protects, workflow_pods_per_node
 from providers.kubernetes.fit import FitMemo, fit_estimate
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.packing import claim_facts, launch_facts
@@ -50,6 +51,13 @@ class PairShape(Protocol):
     def prefer(self, types: tuple[str, ...]) -> None:
         """The instance types the workflow half of pairs built from now on prefers."""
 
+    @property
+    def do_not_disrupt(self) -> DoNotDisruptSetting:
+        """``doNotDisrupt``: only ``auto`` needs :meth:`hold`."""
+
+    def hold(self, per_node: int | None) -> None:
+        """The most workflow pods a node holds, for ``doNotDisrupt: auto`` (None: unknown)."""
+
 
 class PlacementBounds:
     """The fit estimate and launch facts of one scale set, as the reconciler's snapshot needs,
@@ -75,8 +83,11 @@ class PlacementBounds:
         self._fit_at = float("-inf")
         self._memo: FitMemo | None = None
         self._claims = ObjectMemo(claim_facts)
+        self._held = False
         #: The instance types last handed to the builder.
         self.preferred_types: tuple[str, ...] = ()
+        #: The workflow pods per node last handed to the builder (``doNotDisrupt: auto``).
+        self.workflow_pods_per_node: int | None = None
 
     def __call__(self, now: float) -> tuple[FitEstimate | None, LaunchFacts | None]:
         if now - self._fit_at >= self.refresh:
@@ -95,6 +106,7 @@ class PlacementBounds:
                 memo=self._memo,
             )
             self._prefer()
+            self._hold()
         if self._fit is None:  # no NodePools: no Karpenter, no launch rate to honour
             return None, None
         pair_cpu = self.builder.runner_requests.get("cpu", Decimal(0)) + (
@@ -127,6 +139,38 @@ class PlacementBounds:
             _log_preference(self.target.ers_name, types, fits)
         self.preferred_types = types
         self.builder.prefer(types)
+
+
+    def _hold(self) -> None:
+        """Hand the builder how many workflow pods a node holds (``doNotDisrupt: auto``) and
+        log when whether auto protects changes. Nothing to do for any other setting."""
+        if self.builder.do_not_disrupt != "auto":
+            return
+        per_node = workflow_pods_per_node(
+            list_if_known(self.source, "NodePool"),
+            self.builder.workflow_requests,
+            self.builder.workflow_placement.get("nodeSelector") or {},
+        )
+        if protects(per_node) != protects(self.workflow_pods_per_node) or not self._held:
+            _log_hold(self.target.ers_name, per_node)
+        self._held = True
+        self.workflow_pods_per_node = per_node
+        self.builder.hold(per_node)
+
+
+def _log_hold(scale_set: str, per_node: int | None) -> None:
+    if per_node is None:
+        why = "no NodePool hosting them allows an instance type known to hold one"
+    else:
+        why = f"one node of the allowed instance types holds at most {per_node}"
+    verdict = "carry" if protects(per_node) else "do not carry"
+    log.info(
+        "scale set %s: workflow placeholders %s karpenter.sh/do-not-disrupt "
+        "(doNotDisrupt: auto): %s workflow pod(s)",
+        scale_set,
+        verdict,
+        why,
+    )
 
 
 def _log_preference(scale_set: str, types: tuple[str, ...], fits: list[CappedFit]) -> None:

@@ -58,14 +58,21 @@ def test_annotation_values_written() -> None:
     assert (annotation_value(1800.0), annotation_value(0.5 + 1)) == ("1800s", "1.5s")
 
 
-@pytest.mark.parametrize("bad", ["0s", "500ms", 0, "forever", "-5m"])
+@pytest.mark.parametrize("bad", ["0s", "500ms", 0, "forever", "-5m", "Auto", "AUTO "])
 def test_a_do_not_disrupt_shorter_than_a_second_or_not_a_duration_is_refused(bad: object) -> None:
-    with pytest.raises(SettingsError, match="doNotDisrupt is true, false or a duration"):
+    with pytest.raises(SettingsError, match="doNotDisrupt is auto, true, false or a duration"):
         parse_capacity_aware({"doNotDisrupt": bad}, where="values.yaml")
 
 
-def test_do_not_disrupt_accepts_true_false_and_durations() -> None:
+def test_do_not_disrupt_accepts_auto_true_false_and_durations_and_defaults_to_auto() -> None:
     def parsed(value: object) -> object:
         return parse_capacity_aware({"doNotDisrupt": value}, where="t").do_not_disrupt
 
-    assert (parsed(True), parsed(False), parsed("30m"), parsed(90)) == (True, False, 1800.0, 90.0)
+    assert (parsed("auto"), parsed(True), parsed(False), parsed("30m"), parsed(90)) == (
+        "auto",
+        True,
+        False,
+        1800.0,
+        90.0,
+    )
+    assert parse_capacity_aware({}, where="t").do_not_disrupt == "auto"

@@ -330,6 +330,33 @@ def test_consolidation_prefers_nodes_with_lower_priority_pods() -> None:
     assert disrupted[0]["node"] == ph_node
 
 
+def test_a_placeholders_only_node_is_consolidated_into_room_a_finished_pod_just_freed() -> None:
+    """Karpenter treats a never-preempting, negative-priority placeholder like any pod
+    (``IsReschedulable`` ignores priority; ``SimulateScheduling`` needs only that the
+    candidate's pods fit elsewhere): the node holding it alone is deleted as soon as a pod
+    frees room on another node, and the freed node - whose own consolidateAfter has not
+    passed - is kept. This is the warm pool's churn (bench/launch_causes.py): the freed room
+    is taken by the relocated placeholder, so the next refill needs a new node."""
+    w = karpenter_world(consolidate_after=300.0)
+    w.create(pod("job", cpu="1500m"))
+    w.run(60)
+    w.create(pod("ph-w", cpu="1500m", priority=-10))
+    w.run(440)  # t = 500: the placeholder's node has had no pod event for over 300 s
+    freed, ph_node = w.node("job"), w.node("ph-w")
+    assert freed != ph_node
+    w.cluster.finish_pod(NS, "job")
+    w.run(24)  # decided at the first poll after t = 500, executed 15 s later
+    assert ph_node in w.nodes()
+    w.run(21)
+    assert ph_node not in w.nodes() and freed in w.nodes()
+    assert [(e["node"], e["reason"]) for e in w.events("node_disrupted")] == [
+        (ph_node, "underutilized")
+    ]
+    assert [(e["pod"], e["reason"]) for e in w.events("pod_disrupted")] == [
+        ("ph-w", "consolidated")
+    ]
+
+
 def test_losing_a_node_removes_its_pods_node_and_claim_and_capacity_comes_back() -> None:
     w = karpenter_world()
     w.create(pod("job", cpu=1))
