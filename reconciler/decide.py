@@ -41,6 +41,7 @@ from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import (
     desired_pairs,
+    free_pair_slots,
     group_size,
     handover_headroom,
     max_runners_headroom,
@@ -294,7 +295,8 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     # is kept for an unserved runner there (handover_headroom says why).
     widened = headroom > max_runners_headroom(inp.snapshot)
     unserved = survivors.unserved if widened else 0
-    want = desired_pairs(inp.snapshot, inp.config, headroom, unserved)
+    free = free_pair_slots(inp.snapshot, decision.unbound_in_flight)
+    want = desired_pairs(inp.snapshot, inp.config, headroom, unserved, free)
     live = len(decision.in_states(*LIVE)) + len(survivors.repaired)
     target = packed_target(
         want, live, inp.snapshot, inp.config, headroom, decision.unbound_in_flight

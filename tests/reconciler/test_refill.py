@@ -1,0 +1,112 @@
+"""The refill at assignment counts only the slots whose real pods will take a READY pair.
+
+Issue 31: GitHub counts a slot taken when it assigns the job, so the warm pool is refilled at
+the assignment. But the scheduler preempts only where no node fits the pod: a runner (and its
+workflow pod) with free room on an existing node binds there and leaves the READY pairs
+standing. Each case is the slots taken, the free pair slots on existing nodes, and how many of
+those slots the refill counts.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import pytest
+
+from reconciler.decide import DecideInput, decide
+from reconciler.settings import ReconcilerConfig
+from reconciler.sizing import desired_pairs, free_pair_slots, pairs_taken
+from reconciler.snapshot import FitEstimate
+from state_machine.record import PairRecord
+from state_machine.states import PairState
+from state_machine.store import NewPair
+
+from .builders import INSTANCE, SCALE_SET, runner, running_pair, snapshot
+
+S = PairState
+NOW = 1_000.0
+
+
+@pytest.mark.parametrize(
+    ("name", "slots_taken", "free_slots", "counted"),
+    [
+        ("no free room: every slot takes a READY pair", 3, 0, 3),
+        ("free room for one of three", 3, 1, 2),
+        ("free room for exactly all three", 3, 3, 0),
+        ("more free room than slots taken", 3, 10, 0),
+        ("nothing taken", 0, 4, 0),
+        ("a negative estimate counts as no room", 2, -1, 2),
+    ],
+)
+def test_pairs_taken_counts_only_slots_beyond_free_room(
+    name: str, slots_taken: int, free_slots: int, counted: int
+) -> None:
+    del name
+    assert pairs_taken(slots_taken, free_slots) == counted
+
+
+@pytest.mark.parametrize(
+    ("name", "on_existing", "unbound_in_flight", "free"),
+    [
+        ("no fit estimate", None, 0, 0),
+        ("room for four, none in flight", 4, 0, 4),
+        ("pairs in flight take the room first", 4, 3, 1),
+        ("more in flight than room", 2, 5, 0),
+    ],
+)
+def test_free_pair_slots_leave_the_room_pairs_in_flight_will_take(
+    name: str, on_existing: int | None, unbound_in_flight: int, free: int
+) -> None:
+    del name
+    fit = None if on_existing is None else FitEstimate(new_pairs=50, on_existing_nodes=on_existing)
+    snap = replace(snapshot(), fit=fit)
+    assert free_pair_slots(snap, unbound_in_flight) == free
+
+
+def ready_pool(count: int) -> tuple[dict[str, PairRecord], dict[str, object]]:
+    records, pods = {}, {}
+    for i in range(count):
+        pair_id = f"warm-{i}"
+        record = PairRecord.new(pair_id, SCALE_SET, NOW - 60, "test")
+        records[pair_id] = record.moved(S.REQUESTED, NOW - 60, "t").moved(S.READY, NOW - 50, "t")
+        pods[pair_id] = running_pair(pair_id)
+    return records, pods
+
+
+@pytest.mark.parametrize(
+    ("name", "assigned", "free_room", "new_pairs"),
+    [
+        # the runners of both jobs will preempt READY pairs: refill both at the assignment
+        ("no free room: refill both at the assignment", 2, 0, 2),
+        # one runner binds into free room, the other takes a READY pair
+        ("room for one: refill the other", 2, 1, 1),
+        # both bind into free room: the 6 READY pairs stay warm, nothing to refill
+        ("room for both: no refill", 2, 2, 0),
+        ("room for more: no refill", 2, 5, 0),
+        # no job assigned, free room: the warm pool as configured, no refill either way
+        ("nothing assigned", 0, 3, 0),
+    ],
+)
+def test_assigned_jobs_binding_into_free_room_do_not_refill_the_warm_pool(
+    name: str, assigned: int, free_room: int, new_pairs: int
+) -> None:
+    """Regression (issue 31's churn): the refill at assignment counted every assigned job
+    whose runner was not bound as a READY pair taken, also where the runner pod bound into
+    free room on an existing node (the scheduler preempts only where nothing fits). Each such
+    job got a new pair that confirmed that free room and was released once the job's own pods
+    bound there: one short-lived pair per job on drain, and node launches above stock ARC's on
+    scale-to-zero and merge-queue (docs/benchmarks.md, the warm path)."""
+    del name
+    records, pods = ready_pool(6)
+    pending = tuple(runner(f"job-{i}", node=None) for i in range(assigned))
+    snap = replace(
+        snapshot(now=NOW, placeholders=pods, runners=pending, queued=0),  # type: ignore[arg-type]
+        assigned_jobs=assigned,
+        fit=FitEstimate(new_pairs=50, on_existing_nodes=free_room),
+    )
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=6)
+    ids = (f"new-{i}" for i in itertools.count(1))
+    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), ids)
+    assert sum(isinstance(c, NewPair) for c in decision.changes) == new_pairs
+    assert desired_pairs(snap, config, free_slots=free_room) == 6 + new_pairs
