@@ -52,7 +52,10 @@ def desired_pairs(
     # So will a runner that bound into free room with no lone workflow half reserved for it
     # (``unserved_runners``): the ledger's workflow side holds its slot with a READY pair's
     # workflow half until its workflow pod binds, 8-11 s later.
-    taken = pairs_taken(snapshot.slots_taken_from_pairs(unserved_runners), free_slots)
+    # While jobs wait, a pair in free room is how that room gets advertised to the next job;
+    # with no queue it only confirms room the assigned job's own pods will bind into.
+    free = 0 if queued > 0 else free_slots
+    taken = pairs_taken(snapshot.slots_taken_from_pairs(unserved_runners), free)
     proactive, queued = config.proactive_capacity, max(0, queued) + taken
     # While jobs wait beyond the headroom, the warm pairs stay on top of it (hand-over pairs).
     ceiling = room + proactive if queued > 0 else room

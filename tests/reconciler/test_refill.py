@@ -16,7 +16,7 @@ import pytest
 
 from reconciler.decide import DecideInput, decide
 from reconciler.settings import ReconcilerConfig
-from reconciler.sizing import desired_pairs, free_pair_slots, pairs_taken
+from reconciler.sizing import free_pair_slots, pairs_taken
 from reconciler.snapshot import FitEstimate
 from state_machine.record import PairRecord
 from state_machine.states import PairState
@@ -75,21 +75,35 @@ def ready_pool(count: int) -> tuple[dict[str, PairRecord], dict[str, object]]:
 
 
 @pytest.mark.parametrize(
-    ("name", "assigned", "free_room", "new_pairs"),
+    ("name", "assigned", "free_room", "queued", "live", "new_pairs", "released"),
     [
         # the runners of both jobs will preempt READY pairs: refill both at the assignment
-        ("no free room: refill both at the assignment", 2, 0, 2),
+        ("no free room: refill both at the assignment", 2, 0, 0, 6, 2, 0),
         # one runner binds into free room, the other takes a READY pair
-        ("room for one: refill the other", 2, 1, 1),
+        ("room for one: refill the other", 2, 1, 0, 6, 1, 0),
         # both bind into free room: the 6 READY pairs stay warm, nothing to refill
-        ("room for both: no refill", 2, 2, 0),
-        ("room for more: no refill", 2, 5, 0),
+        ("room for both: no refill", 2, 2, 0, 6, 0, 0),
+        ("room for more: no refill", 2, 5, 0, 6, 0, 0),
         # no job assigned, free room: the warm pool as configured, no refill either way
-        ("nothing assigned", 0, 3, 0),
+        ("nothing assigned", 0, 3, 0, 6, 0, 0),
+        # jobs queued: a pair in free room is how that room is advertised to the next job,
+        # so the refill counts every slot taken (2) on top of the queued job (1)
+        ("jobs queued: free room does not cut the refill", 2, 5, 1, 6, 3, 0),
+        # the queue emptied while the refill pairs stand: they are kept, not released and
+        # requested again on the next queued job (the flapping that made 6 083 pairs/seed)
+        ("queue emptied: refill pairs kept while slots are taken", 2, 5, 0, 8, 0, 0),
+        # the assigned jobs' pods bound: the refill pairs are not wanted any more
+        ("nothing taken any more: extra pairs released", 0, 5, 0, 8, 0, 2),
     ],
 )
 def test_assigned_jobs_binding_into_free_room_do_not_refill_the_warm_pool(
-    name: str, assigned: int, free_room: int, new_pairs: int
+    name: str,
+    assigned: int,
+    free_room: int,
+    queued: int,
+    live: int,
+    new_pairs: int,
+    released: int,
 ) -> None:
     """Regression (issue 31's churn): the refill at assignment counted every assigned job
     whose runner was not bound as a READY pair taken, also where the runner pod bound into
@@ -98,15 +112,17 @@ def test_assigned_jobs_binding_into_free_room_do_not_refill_the_warm_pool(
     bound there: one short-lived pair per job on drain, and node launches above stock ARC's on
     scale-to-zero and merge-queue (docs/benchmarks.md, the warm path)."""
     del name
-    records, pods = ready_pool(6)
+    records, pods = ready_pool(live)
     pending = tuple(runner(f"job-{i}", node=None) for i in range(assigned))
     snap = replace(
-        snapshot(now=NOW, placeholders=pods, runners=pending, queued=0),  # type: ignore[arg-type]
+        snapshot(now=NOW, placeholders=pods, runners=pending, queued=queued),  # type: ignore[arg-type]
         assigned_jobs=assigned,
         fit=FitEstimate(new_pairs=50, on_existing_nodes=free_room),
     )
-    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=6)
+    # One node holds one pair: no rounding up to node-sized groups in these cases.
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=6, launch_group_size=1)
     ids = (f"new-{i}" for i in itertools.count(1))
     decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), ids)
     assert sum(isinstance(c, NewPair) for c in decision.changes) == new_pairs
-    assert desired_pairs(snap, config, free_slots=free_room) == 6 + new_pairs
+    deleted = [c for c in decision.changes if getattr(c, "target", None) is S.DELETED]
+    assert len(deleted) == released
