@@ -56,6 +56,10 @@ def desired_pairs(
     # with no queue it only confirms room the assigned job's own pods will bind into.
     free = 0 if queued > 0 else free_slots
     taken = pairs_taken(snapshot.slots_taken_from_pairs(unserved_runners), free)
+    # The refill restores the warm pool, never more: with proactiveCapacity 0 a job's pair
+    # was requested for it while queued, and a lagging queue count (the HUD's 30 s poll)
+    # still counting the assigned job made a second pair, and a second node, per job.
+    taken = min(taken, config.proactive_capacity)
     proactive, queued = config.proactive_capacity, max(0, queued) + taken
     # While jobs wait beyond the headroom, the warm pairs stay on top of it (hand-over pairs).
     ceiling = room + proactive if queued > 0 else room

@@ -16,7 +16,7 @@ import pytest
 
 from reconciler.decide import DecideInput, decide
 from reconciler.settings import ReconcilerConfig
-from reconciler.sizing import free_pair_slots, pairs_taken
+from reconciler.sizing import desired_pairs, free_pair_slots, pairs_taken
 from reconciler.snapshot import FitEstimate
 from state_machine.record import PairRecord
 from state_machine.states import PairState
@@ -126,3 +126,31 @@ def test_assigned_jobs_binding_into_free_room_do_not_refill_the_warm_pool(
     assert sum(isinstance(c, NewPair) for c in decision.changes) == new_pairs
     deleted = [c for c in decision.changes if getattr(c, "target", None) is S.DELETED]
     assert len(deleted) == released
+
+
+@pytest.mark.parametrize(
+    ("name", "proactive", "queued", "assigned", "want"),
+    [
+        # scale to zero: the assigned job's pair was requested while it was queued; the HUD's
+        # 30 s poll still counts it queued: one pair, not a second one for the refill
+        ("no warm pool, a lagging queue count", 0, 1, 1, 1),
+        ("no warm pool, nothing queued", 0, 0, 2, 0),
+        # the refill restores the warm pool of 2, not the 5 assigned jobs' slots
+        ("more slots taken than the warm pool", 2, 0, 5, 4),
+        ("fewer slots taken than the warm pool", 6, 0, 2, 8),
+    ],
+)
+def test_the_refill_restores_the_warm_pool_and_no_more(
+    name: str, proactive: int, queued: int, assigned: int, want: int
+) -> None:
+    """Regression (issue 31's churn on scale-to-zero): with proactiveCapacity 0 every job's
+    pair was requested while it was queued, and the refill at assignment counted its slot
+    again while a lagging queue count still held the job: a second pair, and a second node,
+    for most jobs (scale-to-zero nodes per seed 27 -> 35, stock ARC 20)."""
+    del name
+    pending = tuple(runner(f"job-{i}", node=None) for i in range(assigned))
+    snap = replace(
+        snapshot(runners=pending, queued=queued, max_runners=20), assigned_jobs=assigned
+    )
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=proactive)
+    assert desired_pairs(snap, config) == want
