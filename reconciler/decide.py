@@ -41,6 +41,7 @@ from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import (
     desired_pairs,
+    free_pair_slots,
     group_size,
     handover_headroom,
     max_runners_headroom,
@@ -294,7 +295,11 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     # is kept for an unserved runner there (handover_headroom says why).
     widened = headroom > max_runners_headroom(inp.snapshot)
     unserved = survivors.unserved if widened else 0
-    want = desired_pairs(inp.snapshot, inp.config, headroom, unserved)
+    free = free_pair_slots(inp.snapshot, decision.unbound_in_flight)
+    want = desired_pairs(inp.snapshot, inp.config, headroom, unserved, free)
+    # Pairs already there for a slot its job's pods may bind beside are kept, not flapped
+    # away: only new requests leave the free room out (sizing.pairs_taken).
+    hold = desired_pairs(inp.snapshot, inp.config, headroom, unserved)
     live = len(decision.in_states(*LIVE)) + len(survivors.repaired)
     target = packed_target(
         want, live, inp.snapshot, inp.config, headroom, decision.unbound_in_flight
@@ -311,12 +316,12 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
         return
     # Keep a partly used node's worth of extra pairs (the rounding above made them) instead
     # of flapping them away; never beyond maxRunners headroom, never when nothing is wanted.
-    keep = want
+    keep = hold
     if inp.snapshot.demand.queued_jobs:
-        keep = min(headroom, want + group_size(inp.snapshot, inp.config) - 1)
-    excess = live - max(want, keep)
+        keep = min(headroom, hold + group_size(inp.snapshot, inp.config) - 1)
+    excess = live - max(hold, keep)
     if excess > 0:
-        released = release_repaired(survivors, excess, f"scale down to {want} pairs")
+        released = release_repaired(survivors, excess, f"scale down to {hold} pairs")
         _apply(decision, released.moves)
         excess -= released.live
     for group in ((S.QUEUED,), tuple(IN_FLIGHT), (S.READY,)):
@@ -328,7 +333,7 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
             reverse=True,
         )
         for record in candidates[:excess]:
-            decision.move(record, S.DELETED, f"scale down to {want} pairs")
+            decision.move(record, S.DELETED, f"scale down to {hold} pairs")
         excess -= min(excess, len(candidates))
 
 

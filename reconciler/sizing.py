@@ -26,6 +26,7 @@ def desired_pairs(
     config: ReconcilerConfig,
     headroom: int | None = None,
     unserved_runners: int = 0,
+    free_slots: int = 0,
 ) -> int:
     """proactiveCapacity + queued jobs, within maxRunners headroom, never above maxRunners;
     while jobs are queued the warm pairs may stand on top of the headroom.
@@ -51,11 +52,38 @@ def desired_pairs(
     # So will a runner that bound into free room with no lone workflow half reserved for it
     # (``unserved_runners``): the ledger's workflow side holds its slot with a READY pair's
     # workflow half until its workflow pod binds, 8-11 s later.
-    taken = snapshot.slots_taken_from_pairs(unserved_runners)
+    # While jobs wait, a pair in free room is how that room gets advertised to the next job;
+    # with no queue it only confirms room the assigned job's own pods will bind into.
+    free = 0 if queued > 0 else free_slots
+    taken = pairs_taken(snapshot.slots_taken_from_pairs(unserved_runners), free)
+    # The refill restores the warm pool, never more: with proactiveCapacity 0 a job's pair
+    # was requested for it while queued, and a lagging queue count (the HUD's 30 s poll)
+    # still counting the assigned job made a second pair, and a second node, per job.
+    taken = min(taken, config.proactive_capacity)
     proactive, queued = config.proactive_capacity, max(0, queued) + taken
     # While jobs wait beyond the headroom, the warm pairs stay on top of it (hand-over pairs).
     ceiling = room + proactive if queued > 0 else room
     return max(0, min(proactive + queued, ceiling, snapshot.max_runners))
+
+
+def pairs_taken(slots_taken: int, free_slots: int) -> int:
+    """Of the slots GitHub counts as taken that pairs still hold, those whose real pods will
+    take a READY pair: the rest bind into free room on existing nodes (``free_slots``, the fit
+    estimate's pairs that fit there less the pairs in flight that will take that room first).
+
+    The scheduler preempts only where no node fits the pod, so a runner pod (and its workflow
+    pod) with free room to bind into leaves the READY pairs standing; a refill for it confirms
+    that room with a pair that is released once the job's pods bind there (issue 31's churn:
+    one short-lived pair per job on drain, extra node launches on scale-to-zero and the merge
+    queue)."""
+    return max(0, slots_taken - max(0, free_slots))
+
+
+def free_pair_slots(snapshot: ClusterSnapshot, unbound_in_flight: int) -> int:
+    """Pairs that fit free allocatable on existing nodes, less the pairs in flight still
+    waiting for a node (they take that room first); 0 without a fit estimate."""
+    on_existing = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0
+    return max(0, on_existing - unbound_in_flight)
 
 
 def max_runners_headroom(snapshot: ClusterSnapshot) -> int:
@@ -150,8 +178,7 @@ def packed_target(
     (docs/design.md#decisions: pairs in flight against free slots).
     """
     group = group_size(snapshot, config)
-    on_existing = snapshot.fit.on_existing_nodes if snapshot.fit is not None else 0
-    free_slots = max(0, on_existing - unbound_in_flight)
+    free_slots = free_pair_slots(snapshot, unbound_in_flight)
     needing_nodes = want - live - free_slots
     room = max_runners_headroom(snapshot) if headroom is None else headroom
     limit_binds = nodepool_limit_binds(snapshot, room)
