@@ -17,6 +17,7 @@ Read in this order:
    the interfaces in :mod:`.ports`.
 
 Settings: :mod:`.settings` (with :mod:`.settings_types` and :mod:`.demand_settings`); time:
-:mod:`.clock`. The drivers are ``listener/reconcile_loop.py`` (asyncio) and
+:mod:`.clock`. Hot slots (idle runners with a workflow placeholder): :mod:`.hot_slots` (the
+pure decisions) and :mod:`.hot_step` (the keeper the step runs). The drivers are ``listener/reconcile_loop.py`` (asyncio) and
 ``simulator/driver/capacity_aware.py`` (virtual time).
 """
