@@ -5,8 +5,9 @@
                              there to absorb takes a pair's place, not room beside it);
                              ``handover_headroom`` adds, while jobs wait, the bound runners
                              whose workflow half nothing backs yet.
-2. ``desired_pairs``         proactiveCapacity + queued jobs + assigned jobs whose runner
-                             has not bound yet (``spoken_for``) within that headroom (the warm
+2. ``desired_pairs``         proactiveCapacity + queued jobs + the slots assigned jobs take
+                             from READY pairs (``pairs_taken``, at most proactiveCapacity)
+                             within that headroom (the warm
                              pairs on top of it while jobs wait), at most maxRunners; a
                              failed demand source falls back to the configured floor.
 3. ``packed_target``         the pairs needing new nodes (beyond the free slots pairs in
@@ -57,8 +58,9 @@ def desired_pairs(
     free = 0 if queued > 0 else free_slots
     taken = pairs_taken(snapshot.slots_taken_from_pairs(unserved_runners), free)
     # The refill restores the warm pool, never more: with proactiveCapacity 0 a job's pair
-    # was requested for it while queued, and a lagging queue count (the HUD's 30 s poll)
-    # still counting the assigned job made a second pair, and a second node, per job.
+    # was requested for it while queued, and counting its slot again at the assignment made
+    # extra pairs and nodes on scale-to-zero (a queue count that still holds the assigned
+    # job, e.g. the HUD's 30 s poll, is the likely double count).
     taken = min(taken, config.proactive_capacity)
     proactive, queued = config.proactive_capacity, max(0, queued) + taken
     # While jobs wait beyond the headroom, the warm pairs stay on top of it (hand-over pairs).
