@@ -120,13 +120,17 @@ def bench_outage(work: Path, seconds: float) -> None:
             back = time.monotonic()
             header_back = _header_back_after(world, back, 60)
             up_until = exited_at or back
-            gaps = [b - a for (a, _), (b, _) in zip(
-                _polls(world, began, up_until), _polls(world, began, up_until)[1:], strict=False
-            )]
+            gaps = [
+                b - a
+                for (a, _), (b, _) in zip(
+                    _polls(world, began, up_until), _polls(world, began, up_until)[1:], strict=False
+                )
+            ]
             during = sorted({c for _, c in _polls(world, began + 1, back)})
             renew_deadline = 15 * 2 / 3
             late = [
-                w for w in first.proxy.writes
+                w
+                for w in first.proxy.writes
                 if w[0] > began + renew_deadline and "/leases/" not in w[2]
             ]
             code = first.process.proc.returncode if first.process.proc else None
@@ -172,9 +176,7 @@ def bench_cuts(work: Path, minutes: float) -> None:
             creates = Counter(
                 w[2] for w in one.proxy.writes if w[1] == "POST" and w[2].endswith("/pods")
             )
-            names = Counter(
-                w[2] for w in one.proxy.writes if w[1] == "DELETE" and "/pods/" in w[2]
-            )
+            names = Counter(w[2] for w in one.proxy.writes if w[1] == "DELETE" and "/pods/" in w[2])
             during = _polls(world, began, last_cut)
             zero_share = sum(1 for _, c in during if c == 0) / max(len(during), 1)
             print(

@@ -215,10 +215,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = pool.map(run_one, tasks)
     table = {name: summarize([r for r in results if r["name"] == name]) for name in runs}
     stock = table["stock ARC"]
-    print(f"{scenario.name}, seeds 1..{args.seeds}; runs: "
-          + "; ".join(f"{n} = {s} {b or ''}".strip() for n, (s, b) in runs.items()))
-    header = ("run", "jobs", "on hot", "hot p50", "quiet p50", "x stock", "p50", "p95",
-              "failed", "stuck", "over-adv", "$", "x stock", "node-h", "nodes")
+    print(
+        f"{scenario.name}, seeds 1..{args.seeds}; runs: "
+        + "; ".join(f"{n} = {s} {b or ''}".strip() for n, (s, b) in runs.items())
+    )
+    header = (
+        "run",
+        "jobs",
+        "on hot",
+        "hot p50",
+        "quiet p50",
+        "x stock",
+        "p50",
+        "p95",
+        "failed",
+        "stuck",
+        "over-adv",
+        "$",
+        "x stock",
+        "node-h",
+        "nodes",
+    )
     print(" | ".join(header))
     for name, row in table.items():
         print(" | ".join((

@@ -201,10 +201,7 @@ def pair_lines(runs: list[dict[str, Any]], windows: list[tuple[float, float]]) -
     lines.append(f"  {'group':<16} {'pairs':>6}" + "".join(f"{s:>24}" for s in PAIR_STEPS))
     for group in GROUPS:
         pairs = [
-            p
-            for r in runs
-            for p in _paths(r).pairs
-            if group_name(p.requested, windows) == group
+            p for r in runs for p in _paths(r).pairs if group_name(p.requested, windows) == group
         ]
         if not pairs:
             continue

@@ -207,8 +207,7 @@ class Scaler:
             # A replay would meet the same refusal: ending the run for it would stop every
             # later message behind it (a poison message), so it is skipped like a 404.
             log.error(
-                "the status patch of ephemeral runner %s/%s (job %s) was refused: %s; "
-                "skipping it",
+                "the status patch of ephemeral runner %s/%s (job %s) was refused: %s; skipping it",
                 self.namespace,
                 msg.runner_name,
                 msg.job_id,

@@ -459,5 +459,3 @@ def _lease_due(pod: PlaceholderPod | None, renew_if_before: float) -> bool:
         and pod.expires_at < renew_if_before
         and pod.half is not _LOST
     )
-
-

@@ -157,9 +157,11 @@ def _observe(
     if seen is not None and seen.busy and slot.state in HOT_LIVE:
         return move(T, f"runner {seen.name} took a job", slot.runner)
     if slot.state is T:
-        return move(X, "the placeholder is gone (the job's workflow pod took it)", None) if (
-            ph.gone
-        ) else None
+        return (
+            move(X, "the placeholder is gone (the job's workflow pod took it)", None)
+            if (ph.gone)
+            else None
+        )
     paired = seen is not None and seen.idle
     if slot.state is H:
         if not paired:

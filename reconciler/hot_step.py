@@ -94,8 +94,7 @@ class HotKeeper:
         )
         # decide names new placeholders by a fresh id; the pod is named after the scale set.
         active = tuple(
-            replace(m, placeholder=self._pod(m.placeholder)) if m.placeholder else m
-            for m in active
+            replace(m, placeholder=self._pod(m.placeholder)) if m.placeholder else m for m in active
         )
         fresh = tuple(replace(s, placeholder=self._pod(s.slot_id)) for s in fresh)
         self._apply(active, now, snapshot, commands)
@@ -105,9 +104,7 @@ class HotKeeper:
             commands.append(self._create(slot.slot_id, slot.placeholder, now, placeholder_ttl))
         for move in active:
             if move.placeholder is not None:
-                commands.append(
-                    self._create(move.slot_id, move.placeholder, now, placeholder_ttl)
-                )
+                commands.append(self._create(move.slot_id, move.placeholder, now, placeholder_ttl))
         held = {s.placeholder for s in self.slots.values()}
         held |= {c.pod.name for c in commands if isinstance(c, DeleteOrphan)}  # already going
         for name, pod in snapshot.hot_placeholders.items():

@@ -146,9 +146,7 @@ class Reconciler:
         split = split_reserve(config.proactive_capacity, config.hot_runners)
         if not split.hot and not self.hot.slots and not snapshot.hot_placeholders:
             return config, None
-        assigned = sum(1 for p in snapshot.runner_pods if p.alive) - len(
-            snapshot.idle_runner_names
-        )
+        assigned = sum(1 for p in snapshot.runner_pods if p.alive) - len(snapshot.idle_runner_names)
         wanted = hot_wanted(split.hot, max_runners=snapshot.max_runners, assigned_jobs=assigned)
         hot = self.hot.step(
             snapshot,

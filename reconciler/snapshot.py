@@ -300,4 +300,3 @@ class ClusterSnapshot:
             return 0
         started = sum(1 for w in self.workflow_pods if w.holds_slot)
         return min(self.spoken_for + unserved_runners, max(0, self.assigned_jobs - started))
-

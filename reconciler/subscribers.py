@@ -81,15 +81,9 @@ class PlaceholderSubscriber:
         )
 
 
-
-
 def _releases_pods(event: TransitionEvent) -> bool:
     """TIMED_OUT and DELETED free whatever pods the pair still has (none if never requested)."""
-    return (
-        event.target in RELEASED
-        and event.source is not None
-        and event.source in HAS_PODS
-    )
+    return event.target in RELEASED and event.source is not None and event.source in HAS_PODS
 
 
 class LoggingSubscriber:

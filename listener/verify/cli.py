@@ -102,9 +102,7 @@ def default_namespace(env: Mapping[str, str]) -> str:
     from kubernetes import config as k8s_config
 
     with contextlib.suppress(Exception):  # no kubeconfig: the credentials step says so
-        _, current = k8s_config.list_kube_config_contexts(
-            config_file=env.get("KUBECONFIG")
-        )
+        _, current = k8s_config.list_kube_config_contexts(config_file=env.get("KUBECONFIG"))
         return str((current.get("context") or {}).get("namespace") or "default")
     return "default"
 

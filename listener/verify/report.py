@@ -101,5 +101,3 @@ def row_text(row: Row, width: int = CHECK_WIDTH) -> str:
     if row.fix:
         text += f"{'':<4}  {'':<{width}}           fix: {row.fix}\n"
     return text
-
-

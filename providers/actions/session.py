@@ -142,9 +142,7 @@ class MessageSession:
     async def _delete_left_behind(self, session_id: str) -> None:
         try:
             await self.client.delete_session(session_id)
-            log.info(
-                "deleted message session %s, left behind by the previous listener", session_id
-            )
+            log.info("deleted message session %s, left behind by the previous listener", session_id)
         except ActionsHttpError as exc:
             # 404: it expired meanwhile; anything else: the bounded retry below takes over.
             log.info("could not delete the session left behind (%s): %s", session_id, exc)

@@ -140,7 +140,6 @@ class PlacementBounds:
         self.preferred_types = types
         self.builder.prefer(types)
 
-
     def _hold(self) -> None:
         """Hand the builder how many workflow pods a node holds (``doNotDisrupt: auto``) and
         log when whether auto protects changes. Nothing to do for any other setting."""

@@ -109,5 +109,3 @@ def effective_requests(pod_spec: Mapping[str, Any], *, where: str = "spec") -> R
     max_into(app, init_peak)
     add_into(app, resource_list(pod_spec.get("overhead"), where=f"{where}.overhead"))
     return {name: value for name, value in app.items() if value != 0}
-
-

@@ -38,4 +38,3 @@ def placeholder_counts(pod: Mapping[str, Any] | None) -> bool:
         return False
     parsed = placeholder_pod(pod, NO_NODE_CHECK)
     return parsed is not None and parsed.counts
-

@@ -167,10 +167,18 @@ def test_a_builder_no_bounds_have_told_anything_protects_under_auto() -> None:
 @pytest.mark.parametrize(
     ("types", "annotation", "said"),
     [
-        (["g5.xlarge"], "3600s", "carry karpenter.sh/do-not-disrupt (doNotDisrupt: auto): one node "
-         "of the allowed instance types holds at most 1 workflow pod(s)"),
-        (["g5.xlarge", "g5.12xlarge"], None, "do not carry karpenter.sh/do-not-disrupt "
-         "(doNotDisrupt: auto): one node of the allowed instance types holds at most 4"),
+        (
+            ["g5.xlarge"],
+            "3600s",
+            "carry karpenter.sh/do-not-disrupt (doNotDisrupt: auto): one node "
+            "of the allowed instance types holds at most 1 workflow pod(s)",
+        ),
+        (
+            ["g5.xlarge", "g5.12xlarge"],
+            None,
+            "do not carry karpenter.sh/do-not-disrupt "
+            "(doNotDisrupt: auto): one node of the allowed instance types holds at most 4",
+        ),
     ],
     ids=["one-per-node", "four-per-node"],
 )

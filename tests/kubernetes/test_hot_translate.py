@@ -60,4 +60,3 @@ def test_runners_are_named_only_when_hot_slots_need_them() -> None:
     # ...but a hot placeholder left by a previous listener makes them read anyway (adoption).
     adopted = hot_snap(runner, o.placeholder("hot-old-1", "workflow"), hot=False)
     assert adopted.idle_runner_names == frozenset({"arc-runners-runner-a"})
-

@@ -124,7 +124,8 @@ def test_bad_values_are_refused_in_one_line_naming_file_and_line(
 
 BAD_ARGUMENTS = [
     pytest.param(
-        ["--scale-set", "Arc Runners!"], "--scale-set 'Arc Runners!': a runner scale set name",
+        ["--scale-set", "Arc Runners!"],
+        "--scale-set 'Arc Runners!': a runner scale set name",
         id="an invalid object name",
     ),
     pytest.param(
@@ -247,9 +248,7 @@ OWN_TEMPLATE = {
         "nodeSelector": {"pool": "gpu"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         "volumes": [{"name": "scratch", "emptyDir": {}}],
-        "containers": [
-            {"name": "$job", "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}
-        ],
+        "containers": [{"name": "$job", "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}],
     }
 }
 

@@ -154,6 +154,7 @@ def test_a_runner_held_by_a_slot_is_not_paired_again() -> None:
 
 # --- decide: time out, release, mend, open -----------------------------------------------------
 
+
 def names() -> list[str]:
     return [f"n{i}" for i in range(1, 20)]
 

@@ -149,8 +149,6 @@ def test_the_refill_restores_the_warm_pool_and_no_more(
     for most jobs (scale-to-zero nodes per seed 27 -> 35, stock ARC 20)."""
     del name
     pending = tuple(runner(f"job-{i}", node=None) for i in range(assigned))
-    snap = replace(
-        snapshot(runners=pending, queued=queued, max_runners=20), assigned_jobs=assigned
-    )
+    snap = replace(snapshot(runners=pending, queued=queued, max_runners=20), assigned_jobs=assigned)
     config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=proactive)
     assert desired_pairs(snap, config) == want

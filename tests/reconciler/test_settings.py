@@ -91,7 +91,10 @@ def test_bad_values_name_the_field_the_value_and_what_is_allowed(
         ({"cpu": "500m", "memory": "1Gi"}, {"cpu": "500m", "memory": "1Gi"}),
         ({"cpu": 2, "memory": "4G"}, {"cpu": "2", "memory": "4G"}),  # numbers are written out
         ({"cpu": "1.5", "ephemeral-storage": "10Gi"}, {"cpu": "1.5", "ephemeral-storage": "10Gi"}),
-        ({"nvidia.com/gpu": "1", "hugepages-2Mi": "1Gi"}, {"nvidia.com/gpu": "1", "hugepages-2Mi": "1Gi"}),  # noqa: E501
+        (
+            {"nvidia.com/gpu": "1", "hugepages-2Mi": "1Gi"},
+            {"nvidia.com/gpu": "1", "hugepages-2Mi": "1Gi"},
+        ),
         ({"memory": "1e9", "cpu": "0"}, {"memory": "1e9", "cpu": "0"}),
     ],
 )

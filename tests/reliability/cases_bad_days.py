@@ -131,9 +131,7 @@ def session_left_behind(world: LiveWorld, work: Path, started: list[ProxiedListe
     started.append(successor)
     ready = wait_for(successor.ready, 30)
     deleted = [
-        r.status
-        for r in world.actions.requests_to("delete_session")
-        if r.path.endswith(f"/{left}")
+        r.status for r in world.actions.requests_to("delete_session") if r.path.endswith(f"/{left}")
     ][-1:] == [204]
     now_held = world.actions.session_of(scale_set)
     held = (

@@ -174,13 +174,7 @@ _BODIES["PodMonitor"] = obj(
     ("spec",),
 )
 _BODIES["PrometheusRule"] = obj(
-    {
-        "spec": obj(
-            {
-                "groups": arr(_RULE_GROUP)
-            }
-        )
-    },
+    {"spec": obj({"groups": arr(_RULE_GROUP)})},
     ("spec",),
 )
 
