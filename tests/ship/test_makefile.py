@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_make_venv_announces_each_step_before_it_runs(tmp_path: Path) -> None:
     venv = tmp_path / "fresh-venv"  # a venv that does not exist, so every step would run
     result = subprocess.run(
-        ["make", "-n", f"VENV={venv}", "venv"],
+        # --no-print-directory: inside `make test` the nested make would print
+        # "Leaving directory" lines around the recipe.
+        ["make", "-n", "--no-print-directory", f"VENV={venv}", "venv"],
         cwd=ROOT,
         capture_output=True,
         text=True,
