@@ -37,6 +37,7 @@ from providers.actions.errors import (
 )
 from providers.actions.models import Session, Statistics
 from providers.actions.retry import Sleep
+from providers.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class ConflictPolicy:
     max_delay: float = 30.0
 
     def delay(self, attempt: int) -> float:
-        return float(min(self.first_delay * 2.0**attempt, self.max_delay))
+        return Backoff(self.first_delay, self.max_delay).delay(attempt)
 
 
 def default_owner_name() -> str:
