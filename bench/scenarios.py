@@ -254,7 +254,7 @@ def kth_worst(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]])
     return format_ratio(max(ratios, key=lambda r: -1.0 if r.value is None else r.value))
 
 
-def _settings(parser: argparse.ArgumentParser, sets: list[str], names: list[str]) -> dict[str, Any]:
+def set_block(parser: argparse.ArgumentParser, sets: list[str], names: list[str]) -> dict[str, Any]:
     """``--set KEY=VALUE`` options as one block, checked against every scenario up front."""
     block: dict[str, Any] = {}
     for item in sets:
@@ -311,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report([n for n in names if n in saved], runs, seeds, markdown=args.markdown)
         return 0
     # Longest first so the pool is not left waiting on one ice-failover run at the end.
-    block = _settings(parser, args.set, names)
+    block = set_block(parser, args.set, names)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] or list(STRATEGIES)
     if set(strategies) - set(STRATEGIES):
         parser.error(f"--strategies: choose from {', '.join(STRATEGIES)}")

@@ -35,10 +35,9 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.scenarios import set_block
 from simulator.engine.world import World
 from simulator.measurement.breakdown import CAUSES, attribute
 from simulator.measurement.warm_path import (
@@ -214,21 +213,6 @@ def pair_lines(runs: list[dict[str, Any]], windows: list[tuple[float, float]]) -
     return lines
 
 
-def _block(parser: argparse.ArgumentParser, sets: list[str], name: str) -> dict[str, Any]:
-    block: dict[str, Any] = {}
-    for item in sets:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            parser.error(f"--set {item!r}: expected KEY=VALUE, e.g. cutPollOnRise=true")
-        block[key.strip()] = yaml.safe_load(value)
-    if block:
-        try:
-            load_scenario(name).with_capacity_aware(block, where="--set")
-        except ScenarioError as exc:
-            parser.error(f"scenario {name}: {exc}")
-    return block
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=2, help="seeds 1..N (default 2)")
@@ -250,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         windows = windows_of(args.scenario)
     except ScenarioError as exc:
         parser.error(str(exc))
-    block = _block(parser, args.set, args.scenario)
+    block = set_block(parser, args.set, [args.scenario])
     tasks = [
         (args.scenario, seed, strategy, block)
         for seed in range(1, args.seeds + 1)
