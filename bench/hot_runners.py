@@ -45,6 +45,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simulator.engine.world import World
+from simulator.measurement.hot_floor import Uniform, hot_floor_quantile
 from simulator.scenarios.scenario import Scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,6 +113,7 @@ def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
 #: The steps of a hot-slot job's wait, from the event log (the hook names the workflow pod
 #: ``<runner pod>[:54]-workflow``; ARC names the runner pod after the runner).
 STEPS = (
+    "queued -> assigned (the service, the advertised capacity)",
     "assigned -> started (runner pickup)",
     "started -> workflow pod created (hook)",
     "created -> bound (preempts the placeholder)",
@@ -131,13 +133,25 @@ def breakdown(events: list[dict[str, Any]], jobs: set[int]) -> list[tuple[float,
     for job in jobs:
         pod = runner_of[job][:54] + "-workflow"
         marks = [
-            at.get(("job_assigned", job)), at.get(("job_started", job)),
+            at.get(("job_queued", job)), at.get(("job_assigned", job)),
+            at.get(("job_started", job)),
             at.get(("pod_created", pod)), at.get(("pod_bound", pod)),
             at.get(("pod_running", pod)), at.get(("job_running", job)),
         ]  # fmt: skip
         if all(m is not None for m in marks):
             out.append(tuple(b - a for a, b in itertools.pairwise(marks)))  # type: ignore[operator]
     return out
+
+
+def floor_p50(scenario: Scenario) -> float:
+    """The hot-slot p50 the world allows when nothing before JobStarted takes time
+    (:mod:`simulator.measurement.hot_floor`), from the scenario's hook delay, its first
+    cluster's pod start latency and the prepare-job timeout."""
+    arc = scenario.arc
+    start = scenario.clusters[0].spec.latencies.pod_start
+    return hot_floor_quantile(
+        0.5, Uniform(*arc.hook_delay), Uniform(*start), timeout=arc.prepare_job_timeout
+    )
 
 
 def p50(waits: list[float]) -> float:
@@ -249,9 +263,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in (n for n in runs if n.startswith("hot ")):
         bars(name, table[name], stock, runs[name][1]["hotRunners"])
         steps = [s for r in results if r["name"] == name for s in r["steps"]]
-        print(f"{name}: where a hot-slot job's wait goes (median s over {len(steps)} jobs)")
+        print(f"{name}: where a hot-slot job's wait goes, s over {len(steps)} jobs: median (mean)")
         for i, step in enumerate(STEPS):
-            print(f"  {step}: {statistics.median(s[i] for s in steps):.2f}" if steps else "  -")
+            column = [s[i] for s in steps]
+            print(
+                f"  {step}: {statistics.median(column):.2f} ({statistics.fmean(column):.2f})"
+                if steps
+                else "  -"
+            )
+        print(
+            f"{name}: the world's floor for a hot-slot job (nothing before JobStarted takes "
+            f"time; hook delay, pod start and the hook's reads only): p50 "
+            f"{floor_p50(scenario):.2f} s"
+        )
     return 0
 
 
