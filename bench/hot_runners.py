@@ -20,8 +20,9 @@ as infinitely late, ``never``):
 - ``$``, ``node-h``, ``nodes``: summed over seeds, with ``$`` as a ratio to stock ARC's.
 
 Then the bars of issue 31 for the hot row (jobs on a hot slot <= 8 s p50, quiet-time p50 <=
-0.5x stock ARC's, dollars <= 1.1x stock ARC's), each printed with its figure, and one
-Markdown row for the README headline table.
+0.5x stock ARC's, dollars <= 1.1x stock ARC's), each printed with its figure, one Markdown
+row for the README's cost table, the hot-slot jobs' wait step by step, and the floor the
+simulated hook and kubelet put under it (:mod:`simulator.measurement.hot_floor`).
 
 Run: ``.venv/bin/python bench/hot_runners.py [--seeds 3] [--jobs 1] [--scenario FILE]
 [--hot N ...]``.
@@ -100,6 +101,7 @@ def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
         "name": name,
         "seed": seed,
         "jobs": jobs,
+        "completed": results["jobs_completed"],
         "failed": results["jobs_failed"],
         "stuck": results["jobs_stuck"],
         "over_adv": results["over_advertised_slot_seconds"],
@@ -175,6 +177,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "quiet_p50": p50([w for w, _, quiet in jobs if quiet]),
         "p50": p50([w for w, _, _ in jobs]),
         "p95": sorted(w for w, _, _ in jobs)[int(0.95 * (len(jobs) - 1))] if jobs else math.nan,
+        "completed": sum(r["completed"] for r in runs),
         "failed": sum(r["failed"] for r in runs),
         "stuck": sum(r["stuck"] for r in runs),
         "over_adv": sum(r["over_adv"] for r in runs),
@@ -184,8 +187,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def bars(name: str, hot: dict[str, Any], stock: dict[str, Any], value: object) -> None:
-    """Issue 31's bars for one hot row, each with its figure, and its README row."""
+def bars(
+    name: str, hot: dict[str, Any], stock: dict[str, Any], value: object, scenario: str
+) -> None:
+    """Issue 31's bars for one hot row, each with its figure, and its row for the README's
+    cost table (k-th ratios are not computed here: ``-``)."""
     quiet, dollars = hot["quiet_p50"] / stock["quiet_p50"], hot["dollars"] / stock["dollars"]
     checks = [
         ("jobs on a hot slot start at <= 8 s p50", hot["hot_p50"] <= 8.0, show(hot["hot_p50"])),
@@ -197,12 +203,17 @@ def bars(name: str, hot: dict[str, Any], stock: dict[str, Any], value: object) -
     ]  # fmt: skip
     for text, met, figure in checks:
         print(f"{name}: {'met' if met else 'NOT met'}: {text} ({figure})")
+    per_job = (hot["dollars"] / hot["completed"]) / (stock["dollars"] / stock["completed"])
     print(
-        f"README row: | hot runners (hotRunners: {value}) | {hot['failed']} / {hot['stuck']} / "
-        f"{hot['over_adv']:.0f} | {hot['node_hours'] / stock['node_hours']:.2f} | "
-        f"{dollars:.2f} | fair p50 {hot['p50'] / stock['p50']:.2f}x ({show(hot['p50'])} s) | "
-        f"quiet p50 {quiet:.2f}x ({show(hot['quiet_p50'])} s) | on a hot slot "
-        f"{show(hot['hot_p50'])} s ({hot['on_hot']} of {hot['jobs']} jobs) |"
+        f"README cost-table row: | {scenario} with `hotRunners: {value}` | {hot['failed']} / "
+        f"{hot['stuck']} / {hot['over_adv']:.0f} | "
+        f"{hot['node_hours'] / stock['node_hours']:.2f} | {dollars:.2f} | {per_job:.2f} | "
+        f"{dollars:.2f}x <= 1.1x: {'met' if dollars <= 1.1 else 'NOT met'} | "
+        f"{hot['p50'] / stock['p50']:.2f} | - | {hot['nodes'] / stock['nodes']:.2f} |"
+    )
+    print(
+        f"{name}: fair p50 {show(hot['p50'])} s, quiet p50 {show(hot['quiet_p50'])} s, on a "
+        f"hot slot {show(hot['hot_p50'])} s ({hot['on_hot']} of {hot['jobs']} jobs)"
     )
 
 
@@ -261,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(row["nodes"]),
         )))  # fmt: skip
     for name in (n for n in runs if n.startswith("hot ")):
-        bars(name, table[name], stock, runs[name][1]["hotRunners"])
+        bars(name, table[name], stock, runs[name][1]["hotRunners"], scenario.name)
         steps = [s for r in results if r["name"] == name for s in r["steps"]]
         print(f"{name}: where a hot-slot job's wait goes, s over {len(steps)} jobs: median (mean)")
         for i, step in enumerate(STEPS):
