@@ -20,8 +20,9 @@ as infinitely late, ``never``):
 - ``$``, ``node-h``, ``nodes``: summed over seeds, with ``$`` as a ratio to stock ARC's.
 
 Then the bars of issue 31 for the hot row (jobs on a hot slot <= 8 s p50, quiet-time p50 <=
-0.5x stock ARC's, dollars <= 1.1x stock ARC's), each printed with its figure, and one
-Markdown row for the README headline table.
+0.5x stock ARC's, dollars <= 1.1x stock ARC's), each printed with its figure, one Markdown
+row for the README's cost table, the hot-slot jobs' wait step by step, and the floor the
+simulated hook and kubelet put under it (:mod:`simulator.measurement.hot_floor`).
 
 Run: ``.venv/bin/python bench/hot_runners.py [--seeds 3] [--jobs 1] [--scenario FILE]
 [--hot N ...]``.
@@ -45,6 +46,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simulator.engine.world import World
+from simulator.measurement.hot_floor import Uniform, hot_floor_quantile
 from simulator.scenarios.scenario import Scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,6 +101,7 @@ def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
         "name": name,
         "seed": seed,
         "jobs": jobs,
+        "completed": results["jobs_completed"],
         "failed": results["jobs_failed"],
         "stuck": results["jobs_stuck"],
         "over_adv": results["over_advertised_slot_seconds"],
@@ -112,6 +115,7 @@ def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
 #: The steps of a hot-slot job's wait, from the event log (the hook names the workflow pod
 #: ``<runner pod>[:54]-workflow``; ARC names the runner pod after the runner).
 STEPS = (
+    "queued -> assigned (the service, the advertised capacity)",
     "assigned -> started (runner pickup)",
     "started -> workflow pod created (hook)",
     "created -> bound (preempts the placeholder)",
@@ -131,13 +135,25 @@ def breakdown(events: list[dict[str, Any]], jobs: set[int]) -> list[tuple[float,
     for job in jobs:
         pod = runner_of[job][:54] + "-workflow"
         marks = [
-            at.get(("job_assigned", job)), at.get(("job_started", job)),
+            at.get(("job_queued", job)), at.get(("job_assigned", job)),
+            at.get(("job_started", job)),
             at.get(("pod_created", pod)), at.get(("pod_bound", pod)),
             at.get(("pod_running", pod)), at.get(("job_running", job)),
         ]  # fmt: skip
         if all(m is not None for m in marks):
             out.append(tuple(b - a for a, b in itertools.pairwise(marks)))  # type: ignore[operator]
     return out
+
+
+def floor_p50(scenario: Scenario) -> float:
+    """The hot-slot p50 the world allows when nothing before JobStarted takes time
+    (:mod:`simulator.measurement.hot_floor`), from the scenario's hook delay, its first
+    cluster's pod start latency and the prepare-job timeout."""
+    arc = scenario.arc
+    start = scenario.clusters[0].spec.latencies.pod_start
+    return hot_floor_quantile(
+        0.5, Uniform(*arc.hook_delay), Uniform(*start), timeout=arc.prepare_job_timeout
+    )
 
 
 def p50(waits: list[float]) -> float:
@@ -161,6 +177,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "quiet_p50": p50([w for w, _, quiet in jobs if quiet]),
         "p50": p50([w for w, _, _ in jobs]),
         "p95": sorted(w for w, _, _ in jobs)[int(0.95 * (len(jobs) - 1))] if jobs else math.nan,
+        "completed": sum(r["completed"] for r in runs),
         "failed": sum(r["failed"] for r in runs),
         "stuck": sum(r["stuck"] for r in runs),
         "over_adv": sum(r["over_adv"] for r in runs),
@@ -170,8 +187,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def bars(name: str, hot: dict[str, Any], stock: dict[str, Any], value: object) -> None:
-    """Issue 31's bars for one hot row, each with its figure, and its README row."""
+def bars(
+    name: str, hot: dict[str, Any], stock: dict[str, Any], value: object, scenario: str
+) -> None:
+    """Issue 31's bars for one hot row, each with its figure, and its row for the README's
+    cost table (k-th ratios are not computed here: ``-``)."""
     quiet, dollars = hot["quiet_p50"] / stock["quiet_p50"], hot["dollars"] / stock["dollars"]
     checks = [
         ("jobs on a hot slot start at <= 8 s p50", hot["hot_p50"] <= 8.0, show(hot["hot_p50"])),
@@ -183,12 +203,17 @@ def bars(name: str, hot: dict[str, Any], stock: dict[str, Any], value: object) -
     ]  # fmt: skip
     for text, met, figure in checks:
         print(f"{name}: {'met' if met else 'NOT met'}: {text} ({figure})")
+    per_job = (hot["dollars"] / hot["completed"]) / (stock["dollars"] / stock["completed"])
     print(
-        f"README row: | hot runners (hotRunners: {value}) | {hot['failed']} / {hot['stuck']} / "
-        f"{hot['over_adv']:.0f} | {hot['node_hours'] / stock['node_hours']:.2f} | "
-        f"{dollars:.2f} | fair p50 {hot['p50'] / stock['p50']:.2f}x ({show(hot['p50'])} s) | "
-        f"quiet p50 {quiet:.2f}x ({show(hot['quiet_p50'])} s) | on a hot slot "
-        f"{show(hot['hot_p50'])} s ({hot['on_hot']} of {hot['jobs']} jobs) |"
+        f"README cost-table row: | {scenario} with `hotRunners: {value}` | {hot['failed']} / "
+        f"{hot['stuck']} / {hot['over_adv']:.0f} | "
+        f"{hot['node_hours'] / stock['node_hours']:.2f} | {dollars:.2f} | {per_job:.2f} | "
+        f"{dollars:.2f}x <= 1.1x: {'met' if dollars <= 1.1 else 'NOT met'} | "
+        f"{hot['p50'] / stock['p50']:.2f} | - | {hot['nodes'] / stock['nodes']:.2f} |"
+    )
+    print(
+        f"{name}: fair p50 {show(hot['p50'])} s, quiet p50 {show(hot['quiet_p50'])} s, on a "
+        f"hot slot {show(hot['hot_p50'])} s ({hot['on_hot']} of {hot['jobs']} jobs)"
     )
 
 
@@ -247,11 +272,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(row["nodes"]),
         )))  # fmt: skip
     for name in (n for n in runs if n.startswith("hot ")):
-        bars(name, table[name], stock, runs[name][1]["hotRunners"])
+        bars(name, table[name], stock, runs[name][1]["hotRunners"], scenario.name)
         steps = [s for r in results if r["name"] == name for s in r["steps"]]
-        print(f"{name}: where a hot-slot job's wait goes (median s over {len(steps)} jobs)")
+        print(f"{name}: where a hot-slot job's wait goes, s over {len(steps)} jobs: median (mean)")
         for i, step in enumerate(STEPS):
-            print(f"  {step}: {statistics.median(s[i] for s in steps):.2f}" if steps else "  -")
+            column = [s[i] for s in steps]
+            print(
+                f"  {step}: {statistics.median(column):.2f} ({statistics.fmean(column):.2f})"
+                if steps
+                else "  -"
+            )
+        print(
+            f"{name}: the world's floor for a hot-slot job (nothing before JobStarted takes "
+            f"time; hook delay, pod start and the hook's reads only): p50 "
+            f"{floor_p50(scenario):.2f} s"
+        )
     return 0
 
 
