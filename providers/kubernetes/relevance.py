@@ -179,7 +179,7 @@ def _switched_off(before: Facts | None, after: ObjectFacts) -> bool:
     to zero, checked at once (providers/kubernetes/scale_set.py ``switched_off``)."""
     if not isinstance(before, ObjectFacts):
         return False
-    return after.values[-1] == OUTDATED and before.values[-1] != OUTDATED
+    return bool(after.values[-1] == OUTDATED and before.values[-1] != OUTDATED)
 
 
 def _max_runners_fell(before: Facts | None, after: ObjectFacts) -> bool:
