@@ -24,6 +24,11 @@ State: ``target_runners`` (-1), ``patch_seq`` (-1), ``dirty`` (False).
   5. merge-patch ``{"spec":{"patchID":P,"replicas":N}}`` (``"replicas":null`` when N is 0,
      which is how Go's merge-patch diff says "removed"); returns ``target``.
 
+While ARC has switched the scale set off (:meth:`Scaler.set_switched_off`, from the capacity
+side: its runners are ``Outdated``) the target is 0 and the floor 0, so the patch agrees with
+the zero replicas ARC's controller pins the set at (stock ARC's listener, which cannot see it,
+keeps asking for ``minRunners`` + assigned jobs until its pod is deleted).
+
 ``hot_runners`` (0 unless ``capacityAware.hotRunners`` is set) is the reconciler's number of
 live hot slots (reconciler/hot_slots.py ``scaler_hot_runners``): like ``minRunners`` in ARC
 0.8+, idle runners kept on top of the assigned jobs, within ``maxRunners``. Stock ARC's bytes
@@ -194,6 +199,9 @@ class Scaler:
         self.max_runners = max_runners
         #: Idle runners kept for hot slots (docs/design.md#hot-runners); set by the reconciler.
         self.hot_runners = 0
+        #: ARC switched the scale set off (its runners ``Outdated``, seen by the capacity side):
+        #: ask for no runner, as ARC's controller pins the set at zero replicas.
+        self.switched_off = False
         self.target_runners = -1
         self.patch_seq = -1
         self.dirty = False
@@ -218,6 +226,10 @@ class Scaler:
         if hot_runners < 0:
             raise ValueError(f"hot_runners must be >= 0, got {hot_runners}")
         self.hot_runners = hot_runners
+
+    def set_switched_off(self, switched_off: bool) -> None:
+        """ARC switched the scale set off (or back on); the next ERS patch follows."""
+        self.switched_off = switched_off
 
     def handle_job_started(self, msg: JobStarted) -> None:
         self.dirty = True
@@ -307,8 +319,8 @@ class Scaler:
         if self.patch_seq == MAX_INT32:
             self.patch_seq = 0
         self.patch_seq += 1
-        floor = self.min_runners + self.hot_runners
-        target = min(floor + count, self.max_runners)
+        floor = 0 if self.switched_off else self.min_runners + self.hot_runners
+        target = 0 if self.switched_off else min(floor + count, self.max_runners)
         patch_id = self.patch_seq
         if not was_dirty and target == self.target_runners and target == floor:
             patch_id = 0

@@ -192,6 +192,25 @@ class KubernetesProvider:
         self._note_switched_off(snapshot.switched_off)
         return snapshot
 
+    def drop_snapshot(self, *, now: float, demand: Demand) -> ClusterSnapshot:
+        """What the drop check reads: no fit estimate (cheap); from the cache, no API call."""
+        if not self.cache.has_synced:
+            raise ProviderNotReady(f"cache not synced yet: {', '.join(self.cache.unsynced())}")
+        snapshot = build_snapshot(
+            self.cache,
+            self.target,
+            now=now,
+            demand=demand,
+            hot=self.settings.hot_runners != 0,
+        )
+        self._note_switched_off(snapshot.switched_off)
+        return snapshot
+
+    @property
+    def switched_off(self) -> str | None:
+        """Why ARC switched the scale set off, as the last snapshot (step or drop check) saw it."""
+        return self._switched_off
+
     def _note_switched_off(self, reason: str | None) -> None:
         if reason == self._switched_off:
             return
