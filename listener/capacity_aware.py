@@ -147,7 +147,7 @@ class CapacityAwarePart:
                 self.metrics.record_advertised(self.gate.value)  # the fail-closed value
             # Switched off by ARC (runners Outdated), as the snapshot of this step or drop
             # check saw it: the scaler asks for no runner either.
-            set_off = getattr(listener.scaler, "set_switched_off", None)
+            set_off = getattr(getattr(listener, "scaler", None), "set_switched_off", None)
             if callable(set_off):
                 set_off(self.provider.switched_off is not None)
             if output.result is None:
