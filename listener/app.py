@@ -40,6 +40,7 @@ from listener.arc_config import (
     config_path_from_env,
     load_listener_config,
     resolve_vault_credentials,
+    scaler_rate_limit,
 )
 from listener.arc_version import ArcVersionError, version_from_env
 from listener.capacity_aware import CapacityAwarePart, scale_set_target
@@ -221,7 +222,10 @@ class ListenerApp(CapacityAwarePhase):
             on_error=self.metrics.record_actions_error,
         )
         session = MessageSession(client)
-        self.scale_writer = KubernetesScalerWriter(api_client, stop=self.lane.stop_token)
+        qps, burst = scaler_rate_limit(self.config)
+        self.scale_writer = KubernetesScalerWriter(
+            api_client, qps=qps, burst=burst, stop=self.lane.stop_token
+        )
         scaler = Scaler(
             self.scale_writer,
             namespace=self.config.ephemeral_runner_set_namespace,

@@ -12,6 +12,9 @@ Types are strict like Go's decoder (``"42"`` is not an int). Validation (ARC's r
    Without: exactly one of a PAT (``github_token``) or complete App credentials (app id,
    installation id > 0, private key). An empty ``github_token`` selects App auth.
 4. ``log_level`` in debug/info/warn/error, ``log_format`` in text/json (empty = default).
+5. ``listener_config.scaler.{qps,burst}`` (ARC 0.15+, the AutoscalingRunnerSet's
+   ``spec.listenerConfig.scaler``): integers or null; :func:`scaler_rate_limit` turns them
+   into the Kubernetes client's rate limit.
 
 Credentials are :class:`SecretStr`; a :class:`ConfigError` names the file, the key and the
 reason and never echoes a credential.
@@ -23,6 +26,7 @@ Vault-held credentials (Azure Key Vault, ``listener.keyvault``) are fetched by
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -42,6 +46,8 @@ from listener import keyvault
 from providers.actions.auth import AppAuth, Credentials, PatAuth
 from providers.actions.config_url import ConfigUrlError, GitHubConfig, parse_config_url
 
+log = logging.getLogger(__name__)
+
 CONFIG_PATH_ENV = "LISTENER_CONFIG_PATH"
 DEFAULT_CONFIG_PATH = "/etc/gha-listener/config.json"
 #: Go's math.MaxInt32: ARC's int fields (minRunners, maxRunners, patchID) are 32-bit; as
@@ -49,6 +55,9 @@ DEFAULT_CONFIG_PATH = "/etc/gha-listener/config.json"
 MAX_INT32 = 2_147_483_647
 #: Largest accepted config file (ARC's is under 10 KiB even with an App key and a CA bundle).
 MAX_CONFIG_BYTES = 1024 * 1024
+#: ARC 0.15's listener Kubernetes client (PR #4558), when ``listener_config.scaler`` is unset.
+DEFAULT_SCALER_QPS = 50
+DEFAULT_SCALER_BURST = 100
 _SECRET_KEYS = frozenset({"github_token", "github_app_private_key"})
 
 
@@ -97,6 +106,20 @@ class MetricsConfig(_Strict):
     histograms: dict[str, HistogramMetric] = Field(default_factory=dict)
 
 
+class ScalerConfig(_Strict):
+    """ARS ``spec.listenerConfig.scaler`` (ARC's ``v1alpha1.ScalerConfig``): the listener's
+    Kubernetes client rate limit; None = not set (ARC's default)."""
+
+    qps: int | None = None
+    burst: int | None = None
+
+
+class ListenerConfigBlock(_Strict):
+    """ARS ``spec.listenerConfig`` as the controller copies it into ``listener_config``."""
+
+    scaler: ScalerConfig | None = None
+
+
 class ListenerConfig(_Strict):
     configure_url: str = ""
     vault_type: str = ""
@@ -118,6 +141,7 @@ class ListenerConfig(_Strict):
     metrics_addr: str = ""
     metrics_endpoint: str = ""
     metrics: MetricsConfig | None = None
+    listener_config: ListenerConfigBlock | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -237,6 +261,31 @@ def _problems(config: ListenerConfig) -> list[tuple[str, str]]:
     return problems
 
 
+def scaler_rate_limit(config: ListenerConfig) -> tuple[int, int]:
+    """The Kubernetes client's ``(qps, burst)``, as ARC's ``effectiveRateLimiterConfig``
+    (``cmd/ghalistener/scaler/scaler.go``): an unset value is the default 50 / 100 (PR #4558);
+    a value below 1 is logged as a warning and replaced by the default. Call it once."""
+    scaler = config.listener_config.scaler if config.listener_config else None
+    qps = _rate_value(scaler.qps if scaler else None, "qps", DEFAULT_SCALER_QPS)
+    burst = _rate_value(scaler.burst if scaler else None, "burst", DEFAULT_SCALER_BURST)
+    return qps, burst
+
+
+def _rate_value(value: int | None, key: str, default: int) -> int:
+    if value is None:
+        log.debug("listener_config.scaler.%s is not set; using the default %d", key, default)
+        return default
+    if value < 1:
+        log.warning(
+            "listener_config.scaler.%s must be at least 1, got %d; using the default %d",
+            key,
+            value,
+            default,
+        )
+        return default
+    return value
+
+
 def parse_listener_config(data: Any, *, file: str = "<config>") -> ListenerConfig:
     """Validate an already-decoded config document."""
     if not isinstance(data, Mapping):
@@ -337,13 +386,18 @@ def _short(value: Any) -> str:
 __all__ = [
     "CONFIG_PATH_ENV",
     "DEFAULT_CONFIG_PATH",
+    "DEFAULT_SCALER_BURST",
+    "DEFAULT_SCALER_QPS",
     "MAX_INT32",
     "AzureKeyVault",
     "ConfigError",
     "ListenerConfig",
+    "ListenerConfigBlock",
     "MetricsConfig",
+    "ScalerConfig",
     "config_path_from_env",
     "load_listener_config",
     "parse_listener_config",
     "resolve_vault_credentials",
+    "scaler_rate_limit",
 ]

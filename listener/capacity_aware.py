@@ -35,7 +35,6 @@ from providers.kubernetes.checks import Finding
 from providers.kubernetes.provider import KubernetesProvider
 from providers.kubernetes.relevance import Verdict
 from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.clock import Clock
 from reconciler.controller import Output, ScaleSetController, controller_timings
@@ -146,6 +145,11 @@ class CapacityAwarePart:
             self.metrics.record_failing_closed(output.failing_closed)
             if output.failing_closed:
                 self.metrics.record_advertised(self.gate.value)  # the fail-closed value
+            # Switched off by ARC (runners Outdated), as the snapshot of this step or drop
+            # check saw it: the scaler asks for no runner either.
+            set_off = getattr(getattr(listener, "scaler", None), "set_switched_off", None)
+            if callable(set_off):
+                set_off(self.provider.switched_off is not None)
             if output.result is None:
                 return
             # ARC's scaler clamps desired runners by the live maxRunners the step saw.
@@ -203,16 +207,9 @@ class CapacityAwarePart:
 
     def _drop_snapshot(self) -> ClusterSnapshot | None:
         """What the drop check reads: no fit (cheap); None before the first sync."""
-        cache = self.provider.cache
-        if not cache.has_synced:
+        if not self.provider.cache.has_synced:
             return None
-        return build_snapshot(
-            cache,
-            self.target,
-            now=self.clock.now(),
-            demand=self.demand(),
-            hot=self.capacity.hot_runners != 0,
-        )
+        return self.provider.drop_snapshot(now=self.clock.now(), demand=self.demand())
 
     def owned_pairs(self) -> set[str]:
         """Pair ids in the reconciler's store (its own and adopted ones)."""

@@ -7,9 +7,10 @@ message it was handling is redelivered to the next session, docs/protocol.md#lis
 
 1. **Client-side rate limit** (ARC 0.15, PR #4558): every request takes a token from one
    :class:`TokenBucket` of ``qps`` 50 and ``burst`` 100, as ``rest.Config{QPS: 50, Burst:
-   100}`` does. Before 0.15 the listener ran at client-go's default 5 / 10, which capped it at
-   5 JobStarted patches a second (issue #4554); we use 0.15's numbers for every ARC version
-   because they only bound our own client.
+   100}`` does, or of the AutoscalingRunnerSet's ``spec.listenerConfig.scaler.{qps,burst}``
+   when set (``listener.arc_config.scaler_rate_limit``). Before 0.15 the listener ran at
+   client-go's default 5 / 10, which capped it at 5 JobStarted patches a second (issue
+   #4554); we use 0.15's numbers for every ARC version because they only bound our own client.
 2. **Retries** (:class:`RetryPolicy`): a 429 or a 5xx is retried after ``Retry-After`` when
    the answer carries one (capped), else after an exponential back-off; a connection that
    broke before any answer is retried the same way. Bounded in count and in total time; past
@@ -142,6 +143,8 @@ class KubernetesScalerWriter:
         timeout: float = 30.0,
         policy: RetryPolicy | None = None,
         limiter: TokenBucket | None = None,
+        qps: float = LISTENER_QPS,
+        burst: int = LISTENER_BURST,
         monotonic: Monotonic = time.monotonic,
         sleep: Sleep | None = None,
         stop: StopToken | None = None,
@@ -157,7 +160,7 @@ class KubernetesScalerWriter:
         self.policy = policy or RetryPolicy()
         if sleep is None:
             sleep = stop.sleep if stop is not None else time.sleep
-        self.limiter = limiter or TokenBucket(monotonic=monotonic, sleep=sleep)
+        self.limiter = limiter or TokenBucket(qps, burst, monotonic=monotonic, sleep=sleep)
         self._monotonic, self._sleep = monotonic, sleep
         self.stop = stop
         self.fence = fence

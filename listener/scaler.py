@@ -9,8 +9,10 @@ State: ``target_runners`` (-1), ``patch_seq`` (-1), ``dirty`` (False).
   being deleted or its phase is ``Failed``/``Succeeded``/``Outdated``, also sets
   ``phase: Running`` under ``metadata.resourceVersion`` = the one just read; a 409 re-reads
   and tries again (client-go ``retry.DefaultRetry``: 5 attempts, 10 ms apart), so a terminal
-  phase written between our read and our patch is never overwritten. NotFound is logged and
-  ignored (the runner is already gone); any other error ends the run.
+  phase written between our read and our patch is never overwritten. The 0.15 patch also
+  carries the job's event name and the service's queue / scale-set / runner assignment times
+  (:func:`job_context`). NotFound is logged and ignored (the runner is already gone); any
+  other error ends the run.
 - :meth:`Scaler.handle_job_completed`: ``dirty = True`` only.
 - :meth:`Scaler.handle_desired_runner_count`:
   1. ``was_dirty = dirty; dirty = False``;
@@ -21,6 +23,11 @@ State: ``target_runners`` (-1), ``patch_seq`` (-1), ``dirty`` (False).
      idle runners down"; > 0 = "new intent, scale up only");
   5. merge-patch ``{"spec":{"patchID":P,"replicas":N}}`` (``"replicas":null`` when N is 0,
      which is how Go's merge-patch diff says "removed"); returns ``target``.
+
+While ARC has switched the scale set off (:meth:`Scaler.set_switched_off`, from the capacity
+side: its runners are ``Outdated``) the target is 0 and the floor 0, so the patch agrees with
+the zero replicas ARC's controller pins the set at (stock ARC's listener, which cannot see it,
+keeps asking for ``minRunners`` + assigned jobs until its pod is deleted).
 
 ``hot_runners`` (0 unless ``capacityAware.hotRunners`` is set) is the reconciler's number of
 live hot slots (reconciler/hot_slots.py ``scaler_hot_runners``): like ``minRunners`` in ARC
@@ -41,11 +48,12 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from listener.arc_config import MAX_INT32
 from listener.arc_version import ArcVersion, version_of_runner
-from providers.actions.models import JobCompleted, JobStarted
+from providers.actions.models import JobCompleted, JobStarted, is_zero_time
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +124,9 @@ def job_started_status_patch(msg: JobStarted, runner: Mapping[str, Any] | None =
     """ARC's merge patch of ``EphemeralRunner.status`` on JobStarted (zero values left out).
 
     Without ``runner``: the 0.13/0.14 patch, job fields only. With the runner as just read
-    (0.15): also ``phase: Running`` and that read's ``metadata.resourceVersion`` as the lock,
-    unless :func:`may_promote` says no, in which case the job fields alone go, unlocked."""
+    (0.15): also the job's context (:func:`job_context`), and ``phase: Running`` with that
+    read's ``metadata.resourceVersion`` as the lock unless :func:`may_promote` says no, in
+    which case the job fields and context go, unlocked."""
     status: dict[str, Any] = {
         "jobDisplayName": msg.job_display_name,
         "jobId": msg.job_id,
@@ -126,11 +135,35 @@ def job_started_status_patch(msg: JobStarted, runner: Mapping[str, Any] | None =
         "jobWorkflowRef": msg.job_workflow_ref,
         "workflowRunId": msg.workflow_run_id,
     }
+    if runner is not None:
+        status.update(job_context(msg))
     doc: dict[str, Any] = {"status": {k: v for k, v in status.items() if v}}
     if runner is not None and may_promote(runner):
         doc["status"]["phase"] = "Running"
         doc["metadata"] = {"resourceVersion": runner["metadata"]["resourceVersion"]}
     return go_json(doc)
+
+
+def job_context(msg: JobStarted) -> dict[str, str]:
+    """The event and the service's timestamps ARC 0.15's scaler records on the runner status
+    (``cmd/ghalistener/scaler/scaler.go`` and its ``scaler_test.go`` at ARC 0ba3cc9): a
+    timestamp is a ``metav1.Time``, so RFC 3339 in UTC to the second; an empty event name or
+    a zero time is left out."""
+    times = {
+        "jobQueuedAt": msg.queue_time,
+        "jobScaleSetAssignedAt": msg.scale_set_assign_time,
+        "jobRunnerAssignedAt": msg.runner_assign_time,
+    }
+    context = {key: metav1_time(value) for key, value in times.items() if not is_zero_time(value)}
+    if msg.event_name:
+        context["jobEventName"] = msg.event_name
+    return context
+
+
+def metav1_time(value: datetime) -> str:
+    """Kubernetes' ``metav1.Time`` JSON: ``t.UTC().Format(time.RFC3339)``, seconds truncated."""
+    utc = value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
 
 
 def may_promote(runner: Mapping[str, Any]) -> bool:
@@ -166,6 +199,9 @@ class Scaler:
         self.max_runners = max_runners
         #: Idle runners kept for hot slots (docs/design.md#hot-runners); set by the reconciler.
         self.hot_runners = 0
+        #: ARC switched the scale set off (its runners ``Outdated``, seen by the capacity side):
+        #: ask for no runner, as ARC's controller pins the set at zero replicas.
+        self.switched_off = False
         self.target_runners = -1
         self.patch_seq = -1
         self.dirty = False
@@ -190,6 +226,10 @@ class Scaler:
         if hot_runners < 0:
             raise ValueError(f"hot_runners must be >= 0, got {hot_runners}")
         self.hot_runners = hot_runners
+
+    def set_switched_off(self, switched_off: bool) -> None:
+        """ARC switched the scale set off (or back on); the next ERS patch follows."""
+        self.switched_off = switched_off
 
     def handle_job_started(self, msg: JobStarted) -> None:
         self.dirty = True
@@ -279,8 +319,8 @@ class Scaler:
         if self.patch_seq == MAX_INT32:
             self.patch_seq = 0
         self.patch_seq += 1
-        floor = self.min_runners + self.hot_runners
-        target = min(floor + count, self.max_runners)
+        floor = 0 if self.switched_off else self.min_runners + self.hot_runners
+        target = 0 if self.switched_off else min(floor + count, self.max_runners)
         patch_id = self.patch_seq
         if not was_dirty and target == self.target_runners and target == floor:
             patch_id = 0
@@ -315,6 +355,8 @@ __all__ = [
     "WriteConflict",
     "ephemeral_runner_set_patch",
     "go_json",
+    "job_context",
     "job_started_status_patch",
     "may_promote",
+    "metav1_time",
 ]

@@ -270,6 +270,9 @@ class ClusterSnapshot:
     #: Recent capacity failures seen in Karpenter (e.g. "InsufficientCapacity g5.xlarge
     #: us-east-1a"), used only to explain TIMED_OUT reasons.
     capacity_signals: tuple[str, ...] = ()
+    #: Why ARC switched the scale set off (runners Outdated), None while it is on; while
+    #: set, ``max_runners`` is 0 (providers/kubernetes/scale_set.py ``switched_off``).
+    switched_off: str | None = None
 
     @property
     def starting_runners(self) -> int:

@@ -85,6 +85,8 @@ class KubernetesProvider:
         self._current: PlaceholderPodBuilder | None = None
         self._placement: PlacementBounds | None = None
         self._template: str | None = None
+        #: The last snapshot's ``switched_off`` (one log line per change).
+        self._switched_off: str | None = None
 
     def start(self) -> KubernetesProvider:
         self.cache.start()
@@ -178,7 +180,7 @@ class KubernetesProvider:
             # (and the start-up checks report the template problem).
             log.debug("no fit estimate: %s", exc)
             fit, launches = None, None
-        return build_snapshot(
+        snapshot = build_snapshot(
             self.cache,
             self.target,
             now=now,
@@ -187,3 +189,42 @@ class KubernetesProvider:
             launches=launches,
             hot=self.settings.hot_runners != 0,
         )
+        self._note_switched_off(snapshot.switched_off)
+        return snapshot
+
+    def drop_snapshot(self, *, now: float, demand: Demand) -> ClusterSnapshot:
+        """What the drop check reads: no fit estimate (cheap); from the cache, no API call."""
+        if not self.cache.has_synced:
+            raise ProviderNotReady(f"cache not synced yet: {', '.join(self.cache.unsynced())}")
+        snapshot = build_snapshot(
+            self.cache,
+            self.target,
+            now=now,
+            demand=demand,
+            hot=self.settings.hot_runners != 0,
+        )
+        self._note_switched_off(snapshot.switched_off)
+        return snapshot
+
+    @property
+    def switched_off(self) -> str | None:
+        """Why ARC switched the scale set off, as the last snapshot (step or drop check) saw it."""
+        return self._switched_off
+
+    def _note_switched_off(self, reason: str | None) -> None:
+        if reason == self._switched_off:
+            return
+        if reason is not None:
+            log.warning(
+                "scale set %s switched off by ARC (%s): advertising 0 and releasing every "
+                "placeholder until ARC stops this listener or the runner spec is fixed",
+                self.target.ers_name,
+                reason,
+            )
+        else:
+            log.info(
+                "scale set %s is on again (%s no longer holds): capacity-aware sizing resumes",
+                self.target.ers_name,
+                self._switched_off,
+            )
+        self._switched_off = reason

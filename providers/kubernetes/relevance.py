@@ -9,7 +9,8 @@ the simulator wake the controller on the same events:
    placeholder counts, judged by :func:`~providers.kubernetes.rises.placeholder_counts`; real
    runner and workflow pods: bound, terminating, ended); nodes (Ready, cordon, taints); the
    AutoscalingRunnerSet (live min/max runners); the EphemeralRunnerSet's ``spec.replicas``
-   (assigned jobs: the scaler patches it on every poll, only a changed value counts). Other
+   (assigned jobs: the scaler patches it on every poll, only a changed value counts); the
+   ``status.phase`` of both (``Outdated``: switched off). Other
    kinds (EphemeralRunners, NodeClaims, NodePools, PriorityClasses) wake nothing: the
    periodic step reads them.
 2. :func:`judge` compares the facts before and after the event:
@@ -19,8 +20,8 @@ the simulator wake the controller on the same events:
    - ``rise``: a placeholder started to count (a step at once: rises.py says why only those
      pods), or the EphemeralRunnerSet's replicas rose (GitHub assigned jobs that will take
      warm pairs: refilling them cannot wait for the runner pods);
-   - ``lost``: a pod that backed capacity stopped backing it, or the live ``maxRunners`` fell
-     (a drop check at once).
+   - ``lost``: a pod that backed capacity stopped backing it, the live ``maxRunners`` fell,
+     or the set or its ARS turned ``Outdated`` (ARC switched it off): a drop check at once.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 from providers.kubernetes import labels as L
 from providers.kubernetes.object_fields import pod_phase
 from providers.kubernetes.rises import placeholder_counts
+from providers.kubernetes.scale_set import OUTDATED
 from reconciler.snapshot import holds_slot
 
 _ENDED = ("Succeeded", "Failed")
@@ -116,11 +118,13 @@ def facts(kind: str, obj: Mapping[str, Any]) -> Facts | None:
             repr(spec.get("taints")),
         )
         return ObjectFacts(kind, values)
+    phase = (obj.get("status") or {}).get("phase")
     if kind == "AutoscalingRunnerSet":
-        return ObjectFacts(kind, (spec.get("maxRunners"), spec.get("minRunners")))
+        return ObjectFacts(kind, (spec.get("maxRunners"), spec.get("minRunners"), phase))
     if kind == "EphemeralRunnerSet":
-        # The scaler patches it on every poll; only the replicas (assigned jobs) matter.
-        return ObjectFacts(kind, (spec.get("replicas"),))
+        # The scaler patches it on every poll; only the replicas (assigned jobs) matter, and
+        # the phase (``Outdated``: ARC switched the scale set off).
+        return ObjectFacts(kind, (spec.get("replicas"), phase))
     return None
 
 
@@ -157,7 +161,7 @@ def judge(
     verdict = Verdict(
         relevant=after != before,
         rise=_replicas_rose(before, after),
-        lost=_max_runners_fell(before, after),
+        lost=_max_runners_fell(before, after) or _switched_off(before, after),
     )
     return verdict, after
 
@@ -168,6 +172,14 @@ def _replicas_rose(before: Facts | None, after: ObjectFacts) -> bool:
         return False
     new, old = after.values[0], before.values[0]
     return isinstance(new, int) and isinstance(old, int) and new > old
+
+
+def _switched_off(before: Facts | None, after: ObjectFacts) -> bool:
+    """The set or its ARS turned ``Outdated`` (ARC switched the scale set off): like a drain
+    to zero, checked at once (providers/kubernetes/scale_set.py ``switched_off``)."""
+    if not isinstance(before, ObjectFacts):
+        return False
+    return bool(after.values[-1] == OUTDATED and before.values[-1] != OUTDATED)
 
 
 def _max_runners_fell(before: Facts | None, after: ObjectFacts) -> bool:

@@ -77,13 +77,21 @@ def scale_set_name(ers: Obj | None, target: ScaleSetTarget) -> str:
     return target.ers_name
 
 
-def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -> tuple[int, int]:
-    """(maxRunners, minRunners): the AutoscalingRunnerSet spec wins over the config."""
+def autoscaling_runner_set(
+    source: ObjectSource, target: ScaleSetTarget, ers: Obj | None
+) -> Obj | None:
+    """The scale set's AutoscalingRunnerSet: named by the target, else the ERS's owner,
+    else its scale-set-name label."""
     ars_name = target.ars_name
     if not ars_name and ers is not None:
         owners = owners_of(ers, "AutoscalingRunnerSet")
         ars_name = owners[0] if owners else scale_set_name(ers, target)
-    ars = find_object(source, "AutoscalingRunnerSet", target.runner_namespace, ars_name)
+    return find_object(source, "AutoscalingRunnerSet", target.runner_namespace, ars_name)
+
+
+def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -> tuple[int, int]:
+    """(maxRunners, minRunners): the AutoscalingRunnerSet spec wins over the config."""
+    ars = autoscaling_runner_set(source, target, ers)
     max_runners, min_runners = target.max_runners, target.min_runners
     if ars is not None:
         spec = ars.get("spec") or {}
@@ -92,6 +100,29 @@ def live_limits(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -
         if isinstance(spec.get("minRunners"), int) and spec["minRunners"] >= 0:
             min_runners = spec["minRunners"]
     return max_runners, min_runners
+
+
+#: ``status.phase`` of an EphemeralRunnerSet or AutoscalingRunnerSet whose runners rejected
+#: the runner spec (a runner exited 7, ARC PRs #4652, #4660).
+OUTDATED = "Outdated"
+
+
+def switched_off(source: ObjectSource, target: ScaleSetTarget, ers: Obj | None) -> str | None:
+    """Why ARC has switched this scale set off, or None while it is on.
+
+    A runner pod that exits 7 (the Actions service rejects the runner) makes its
+    EphemeralRunner, then the EphemeralRunnerSet, then (0.15, #4652) the AutoscalingRunnerSet
+    ``Outdated`` at ``status.phase``; ARC then stops the listener (AutoscalingListener
+    ``spec.phase: Stopped``, its pod deleted) and pins the set at zero replicas until the
+    runner spec changes (#4660). Between the first ``Outdated`` and that SIGTERM, and if a
+    restart races the stop, this listener must neither hold capacity nor take jobs for it."""
+    for kind, obj in (
+        ("EphemeralRunnerSet", ers),
+        ("AutoscalingRunnerSet", autoscaling_runner_set(source, target, ers)),
+    ):
+        if obj is not None and (obj.get("status") or {}).get("phase") == OUTDATED:
+            return f"{kind} {metadata_of(obj).get('name')} status.phase is {OUTDATED}"
+    return None
 
 
 _FINISHED_RUNNER_PHASES = frozenset({"Succeeded", "Failed", "Outdated"})

@@ -6,7 +6,8 @@ records facts (docs/design.md#capacity-ledger counting happens in ``reconciler.c
 
 1. Scale-set identity: the EphemeralRunnerSet (ERS) of the target, the ARS name (explicit,
    else the ERS's ``actions.github.com/scale-set-name`` label, else the ERS name) and the live
-   ``maxRunners`` / ``minRunners`` from the AutoscalingRunnerSet spec when present.
+   ``maxRunners`` / ``minRunners`` from the AutoscalingRunnerSet spec when present; both 0
+   while ARC has switched the scale set off (its runners ``Outdated``: ``switched_off``).
 2. EphemeralRunners of this ERS (controller ownerReference, or the scale-set-name label when
    no ERS owner is recorded): their names link runner pods; Running ones without
    ``status.jobId`` are idle registered runners.
@@ -56,6 +57,7 @@ from providers.kubernetes.scale_set import (
     runner_activity,
     runner_view,
     scale_set_name,
+    switched_off,
 )
 from providers.kubernetes.signals import capacity_signals_from
 from reconciler.snapshot import (
@@ -279,6 +281,10 @@ def build_snapshot(
     ers = find_object(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
     scale_set = scale_set_name(ers, target)
     max_runners, min_runners = live_limits(source, target, ers)
+    off = switched_off(source, target, ers)
+    if off is not None:
+        # ARC pins the set at zero replicas: a drain, so nothing is held or advertised for it.
+        max_runners = min_runners = 0
     if memo is None:
         view: Callable[[Obj], PodView] = PodView
         runner_names, idle = our_runners(source, target, scale_set)
@@ -343,4 +349,5 @@ def build_snapshot(
         fit=fit,
         launches=launches,
         capacity_signals=capacity_signals_from(source, now),
+        switched_off=off,
     )

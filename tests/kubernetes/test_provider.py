@@ -175,3 +175,49 @@ def test_the_provider_s_start_up_checks_size_pairs_and_warn_about_a_capped_pool(
     assert finding.check == "nodepool-types"
     assert "NodePool runners limits cpu 16, less than maxRunners pairs ask for" in finding.message
     assert "allows c5.xlarge:" in finding.message
+
+
+def test_a_scale_set_arc_switched_off_is_seen_through_the_watch_and_logged_once_each_way(
+    api: client.ApiClient, store: ObjectStore, caplog: pytest.LogCaptureFixture
+):
+    """The EphemeralRunnerSet's ``status.phase: Outdated`` (ARC #4652) reaches the snapshot
+    through the real watch: max runners 0, one warning naming it; back on, one info line."""
+    settings = parse_capacity_aware({}, where="test")
+    provider = KubernetesProvider(
+        api, settings, TARGET, instance=o.INSTANCE, backoff_base=0.01, backoff_cap=0.05
+    )
+    provider.start()
+
+    def set_phase(phase: str) -> None:
+        rv = store.mutate(
+            "EphemeralRunnerSet",
+            o.NS,
+            o.ERS,
+            lambda ers: ers.setdefault("status", {}).update(phase=phase),
+        )["metadata"]["resourceVersion"]
+        assert provider.cache.wait_until(
+            lambda c: c.get("EphemeralRunnerSet", o.NS, o.ERS)["metadata"]["resourceVersion"] == rv,
+            10,
+        )
+
+    try:
+        assert provider.wait_synced(10)
+        assert provider.snapshot(now=o.T0, demand=Demand()).switched_off is None
+        set_phase("Outdated")
+        with caplog.at_level(logging.INFO, logger="providers.kubernetes.provider"):
+            snaps = [provider.snapshot(now=o.T0, demand=Demand()) for _ in range(3)]
+            set_phase("Running")
+            back = provider.snapshot(now=o.T0, demand=Demand())
+        assert {(s.max_runners, s.switched_off) for s in snaps} == {
+            (0, f"EphemeralRunnerSet {o.ERS} status.phase is Outdated")
+        }
+        assert back.switched_off is None and back.max_runners == TARGET.max_runners
+        lines = [
+            (r.levelname, r.getMessage())
+            for r in caplog.records
+            if r.name == "providers.kubernetes.provider"
+        ]
+        assert [level for level, _ in lines] == ["WARNING", "INFO"]
+        assert "switched off by ARC" in lines[0][1] and "on again" in lines[1][1]
+    finally:
+        provider.stop()

@@ -4,6 +4,7 @@ clear errors."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from listener.arc_config import (
     config_path_from_env,
     load_listener_config,
     parse_listener_config,
+    scaler_rate_limit,
 )
 from providers.actions.auth import AppAuth, PatAuth
 from providers.actions.config_url import Scope
@@ -193,3 +195,81 @@ class TestFileAndEnvironment:
         assert config_path_from_env({"LISTENER_CONFIG_PATH": "/etc/x.json"}) == "/etc/x.json"
         with pytest.raises(ConfigError, match="LISTENER_CONFIG_PATH: is not set"):
             config_path_from_env({})
+
+
+class TestScalerRateLimit:
+    """ARS ``spec.listenerConfig.scaler.{qps,burst}`` reaches the listener as the config's
+    ``listener_config.scaler`` (ARC's ghalistener ``config.Config.ListenerConfig``, read at
+    ARC 142132e) and sets its Kubernetes client's rate limit (``effectiveRateLimiterConfig``)."""
+
+    @pytest.mark.parametrize(
+        ("listener_config", "expected"),
+        [
+            (None, (50, 100)),
+            ({}, (50, 100)),
+            ({"scaler": None}, (50, 100)),
+            ({"scaler": {}}, (50, 100)),
+            ({"scaler": {"qps": 75, "burst": 150}}, (75, 150)),
+            ({"scaler": {"burst": 150}}, (50, 150)),
+            ({"scaler": {"qps": 75, "burst": None}}, (75, 100)),
+            ({"scaler": {"qps": 1, "burst": 1}}, (1, 1)),
+        ],
+        ids=["absent", "empty", "null-scaler", "empty-scaler", "both", "burst-only",
+             "null-burst", "smallest"],
+    )
+    def test_unset_means_50_and_100(
+        self, listener_config: Any, expected: tuple[int, int], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        config = parse_listener_config(pat_config(listener_config=listener_config))
+        with caplog.at_level(logging.INFO, logger="listener.arc_config"):
+            assert scaler_rate_limit(config) == expected
+        assert caplog.records == []  # an unset value is normal: nothing at info or above
+
+    @pytest.mark.parametrize(
+        ("scaler", "expected", "named"),
+        [
+            ({"qps": 0, "burst": 150}, (50, 150), "qps must be at least 1, got 0"),
+            ({"qps": 75, "burst": -1}, (75, 100), "burst must be at least 1, got -1"),
+        ],
+        ids=["zero-qps", "negative-burst"],
+    )
+    def test_a_value_below_1_is_one_warning_and_the_default(
+        self,
+        scaler: dict[str, int],
+        expected: tuple[int, int],
+        named: str,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """Prevents a zero or negative limit reaching the token bucket (which refuses it) or
+        being silently ignored: ARC logs it as a warning and uses the default."""
+        config = parse_listener_config(pat_config(listener_config={"scaler": scaler}))
+        with caplog.at_level(logging.INFO, logger="listener.arc_config"):
+            assert scaler_rate_limit(config) == expected
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert [named in r.getMessage() for r in warnings] == [True]
+
+    @pytest.mark.parametrize(
+        ("scaler", "key"),
+        [
+            ({"qps": "50"}, "listener_config.scaler.qps"),
+            ({"qps": 7.5}, "listener_config.scaler.qps"),
+            ({"burst": True}, "listener_config.scaler.burst"),
+            ({"burst": [100]}, "listener_config.scaler.burst"),
+        ],
+        ids=["string", "fraction", "bool", "list"],
+    )
+    def test_a_bad_type_is_one_clear_error_at_parse_time(
+        self, scaler: dict[str, Any], key: str
+    ) -> None:
+        """Go's decoder refuses a non-integer for ``*int``: so does the listener, naming the key,
+        before anything starts."""
+        with pytest.raises(ConfigError) as info:
+            parse_listener_config(pat_config(listener_config={"scaler": scaler}))
+        assert info.value.key == key
+        assert len(info.value.problems) == 1
+        assert "integer" in info.value.reason
+
+    def test_a_scaler_that_is_not_an_object_is_refused(self) -> None:
+        with pytest.raises(ConfigError) as info:
+            parse_listener_config(pat_config(listener_config={"scaler": 50}))
+        assert info.value.key == "listener_config.scaler"

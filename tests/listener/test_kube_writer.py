@@ -53,6 +53,23 @@ class TestRateLimit:
             bucket.take()
         assert clock.now == pytest.approx(1.0)
 
+    def test_the_writer_runs_at_the_scale_sets_listener_config_limit(self) -> None:
+        """``spec.listenerConfig.scaler`` qps 2 / burst 1: one request at once, then 2 a
+        second (not 50 / 100)."""
+        from kubernetes import client as k8s
+
+        clock = FakeTime()
+        writer = KubernetesScalerWriter(
+            k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9")),
+            qps=2,
+            burst=1,
+            monotonic=clock.monotonic,
+            sleep=clock.sleep,
+        )
+        for _ in range(3):
+            writer.limiter.take()
+        assert clock.now == pytest.approx(1.0)
+
     def test_nonsense_limits_are_refused(self) -> None:
         with pytest.raises(ValueError, match="qps > 0 and burst >= 1"):
             TokenBucket(qps=0, burst=10)

@@ -161,6 +161,19 @@ class TestDesiredRunnerCount:
         s.set_max_runners(0)
         assert s.handle_desired_runner_count(4) == 0
 
+    def test_switched_off_by_arc_it_asks_for_no_runner_even_with_min_runners(self) -> None:
+        """Prevents asking for ``minRunners`` + assigned jobs of a scale set ARC pinned at zero
+        replicas (runners Outdated, #4652): the runners would only reject the spec again.
+        Back on, ARC's arithmetic resumes (a new intent: the first patch after is > 0)."""
+        writer = RecordingWriter()
+        s = scaler(writer, min_runners=2, max_runners=10)
+        s.handle_desired_runner_count(3)
+        s.set_switched_off(True)
+        assert [s.handle_desired_runner_count(3) for _ in range(2)] == [0, 0]
+        s.set_switched_off(False)
+        assert s.handle_desired_runner_count(3) == 5
+        assert writer.sets == [ers(0, 5), ers(1, None), ers(0, None), ers(3, 5)]
+
     def test_a_write_error_ends_the_run_with_the_patch_in_the_message(self) -> None:
         with pytest.raises(ScalerError, match=r'\{"spec":\{"patchID":0,"replicas":4\}\}'):
             scaler(RecordingWriter(fail=True)).handle_desired_runner_count(4)

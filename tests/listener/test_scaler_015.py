@@ -8,6 +8,7 @@ import copy
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -27,16 +28,26 @@ from listener.scaler import (
     ScalerError,
     WriteConflict,
 )
+from providers.actions.models import ZERO_TIME
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
 from tests.kubernetes import objects as o
 from tests.listener.test_scaler import ARC_STATUS_PATCH, JOB_STARTED
 
 RUNNER = JOB_STARTED.runner_name
+#: 0.15's status fields for JOB_STARTED, the job context (event name, queue / scale-set /
+#: runner assignment times) among them in Go's sorted key order. The JSON names and the
+#: metav1.Time form are those ARC's scaler_test.go asserts at ARC 0ba3cc9.
 JOB_FIELDS = (
-    b'"jobDisplayName":"lint","jobId":"44d0...","jobRepositoryName":"acme/web",'
-    b'"jobRequestId":9001,"jobWorkflowRef":"acme/web/.github/workflows/ci.yml@refs/pull/12/merge"'
+    b'"jobDisplayName":"lint","jobEventName":"pull_request","jobId":"44d0...",'
+    b'"jobQueuedAt":"2026-05-01T09:58:00Z","jobRepositoryName":"acme/web",'
+    b'"jobRequestId":9001,"jobRunnerAssignedAt":"2026-05-01T09:58:20Z",'
+    b'"jobScaleSetAssignedAt":"2026-05-01T09:58:01Z",'
+    b'"jobWorkflowRef":"acme/web/.github/workflows/ci.yml@refs/pull/12/merge"'
 )
+#: 0.15 on a runner it may not promote (terminal or being deleted): job fields and context
+#: only, no phase, no lock.
+JOB_ONLY_015 = b'{"status":{' + JOB_FIELDS + b',"workflowRunId":554990}}'
 
 
 def promote_patch(resource_version: str) -> bytes:
@@ -147,7 +158,7 @@ class TestPromotion:
         api = FakeApiServer()
         api.add(RUNNER, **status)
         scaler(api).handle_job_started(JOB_STARTED)
-        assert api.sent == [ARC_STATUS_PATCH]  # job fields only: no phase, no lock
+        assert api.sent == [JOB_ONLY_015]  # job fields and context only: no phase, no lock
         assert api.runners[RUNNER]["status"]["phase"] == status["phase"]
 
     def test_a_terminal_phase_written_between_read_and_patch_survives(self) -> None:
@@ -162,7 +173,7 @@ class TestPromotion:
         api.after_read = controller_finishes_it
         s = scaler(api)
         s.handle_job_started(JOB_STARTED)
-        assert api.sent == [promote_patch("7"), ARC_STATUS_PATCH]
+        assert api.sent == [promote_patch("7"), JOB_ONLY_015]
         assert api.runners[RUNNER]["status"]["phase"] == "Succeeded"
         assert api.runners[RUNNER]["status"]["jobId"] == "44d0..."  # metadata still recorded
         assert (s.conflicts, api.reads) == (1, 2)
@@ -181,6 +192,64 @@ class TestPromotion:
         s = scaler(api)
         s.handle_job_started(JOB_STARTED)
         assert s.dirty and api.sent == []
+
+
+class TestJobContext:
+    """0.15 records the job's event and the service's timestamps on the runner (ARC's
+    scaler.go after #4646, pinned by its scaler_test.go at 0ba3cc9)."""
+
+    def _sent_status(self, update: dict[str, Any]) -> dict[str, Any]:
+        import json
+
+        api = FakeApiServer()
+        api.add(RUNNER, phase="Pending")
+        scaler(api).handle_job_started(JOB_STARTED.model_copy(update=update))
+        (body,) = api.sent
+        status: dict[str, Any] = json.loads(body)["status"]
+        return status
+
+    @pytest.mark.parametrize(
+        ("update", "absent"),
+        [
+            ({"event_name": ""}, "jobEventName"),
+            ({"queue_time": ZERO_TIME}, "jobQueuedAt"),
+            ({"scale_set_assign_time": ZERO_TIME}, "jobScaleSetAssignedAt"),
+            ({"runner_assign_time": ZERO_TIME}, "jobRunnerAssignedAt"),
+        ],
+        ids=["no-event", "no-queue-time", "no-scale-set-time", "no-runner-time"],
+    )
+    def test_a_value_the_message_does_not_carry_is_left_out(
+        self, update: dict[str, Any], absent: str
+    ) -> None:
+        """Prevents recording Go's zero time (0001-01-01) or an empty event as if reported."""
+        status = self._sent_status(update)
+        assert absent not in status
+        others = {"jobEventName", "jobQueuedAt", "jobScaleSetAssignedAt", "jobRunnerAssignedAt"}
+        assert others - {absent} <= status.keys()  # the others are still recorded
+
+    @pytest.mark.parametrize(
+        ("wire", "recorded"),
+        [
+            (datetime(2026, 5, 1, 9, 58, 0, 999_999, tzinfo=UTC), "2026-05-01T09:58:00Z"),
+            (
+                datetime(2026, 5, 1, 11, 58, 1, tzinfo=timezone(timedelta(hours=2))),
+                "2026-05-01T09:58:01Z",
+            ),
+        ],
+        ids=["fraction-truncated", "offset-to-utc"],
+    )
+    def test_times_are_metav1_time_in_utc_to_the_second(
+        self, wire: datetime, recorded: str
+    ) -> None:
+        assert self._sent_status({"queue_time": wire})["jobQueuedAt"] == recorded
+
+    def test_the_0_14_patch_carries_no_job_context(self) -> None:
+        """0.13/0.14 CRDs have no such fields: their patch stays ARC's bytes."""
+        api = FakeApiServer()
+        api.add(RUNNER, phase="Pending")
+        scaler(api, ArcVersion.V0_14).handle_job_started(JOB_STARTED)
+        assert api.sent == [ARC_STATUS_PATCH]
+        assert b"jobQueuedAt" not in ARC_STATUS_PATCH
 
 
 class TestWhichArc:
@@ -314,7 +383,7 @@ class TestAgainstTheFace:
         writer = RacingWriter(api_client(face), between=controller_finishes_it)
         s = scaler(writer)
         s.handle_job_started(JOB_STARTED)
-        assert writer.bodies == [promote_patch(read_rv), ARC_STATUS_PATCH]
+        assert writer.bodies == [promote_patch(read_rv), JOB_ONLY_015]
         status = face_store.get("EphemeralRunner", o.NS, RUNNER)["status"]
         assert status["phase"] == "Succeeded"
         assert status["jobId"] == "44d0..."

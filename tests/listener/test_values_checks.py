@@ -159,6 +159,17 @@ def test_the_shipped_full_example_passes_the_chart_schema() -> None:
     assert problems(load_values(path, path.read_text(encoding="utf-8"))) == []
 
 
+def test_the_0_15_listener_rate_limit_is_a_chart_value() -> None:
+    """Prevents refusing ARC 0.15's ``listenerConfig.scaler`` (the chart copies it into the
+    AutoscalingRunnerSet, ARC 142132e) as an unknown key, while a misspelling of it is still
+    caught."""
+    ok = "listenerConfig:\n  scaler:\n    qps: 75\n    burst: 150\n"
+    assert problems(load_values(Path("v.yaml"), ok)) == []
+    typo = "listenerConfig:\n  scaler:\n    qsp: 75\n"
+    (found,) = problems(load_values(Path("v.yaml"), typo))
+    assert "listenerConfig.scaler.qsp: unknown key; did you mean 'qps'?" in found
+
+
 def test_the_schema_says_where_it_came_from() -> None:
     source = schema()["source"]
     assert source["repository"] == "actions/actions-runner-controller"

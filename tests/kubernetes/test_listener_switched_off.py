@@ -1,0 +1,71 @@
+"""The listener's capacity side hands "ARC switched this scale set off" to the scaler and the
+gate (CapacityAwarePart.build's on_output), over the Kubernetes face and the real watch."""
+
+from __future__ import annotations
+
+import types
+
+from kubernetes import client
+
+from listener.scaler import Scaler
+from simulator.engine.store import ObjectStore
+from tests.kubernetes import objects as o
+from tests.kubernetes.listener_part import started_part
+from tests.listener.test_scaler import RecordingWriter
+
+WAIT = 10.0
+
+
+class FakeListener:
+    """What on_output calls on the listener: the live maxRunners, and the scaler."""
+
+    def __init__(self, scaler: Scaler) -> None:
+        self.scaler = scaler
+        self.live_max: list[int] = []
+
+    def set_live_max_runners(self, max_runners: int) -> None:
+        self.live_max.append(max_runners)
+
+
+def test_an_outdated_set_reaches_the_scaler_and_the_gate_and_back(
+    api: client.ApiClient, store: ObjectStore
+) -> None:
+    """Prevents the scaler asking for minRunners + assigned jobs, and the header advertising
+    capacity, for a scale set ARC pinned at zero (runners Outdated, #4652)."""
+    _app, part = started_part(api, {"enabled": True})
+    writer = RecordingWriter()
+    scaler = Scaler(writer, namespace=o.NS, name=o.ERS, min_runners=1, max_runners=10)
+    listener = FakeListener(scaler)
+
+    def set_phase(phase: str) -> None:
+        rv = store.mutate(
+            "EphemeralRunnerSet",
+            o.NS,
+            o.ERS,
+            lambda ers: ers.setdefault("status", {}).update(phase=phase),
+        )["metadata"]["resourceVersion"]
+        assert part.provider.cache.wait_until(
+            lambda c: c.get("EphemeralRunnerSet", o.NS, o.ERS)["metadata"]["resourceVersion"] == rv,
+            WAIT,
+        )
+
+    try:
+        assert part.provider.cache.wait_synced(WAIT)
+        loop = part.build(listener)  # type: ignore[arg-type]
+        set_phase("Outdated")
+        assert loop.run_once() is not None
+        assert scaler.switched_off and listener.live_max[-1] == 0
+        assert scaler.handle_desired_runner_count(3) == 0
+
+        set_phase("Running")
+        loop.changed(lost=True)  # a drop check first: the scaler follows it at once
+        assert loop.run_once() is not None
+        assert not scaler.switched_off
+        assert scaler.handle_desired_runner_count(3) == 4
+        # The next periodic step gives the gate its live maxRunners back.
+        later = loop.clock.now() + part.capacity.recalculate_interval + 1
+        loop.clock = types.SimpleNamespace(now=lambda: later)  # type: ignore[assignment]
+        assert loop.run_once() is not None
+        assert listener.live_max[-1] == 10
+    finally:
+        part.stop(timeout=1.0)
