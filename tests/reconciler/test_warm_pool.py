@@ -253,7 +253,7 @@ def auto_config(**kw: object) -> ReconcilerConfig:
 
 def test_reconciler_grows_the_pool_with_the_runners_it_sees_starting() -> None:
     clock = ManualClock(MONDAY)
-    rec = Stepper(auto_config(minimum=1), clock)
+    rec = Stepper(auto_config(minimum=1, miss_probability=0.05), clock)
     rec.step(snapshot())
     assert rec.reconciler.warm_pool.pairs == 1
     # 6 runner pods appear, 2 of which already have their workflow pod bound: 4 starting
@@ -313,6 +313,14 @@ def test_schedule_follows_the_wall_clock_in_production() -> None:
     rec.step(snapshot())
     warm_pool = rec.reconciler.warm_pool
     assert (warm_pool.pairs, warm_pool.reason) == (4, "schedule 07:00-08:00")
+
+
+def test_the_settings_defaults_are_the_estimators_defaults() -> None:
+    """The shipped defaults live in two places (the settings model and the policy the
+    reconciler's tests build directly); measured figures are for the settings' ones."""
+    settings = parse_capacity_aware({"proactiveCapacity": "auto"}, where="t")
+    # static_pairs is the floor until the first estimate (minPairs), not an estimator dial
+    assert settings.warm_pool_policy() == WarmPoolPolicy(static_pairs=0)
 
 
 def test_a_fixed_pool_without_schedule_keeps_the_old_path() -> None:
