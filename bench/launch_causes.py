@@ -1,7 +1,7 @@
 """Benchmark: why a strategy launches the nodes it launches (issue 31: node churn).
 
     .venv/bin/python bench/launch_causes.py [SCENARIO] [--seeds 7] [--strategies ...]
-                                            [--set KEY=VALUE ...] [--jobs 2]
+                                            [--set JSON | --sweep JSON-LIST] [--jobs 2]
 
 Runs a shipped scenario per seed and strategy and prints, summed over the seeds:
 
@@ -14,6 +14,13 @@ Runs a shipped scenario per seed and strategy and prints, summed over the seeds:
   only placeholders (``underutilized, placeholders only``) or other pods, and other reasons
   (expiry, node lost, ...);
 - node-hours and the fair p50 / p95 queue-to-start, for the trade-off.
+
+With ``--sweep '[{}, {"doNotDisrupt": "1h"}, {"proactiveCapacity": 2}]'`` (a JSON list of
+capacity-aware dial sets, ``{}`` being the shipped defaults) it runs stock ARC once per seed and
+capacity-aware once per point and ends with the **frontier**: per point, nodes launched per
+seed and as a ratio to stock ARC's (summed over the seeds), fair p50 / p95 over the jobs of all
+seeds pooled and as a ratio to stock ARC's, dollars as a ratio, failed jobs; the shipped
+defaults are marked ``(default)``.
 
 The attribution patches nothing in the product: it wraps the simulated Karpenter provisioner's
 ``provision`` to see which pending pods each new NodeClaim was created for (the same
@@ -112,7 +119,7 @@ def run(item: tuple[str, str, int, str]) -> dict[str, Any]:
         results = world.run()
     finally:
         prov.Provisioner.provision = original  # type: ignore[method-assign]
-    return {"strategy": strategy, "seed": seed, **_figures(world, results, record)}
+    return {"strategy": strategy, "seed": seed, "dials": dials, **_figures(world, results, record)}
 
 
 def _figures(
@@ -160,7 +167,81 @@ def _figures(
         "p50": fair["p50"],
         "p95": fair["p95"],
         "failed": results["jobs_failed"],
+        "waits": waits,
     }
+
+
+def _points(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The capacity-aware dial sets to run, each as canonical JSON (one unless ``--sweep``)."""
+    if args.sweep is None:
+        return [args.set]
+    try:
+        points = json.loads(args.sweep)
+    except json.JSONDecodeError as exc:
+        p.error(f"--sweep: not JSON ({exc}); allowed: a list of dial objects like '[{{}}]'")
+    if not isinstance(points, list) or not points or not all(isinstance(x, dict) for x in points):
+        p.error("--sweep: a non-empty JSON list of dial objects, e.g. '[{}, {\"a\": 1}]'")
+    return [json.dumps(x, sort_keys=True) for x in points]
+
+
+def _report(strategy: str, mine: list[dict[str, Any]]) -> None:
+    launches: Counter[str] = Counter()
+    removals: Counter[str] = Counter()
+    for r in mine:
+        launches.update(r["launches"])
+        removals.update(r["removals"])
+    print(
+        f"{strategy}: launches {sum(launches.values())}, "
+        f"node-h {sum(r['node_hours'] or 0 for r in mine):,.1f}, "
+        f"$ {sum(r['dollars'] or 0 for r in mine):,.2f}, "
+        f"failed {sum(r['failed'] for r in mine)}, fair p50/p95 per seed "
+        + " ".join(f"{r['p50']}/{r['p95']}" for r in mine)
+    )
+    causes = ", ".join(f"{c} {launches[c]}" for c in LAUNCH_CAUSES if launches[c])
+    print(f"  launches by cause: {causes}")
+    print("  removals: " + ", ".join(f"{c} {n}" for c, n in removals.most_common()))
+
+
+def _totals(mine: list[dict[str, Any]]) -> dict[str, Any]:
+    waits = [w for r in mine for w in r["waits"]]
+    return {
+        "launches": sum(sum(r["launches"].values()) for r in mine),
+        "dollars": sum(r["dollars"] or 0 for r in mine),
+        "failed": sum(r["failed"] for r in mine),
+        **fair_percentiles(waits),
+    }
+
+
+def _ratio(mine: float | None, stock: float | None) -> str:
+    if mine is None or stock is None or not stock:
+        return "never" if mine is None else "-"
+    return f"{mine / stock:.2f}"
+
+
+def _frontier(rows: list[dict[str, Any]], points: list[str], seeds: int) -> None:
+    """One line per capacity-aware point against stock ARC, all seeds summed or pooled."""
+    stock = _totals([r for r in rows if r["strategy"] == "baseline"])
+    print("frontier (capacity-aware against stock ARC; launches and $ summed, p50/p95 pooled):")
+    print(
+        f"  {'point':<44} {'nodes/seed':>10} {'nodes x':>8} {'p50 s':>7} {'p50 x':>6} "
+        f"{'p95 s':>7} {'$ x':>5} {'failed':>6}"
+    )
+    print(
+        f"  {'stock ARC':<44} {stock['launches'] / seeds:>10.1f} {'1.00':>8} "
+        f"{stock['p50'] or 'never':>7} {'1.00':>6} {stock['p95'] or 'never':>7} "
+        f"{'1.00':>5} {stock['failed']:>6}"
+    )
+    for point in points:
+        mine = _totals(
+            [r for r in rows if r["strategy"] == "capacity-aware" and r["dials"] == point]
+        )
+        label = point + (" (default)" if point == "{}" else "")
+        print(
+            f"  {label:<44} {mine['launches'] / seeds:>10.1f} "
+            f"{_ratio(mine['launches'], stock['launches']):>8} {mine['p50'] or 'never':>7} "
+            f"{_ratio(mine['p50'], stock['p50']):>6} {mine['p95'] or 'never':>7} "
+            f"{_ratio(mine['dollars'], stock['dollars']):>5} {mine['failed']:>6}"
+        )
 
 
 def main() -> int:
@@ -169,34 +250,37 @@ def main() -> int:
     p.add_argument("--seeds", default="7")
     p.add_argument("--strategies", default="baseline,capacity-aware")
     p.add_argument("--set", default="{}", help="JSON capacityAware dials for capacity-aware")
+    p.add_argument(
+        "--sweep",
+        default=None,
+        help="JSON list of capacity-aware dial sets; prints the frontier against stock ARC",
+    )
     p.add_argument("--jobs", type=int, default=2)
     args = p.parse_args()
     strategies = args.strategies.split(",")
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown:
         p.error(f"--strategies: unknown {unknown}; allowed: {', '.join(STRATEGIES)}")
+    if args.sweep is not None and set(strategies) != {"baseline", "capacity-aware"}:
+        p.error("--sweep compares with stock ARC: --strategies baseline,capacity-aware")
+    points = _points(p, args)
     seeds = [int(s) for s in args.seeds.split(",")]
-    items = [(args.scenario, s, seed, args.set) for s in strategies for seed in seeds]
+    items = [
+        (args.scenario, s, seed, point)
+        for s in strategies
+        for point in (points if s == "capacity-aware" else ["{}"])
+        for seed in seeds
+    ]
     with Pool(args.jobs) as pool:
         rows = pool.map(run, items)
-    print(f"{args.scenario}, seeds {seeds}, capacity-aware dials {args.set}; sums over seeds")
+    dials = " | ".join(points)
+    print(f"{args.scenario}, seeds {seeds}, capacity-aware dials {dials}; sums over seeds")
     for strategy in strategies:
-        mine = [r for r in rows if r["strategy"] == strategy]
-        launches: Counter[str] = Counter()
-        removals: Counter[str] = Counter()
-        for r in mine:
-            launches.update(r["launches"])
-            removals.update(r["removals"])
-        print(
-            f"{strategy}: launches {sum(launches.values())}, "
-            f"node-h {sum(r['node_hours'] or 0 for r in mine):,.1f}, "
-            f"$ {sum(r['dollars'] or 0 for r in mine):,.2f}, "
-            f"failed {sum(r['failed'] for r in mine)}, fair p50/p95 per seed "
-            + " ".join(f"{r['p50']}/{r['p95']}" for r in mine)
-        )
-        causes = ", ".join(f"{c} {launches[c]}" for c in LAUNCH_CAUSES if launches[c])
-        print(f"  launches by cause: {causes}")
-        print("  removals: " + ", ".join(f"{c} {n}" for c, n in removals.most_common()))
+        for point in points if strategy == "capacity-aware" else ["{}"]:
+            mine = [r for r in rows if r["strategy"] == strategy and r["dials"] == point]
+            _report(strategy if len(points) == 1 else f"{strategy} {point}", mine)
+    if args.sweep is not None:
+        _frontier(rows, points, len(seeds))
     return 0
 
 

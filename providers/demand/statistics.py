@@ -19,6 +19,7 @@ by the listener (listener/statistics_refresh.py) and the simulated world.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from providers.demand import FailureMode, OnChange
@@ -59,16 +60,36 @@ class StatisticsDemand:
     def __init__(self, on_change: OnChange | None = None) -> None:
         self._on_change = on_change
         self._current = Demand(queued_jobs=None, error="no statistics received yet", source=NAME)
+        self._departures = 0
+        self._before_departures: list[Callable[[], None]] = []
 
     @property
     def current(self) -> Demand:
         return self._current
+
+    @property
+    def departures(self) -> int:
+        """Jobs seen leaving the queue so far: the sum of every fall of ``totalAvailableJobs``
+        between two statistics (assigned here or elsewhere, or cancelled). A polled source's
+        answer still counts them until its next poll (:class:`~providers.demand.combine.
+        CombinedDemand` takes them off it)."""
+        return self._departures
+
+    def before_departures(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` each time, just before :attr:`departures` grows (so a polled
+        answer that came before the fall is dated before it)."""
+        self._before_departures.append(callback)
 
     def observe(self, total_available_jobs: int) -> None:
         """Record the latest ``totalAvailableJobs``; wake the reconciler if it changed."""
         queued = max(0, int(total_available_jobs))
         if self._current.queued_jobs == queued and self._current.error is None:
             return
+        before = self._current.queued_jobs
+        if before is not None and queued < before:
+            for callback in self._before_departures:
+                callback()
+            self._departures += before - queued
         self._current = Demand(queued_jobs=queued, source=NAME)
         if self._on_change is not None:
             self._on_change()

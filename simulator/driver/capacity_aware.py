@@ -260,8 +260,10 @@ class CapacityAwareDriver:
             demand = Demand(queued_jobs=None, error=str(exc), source="hud")
         if self.hud_filter is not None:
             demand = self.hud_filter(demand)
-        if demand != self.hud_demand:
-            self.hud_demand = demand
+        # Every answer replaces the last, an unchanged count included (as the listener's
+        # PolledDemand does): the combination dates a polled answer by its identity.
+        changed, self.hud_demand = demand != self.hud_demand, demand
+        if changed:
             self.lead()
         ctx.loop.call_later(self.settings.hud.poll_interval, self._poll_hud)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from providers.demand import FailureMode
-from providers.demand.combine import Combine, CombinedDemand, combine
+from providers.demand.combine import Combine, CombinedDemand, combine, discount
 from providers.demand.statistics import StatisticsDemand
 from reconciler.settings import parse_capacity_aware
 from reconciler.settings_types import SettingsError
@@ -63,6 +63,107 @@ def test_a_source_not_started_yet_counts_as_failing() -> None:
 def test_attaching_a_source_that_was_not_configured_is_refused() -> None:
     with pytest.raises(ValueError, match="'hud' is not one of"):
         CombinedDemand(["statistics"]).attach(_Named("hud"))
+
+
+@pytest.mark.parametrize(
+    ("answer", "departed", "queued"),
+    [
+        (Demand(queued_jobs=3, source="hud"), 0, 3),
+        (Demand(queued_jobs=3, source="hud"), 1, 2),
+        (Demand(queued_jobs=3, source="hud"), 3, 0),
+        (Demand(queued_jobs=3, source="hud"), 5, 0),  # never below 0
+        (HUD_DOWN, 2, None),  # a failure stays a failure: the floor still applies
+    ],
+)
+def test_discount_takes_the_jobs_seen_leaving_off_a_polled_answer(
+    answer: Demand, departed: int, queued: int | None
+) -> None:
+    result = discount(answer, departed)
+    assert (result.queued_jobs, result.source, result.error) == (
+        queued,
+        answer.source,
+        answer.error,
+    )
+
+
+class _Polled:
+    """A polled source: every poll replaces its answer, an unchanged count included."""
+
+    failure_mode = FailureMode.OPEN_TO_FLOOR
+
+    def __init__(self, name: str = "hud") -> None:
+        self.name = name
+        self.current = Demand(queued_jobs=None, error="not polled yet", source=name)
+
+    def answer(self, queued: int) -> None:
+        self.current = Demand(queued_jobs=queued, source=self.name)
+
+
+def _hud_and_statistics() -> tuple[CombinedDemand, _Polled, StatisticsDemand]:
+    combined = CombinedDemand(("hud", "statistics"), Combine.MAX)
+    hud, stats = _Polled(), StatisticsDemand()
+    combined.attach(hud)
+    combined.attach(stats)
+    return combined, hud, stats
+
+
+def test_a_job_assigned_since_the_last_poll_is_no_longer_queued() -> None:
+    """Regression (issue 31, scale-to-zero): the HUD's answer, 30 s old, still counted a job
+    GitHub had assigned, so with proactiveCapacity 0 the half its workflow pod took from its
+    pair was created again on a new node, consolidated empty minutes later."""
+    combined, hud, stats = _hud_and_statistics()
+    stats.observe(1)
+    hud.answer(1)
+    assert combined.current.queued_jobs == 1
+    stats.observe(0)  # the job is assigned: JobAssigned carries the new statistics
+    assert combined.current.queued_jobs == 0
+
+
+def test_the_next_poll_is_taken_as_it_is_even_with_an_unchanged_count() -> None:
+    combined, hud, stats = _hud_and_statistics()
+    stats.observe(1)
+    hud.answer(1)
+    stats.observe(0)
+    assert combined.current.queued_jobs == 0
+    stats.observe(1)  # a second job, seen by both
+    hud.answer(1)
+    assert combined.current.queued_jobs == 1
+
+
+def test_what_only_the_polled_source_sees_stands_while_statistics_see_nothing_leave() -> None:
+    combined, hud, stats = _hud_and_statistics()
+    stats.observe(0)
+    hud.answer(2)
+    stats.observe(0)
+    assert combined.current.queued_jobs == 2
+    stats.observe(1)  # a job arrives: a rise takes nothing off
+    assert combined.current.queued_jobs == 2
+
+
+def test_never_below_what_statistics_count_themselves() -> None:
+    combined, hud, stats = _hud_and_statistics()
+    stats.observe(3)
+    hud.answer(3)
+    stats.observe(1)
+    stats.observe(4)  # two left, three came: the answer is read as 1, statistics say 4
+    assert combined.current.queued_jobs == 4
+
+
+def test_without_statistics_a_polled_answer_is_taken_as_it_is() -> None:
+    combined = CombinedDemand(("hud",), Combine.MAX)
+    hud = _Polled()
+    combined.attach(hud)
+    hud.answer(2)
+    assert combined.current.queued_jobs == 2
+
+
+def test_a_failing_polled_source_still_names_its_error_for_the_floor() -> None:
+    combined, hud, stats = _hud_and_statistics()
+    stats.observe(1)
+    hud.current = HUD_DOWN
+    stats.observe(0)
+    result = combined.current
+    assert (result.queued_jobs, result.error) == (0, "hud: HUD http error: 503")
 
 
 class _Named:

@@ -46,3 +46,23 @@ def test_statistics_refresh_is_on_by_default_and_refuses_sub_second_intervals() 
     assert DemandSettings.model_validate({"statisticsRefresh": "0"}).statistics_refresh == 0
     with pytest.raises(ValueError, match=r"statisticsRefresh must be 0 \(off\) or at least 1s"):
         DemandSettings.model_validate({"statisticsRefresh": "500ms"})
+
+
+@pytest.mark.parametrize(
+    ("counts", "departures"),
+    [
+        ((3,), 0),  # the first statistics: nothing seen leaving yet
+        ((3, 1), 2),
+        ((3, 5), 0),  # a rise is jobs arriving, not leaving
+        ((3, 1, 4, 2), 4),  # every fall counts, not the net change
+        ((2, 2, 0), 2),
+        ((1, -3), 1),  # read as 0
+    ],
+)
+def test_departures_sum_every_fall_of_the_available_jobs(
+    counts: tuple[int, ...], departures: int
+) -> None:
+    source = StatisticsDemand()
+    for count in counts:
+        source.observe(count)
+    assert source.departures == departures
