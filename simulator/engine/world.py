@@ -35,8 +35,9 @@ from simulator.driver.capacity_aware import CapacityAware, CapacityAwareDriver
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import ObjectStore
+from simulator.scenarios.blocks import ScaleSetModel
 from simulator.scenarios.placeholder_pdb import placeholder_pdb
-from simulator.scenarios.scenario import ScaleSetModel, Scenario
+from simulator.scenarios.scenario import Scenario
 from simulator.scenarios.strategies import (
     BASELINE,
     CAPACITY_AWARE,
