@@ -63,11 +63,12 @@ from simulator.engine.store import ObjectStore
 from simulator.faces.actions import ActionsFace, ScaleSetInfo
 from simulator.faces.hud import HudFace, Rows, rows_for
 from simulator.faces.k8s import K8sFace
-from simulator.workload.actions import ActionsService, Job, JobState
+from simulator.workload.actions import ActionsService
 from simulator.workload.arc import ArcScaleSet, ArcTimings, ContainerMode, ScaleSetSpec
 from simulator.workload.hook_template import install_hook_template
 from simulator.workload.jobs import DurationDist, JobSpec, burst
 from simulator.workload.pods import PodRouter
+from simulator.workload.service_records import Job, JobState
 
 POOL = "ci"
 #: A PAT the Actions face accepts; fake on purpose (it only ever reaches 127.0.0.1).

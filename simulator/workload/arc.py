@@ -60,7 +60,7 @@ from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import NotFound, Obj, ObjectStore
 from simulator.engine.streams import Streams
-from simulator.workload.actions import ActionsService, Job, JobState, ScaleSet
+from simulator.workload.actions import ActionsService
 from simulator.workload.arc_scaledown import ScaleDownStats, pick_idle, sample
 from simulator.workload.hook import poll_schedule
 from simulator.workload.pods import (
@@ -71,6 +71,7 @@ from simulator.workload.pods import (
     ROLE_WORKFLOW,
     PodRouter,
 )
+from simulator.workload.service_records import Job, JobState, ScaleSet
 
 ANNOTATION_PATCH_ID = "actions.github.com/patch-id"
 #: The chart version each ARC release labels its objects with.

@@ -32,7 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from providers.kubernetes.labels import LABEL_SCALE_SET
 from simulator.faces.live import LiveWorld
-from simulator.workload.actions import JobState
+from simulator.workload.service_records import JobState
 from tests.e2e.conftest import ListenerProcess
 
 PROACTIVE = 2

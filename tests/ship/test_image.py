@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from simulator.faces.live import LiveSpec, LiveWorld
-from simulator.workload.actions import JobState
+from simulator.workload.service_records import JobState
 from tests.e2e.conftest import free_port
 from tools import image_build as ib
 
