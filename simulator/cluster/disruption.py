@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from providers.kubernetes.do_not_disrupt import protected_until
 from providers.kubernetes.labels import ANNOTATION_DO_NOT_DISRUPT, TAINT_KARPENTER_DISRUPTED
 from simulator.cluster.emit import Emitter
+from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 from simulator.cluster.lifecycle import ClaimLifecycle
 from simulator.cluster.nodepools import PoolView
 from simulator.cluster.pdb import blocks_eviction, budgets
@@ -40,7 +41,7 @@ from simulator.cluster.provisioner import PoolCache, Provisioner
 from simulator.cluster.quantity import Resources, fits
 from simulator.cluster.scheduler import Scheduler
 from simulator.cluster.spec import ClusterSpec
-from simulator.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
+from simulator.cluster.state import ClusterState
 from simulator.engine.loop import EventLoop, Timer
 
 

@@ -52,17 +52,12 @@ from providers.kubernetes.labels import (
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
 from simulator.cluster.fleet import fleet_overrides
+from simulator.cluster.infos import LABEL_INSTANCE_TYPE, NodeInfo, Observer, PodInfo
 from simulator.cluster.matching import TaintT
 from simulator.cluster.nodepools import NODECLASS_REF, Offering, PoolView
 from simulator.cluster.quantity import GPU, Resources, format_cpu, format_memory
 from simulator.cluster.spec import ClusterSpec
-from simulator.cluster.state import (
-    LABEL_INSTANCE_TYPE,
-    ClusterState,
-    NodeInfo,
-    Observer,
-    PodInfo,
-)
+from simulator.cluster.state import ClusterState
 from simulator.cluster.usage import Machine, Usage
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import Obj, StoreError, iso

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from simulator.cluster.infos import NodeInfo, PodInfo
 from simulator.cluster.pdb import Budget, split_by_violation
-from simulator.cluster.state import NodeInfo, PodInfo
 
 MAX_INT32 = 2**31 - 1
 NOT_HELPFUL = "Preemption is not helpful for scheduling"

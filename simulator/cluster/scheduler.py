@@ -71,6 +71,7 @@ from typing import Any
 
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
+from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 from simulator.cluster.matching import tolerates
 from simulator.cluster.pdb import Budget, budgets
 from simulator.cluster.pods import terminating_by_preemption
@@ -82,7 +83,7 @@ from simulator.cluster.preemption import (
 )
 from simulator.cluster.quantity import Resources, fits
 from simulator.cluster.scoring import best_preferred
-from simulator.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
+from simulator.cluster.state import ClusterState
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import Obj, StoreError
 
