@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from simulator.faces.live import LiveSpec, LiveWorld
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
 from simulator.workload.service_records import JobState
 from tests.e2e.conftest import free_port
 from tools import image_build as ib
