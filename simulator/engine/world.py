@@ -49,7 +49,8 @@ from simulator.scenarios.strategies import (
     Strategy,
 )
 from simulator.workload.actions import ActionsService
-from simulator.workload.arc import ArcScaleSet, ArcTimings, ContainerMode, ScaleSetSpec
+from simulator.workload.arc import ArcScaleSet
+from simulator.workload.arc_spec import ArcTimings, ContainerMode, ScaleSetSpec
 from simulator.workload.hud import Hud, Outage
 from simulator.workload.jobs import (
     DurationDist,

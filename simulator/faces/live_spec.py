@@ -15,7 +15,7 @@ from simulator.cluster import (
     Timings,
 )
 from simulator.cluster.spec import default_catalog
-from simulator.workload.arc import ArcTimings
+from simulator.workload.arc_spec import ArcTimings
 
 POOL = "ci"
 #: A PAT the Actions face accepts; fake on purpose (it only ever reaches 127.0.0.1).

@@ -62,7 +62,8 @@ from simulator.faces.live_spec import (
     cluster_spec,
 )
 from simulator.workload.actions import ActionsService
-from simulator.workload.arc import ArcScaleSet, ContainerMode, ScaleSetSpec
+from simulator.workload.arc import ArcScaleSet
+from simulator.workload.arc_spec import ContainerMode, ScaleSetSpec
 from simulator.workload.hook_template import install_hook_template
 from simulator.workload.jobs import DurationDist, JobSpec, burst
 from simulator.workload.pods import PodRouter
