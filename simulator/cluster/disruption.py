@@ -22,7 +22,7 @@ Every ``timings.disruption_poll`` seconds (10 s):
    filters, after placing pods already waiting for capacity) is chosen. Deletion only: no
    replacement launch, no multi-node consolidation.
 
-Execution: taint ``karpenter.sh/disrupted:NoSchedule`` and terminate (see :mod:`.lifecycle`);
+Execution: taint ``karpenter.sh/disrupted:NoSchedule`` and terminate (see :mod:`.termination`);
 evicted pods are logged with reason ``consolidated``.
 """
 
@@ -219,7 +219,7 @@ class Disruption(Observer):
         for name in decision.nodes:
             node = self.state.nodes.get(name)
             claim = self.lifecycle.claims.get(name)
-            self.lifecycle.add_disrupted_taint(name)
+            self.lifecycle.termination.add_disrupted_taint(name)
             self.emit(
                 "node_disrupted",
                 node=name,
@@ -229,7 +229,7 @@ class Disruption(Observer):
                 pods=len(node.pods) if node else 0,
             )
             self.consolidated += 1
-            self.lifecycle.terminate(name, "consolidated")
+            self.lifecycle.termination.terminate(name, "consolidated")
 
 
 def _positive(r: Resources) -> Resources:
