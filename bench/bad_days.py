@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simulator.faces.live import LiveWorld
+from simulator.faces.live_world import LiveWorld
 from simulator.faults import FaultKind
 from tests.reliability.bad_day import (
     ProxiedListener,

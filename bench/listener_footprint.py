@@ -48,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.k8s_cache import pod as arc_pod  # noqa: E402
 from providers.kubernetes import labels as L  # noqa: E402
-from simulator.faces.live import LiveSpec, LiveWorld  # noqa: E402
+from simulator.faces.live_spec import LiveSpec  # noqa: E402
+from simulator.faces.live_world import LiveWorld  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE_WINDOW = 5  # samples (seconds) per peak-CPU window

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from providers.kubernetes.labels import LABEL_SCALE_SET
 from simulator.faces.k8s import K8sFace
-from simulator.faces.live import LiveSpec, LiveWorld
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
 
 REPO = Path(__file__).resolve().parent.parent
 

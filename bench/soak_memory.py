@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from simulator.engine.world import World  # noqa: E402
 from simulator.faults import FaultPlan, WorldChaos  # noqa: E402
-from simulator.measurement.invariants import observe_world  # noqa: E402
+from simulator.measurement.observe import observe_world  # noqa: E402
 from simulator.scenarios.scenario import load_scenario  # noqa: E402
 
 DAY = 86_400.0

@@ -45,14 +45,12 @@ from pydantic import (
 from listener import keyvault
 from providers.actions.auth import AppAuth, Credentials, PatAuth
 from providers.actions.config_url import ConfigUrlError, GitHubConfig, parse_config_url
+from reconciler.max_runners import MAX_INT32
 
 log = logging.getLogger(__name__)
 
 CONFIG_PATH_ENV = "LISTENER_CONFIG_PATH"
 DEFAULT_CONFIG_PATH = "/etc/gha-listener/config.json"
-#: Go's math.MaxInt32: ARC's int fields (minRunners, maxRunners, patchID) are 32-bit; as
-#: maxRunners it means unbounded. The one name for it (gate and scaler import it).
-MAX_INT32 = 2_147_483_647
 #: Largest accepted config file (ARC's is under 10 KiB even with an App key and a CA bundle).
 MAX_CONFIG_BYTES = 1024 * 1024
 #: ARC 0.15's listener Kubernetes client (PR #4558), when ``listener_config.scaler`` is unset.

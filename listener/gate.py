@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import threading
 
-from listener.arc_config import MAX_INT32
 from listener.poll_cut import PollCut
+from reconciler.max_runners import clamp_max_runners
 
 
 class CapacityGate:
@@ -38,7 +38,7 @@ class CapacityGate:
         #: When a change cuts the poll in flight (listener/poll_cut.py, shared with the simulator).
         self.cut_rule = PollCut(cut_on_drop, cut_on_rise, debounce, cut_when_full)
         self._lock = threading.Lock()
-        self._live_max = _clamp(max_runners, 0, MAX_INT32)
+        self._live_max = clamp_max_runners(max_runners)
         self._requested = self._live_max if initial is None else initial
         self._advertised: int | None = None
         #: Why the gate is held at 0 regardless of the reconciler (None: not held).
@@ -54,7 +54,7 @@ class CapacityGate:
         with self._lock:
             if self._closed_for is not None:
                 return 0
-            return _clamp(self._requested, 0, self._live_max)
+            return max(0, min(self._requested, self._live_max))
 
     @property
     def closed_for(self) -> str | None:
@@ -86,7 +86,7 @@ class CapacityGate:
     def set_live_max_runners(self, max_runners: int) -> None:
         """Follow a live ``maxRunners`` change (0 is a hard cap: a drain); thread-safe."""
         with self._lock:
-            self._live_max = _clamp(max_runners, 0, MAX_INT32)
+            self._live_max = clamp_max_runners(max_runners)
         self._notify()
 
     # --- loop side ---
@@ -139,7 +139,3 @@ class CapacityGate:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-
-
-def _clamp(value: int, low: int, high: int) -> int:
-    return max(low, min(value, high))

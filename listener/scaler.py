@@ -51,9 +51,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from listener.arc_config import MAX_INT32
 from listener.arc_version import ArcVersion, version_of_runner
 from providers.actions.models import JobCompleted, JobStarted, is_zero_time
+from reconciler.max_runners import MAX_INT32, clamp_max_runners
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +218,9 @@ class Scaler:
         self.refused = 0
 
     def set_max_runners(self, max_runners: int) -> None:
-        """Follow a live ``maxRunners`` change (clamped at ``min_runners``)."""
-        self.max_runners = max(self.min_runners, max_runners)
+        """Follow a live ``maxRunners`` change, clamped by the one rule
+        (reconciler/max_runners.py) at ``min_runners``."""
+        self.max_runners = clamp_max_runners(max_runners, floor=self.min_runners)
 
     def set_hot_runners(self, hot_runners: int) -> None:
         """The live hot slots changed; the next ERS patch keeps that many idle runners."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from listener.scaler import ScalerError
-from providers.kubernetes.lease import LeaseFence, LeaseFenced
+from providers.kubernetes.lease_fence import LeaseFence, LeaseFenced
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,10 @@ Read in this order:
 
 1. :mod:`.snapshot`: what one step observes (pods, demand, fit estimate), as values.
 2. :mod:`.sync`: passive transitions the snapshot proves.
-3. :mod:`.decide`: active transitions and commands, with :mod:`.sizing` (how many pairs),
-   :mod:`.survivors` (lone halves), :mod:`.unblock` (half-placed pairs) and
-   :mod:`.warm_pool` (the warm pool size).
+3. :mod:`.decide`: active transitions and commands (its input and output in
+   :mod:`.decision`), with :mod:`.sizing` (how many pairs), :mod:`.survivors` (lone halves),
+   :mod:`.unblock` (half-placed pairs), :mod:`.sweep` (adoption and orphans), :mod:`.ramp`
+   (how many pairs to request now) and :mod:`.warm_pool` (the warm pool size).
 4. :mod:`.capacity`: the ledger, what may be advertised.
 5. :mod:`.reconciler`: one step (the pure :func:`~reconciler.reconciler.reconcile` and the
    store that commits it).

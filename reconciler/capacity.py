@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from reconciler.max_runners import clamp_max_runners
 from reconciler.snapshot import ClusterSnapshot
 
 
@@ -81,7 +82,7 @@ def compute_ledger(
 
     runner_side = len(bound_runners) + runner_placeholders
     workflow_side = real_workflows_bound + workflow_placeholders + hot_workflow_halves
-    max_runners = max(0, snapshot.max_runners)
+    max_runners = clamp_max_runners(snapshot.max_runners)
     return CapacityLedger(
         capacity=min(runner_side, workflow_side, max_runners),
         runner_side=runner_side,

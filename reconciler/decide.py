@@ -16,7 +16,8 @@ Steps, in order (each is one function below):
                           (cordoned, disrupted, untolerated taint) -> DELETED, to be replaced.
 5. ``sweep``              adopt complete pairs of an earlier instance on the first step; delete
                           orphans (other instances, expired leases, incomplete pairs) and pods
-                          of TIMED_OUT pairs that survived their delete.
+                          of TIMED_OUT pairs that survived their delete
+                          (``reconciler/sweep.py``).
 6. ``resize``             desired = clamp(proactive + queued jobs, 0, maxRunners headroom),
                           rounded up to node-sized groups where the NodePool limit binds
                           (``reconciler/sizing.py``);
@@ -25,20 +26,20 @@ Steps, in order (each is one function below):
                           REQUESTED/PARTIAL, READY (newest first within each group).
 7. ``launch``             QUEUED -> REQUESTED, oldest first, bounded by the ramp
                           (``launch_budget``: node-launch rate in node-sized groups, NodePool
-                          headroom, safety caps).
+                          headroom, safety caps; ``reconciler/ramp.py``).
 8. ``renew_leases``       RenewLease for pods of pairs we keep whose lease is past half-life.
 
-Decisions accumulate in a :class:`Decision`; nothing is applied here.
+Decisions accumulate in a :class:`Decision` (``reconciler/decision.py``); nothing is applied
+here.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Container, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Container, Iterator
 
-from reconciler.ports import Command, DeleteOrphan, PodRef, RenewLease
-from reconciler.settings import ReconcilerConfig
+from reconciler.decision import DecideInput, Decision, pod_ref, records_in
+from reconciler.ports import DeleteOrphan, RenewLease
+from reconciler.ramp import LaunchBudget, launch_budget, unbound_in_flight
 from reconciler.sizing import (
     desired_pairs,
     free_pair_slots,
@@ -48,74 +49,24 @@ from reconciler.sizing import (
     packed_target,
 )
 from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
-from reconciler.survivors import (
-    HalfMove,
-    SurvivorPool,
-    Survivors,
-    mend_or_release,
-    release_repaired,
-)
-from reconciler.sync import classify
+from reconciler.survivors import HalfMove, SurvivorPool, mend_or_release, release_repaired
+from reconciler.sweep import sweep
 from reconciler.unblock import stuck_pairs, to_release
 from state_machine.events import Kind
-from state_machine.record import PairRecord
 from state_machine.states import PairState
-from state_machine.store import Change, Move, NewPair
+from state_machine.store import Move
 from state_machine.table import IN_FLIGHT, KEEPS_PODS, LIVE
 
 S = PairState
 # Read once per pair or pod per step, so bound to module names: on Python 3.11 (the image's)
 # reading an enum member off its class (``Half.STALLED``) costs ~150 ns, 30x a global.
-_STALLED, _LOST, _TIMED_OUT = Half.STALLED, Half.LOST, S.TIMED_OUT
-#: A timed-out pair's pods still standing this long after the timeout are deleted again.
-DELETE_RETRY_AFTER = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class DecideInput:
-    """Everything decide reads, explicitly."""
-
-    pairs: Mapping[str, PairRecord]  # state after sync
-    snapshot: ClusterSnapshot
-    config: ReconcilerConfig
-    now: float
-    instance: str
-    first_step: bool
-
-
-@dataclass(slots=True)
-class Decision:
-    changes: list[Change] = field(default_factory=list)
-    commands: list[Command] = field(default_factory=list)
-    #: The state each pair will be in once ``changes`` apply (pairs deleted are dropped).
-    states: dict[str, PairState] = field(default_factory=dict)
-    #: Why QUEUED pairs were left waiting this step (see :class:`LaunchBudget`; "unblocking":
-    #: held for a step while stuck runner halves take freed room), or None.
-    launch_limited_by: str | None = None
-    #: The lone halves of PREEMPTED pairs, as retire_survivors found them.
-    survivors: Survivors = field(default_factory=Survivors)
-    #: Pairs released this step so their room completes others (``unblock``).
-    unblocked: int = 0
-    #: Pairs in flight (as sync left them) with a half still waiting for a node: they take
-    #: free allocatable before any pair requested now (resize's groups, the ramp).
-    unbound_in_flight: int = 0
-
-    def move(self, record: PairRecord, target: PairState, reason: str) -> None:
-        self.changes.append(Move(record.pair_id, target, Kind.ACTIVE, reason))
-        self.states[record.pair_id] = target
-
-    def add(self, pair_id: str, reason: str) -> None:
-        self.changes.append(NewPair(pair_id, reason))
-        self.states[pair_id] = S.QUEUED
-
-    def in_states(self, *states: PairState) -> list[str]:
-        return [pid for pid, s in self.states.items() if s in states]
+_STALLED, _LOST = Half.STALLED, Half.LOST
 
 
 def decide(inp: DecideInput, ids: Iterator[str]) -> Decision:
     decision = Decision(
         states={pid: r.state for pid, r in inp.pairs.items()},
-        unbound_in_flight=_unbound_in_flight(inp),
+        unbound_in_flight=unbound_in_flight(inp),
     )
     retire_survivors(inp, decision)
     time_out(inp, decision)
@@ -142,8 +93,8 @@ def retire_survivors(inp: DecideInput, decision: Decision) -> None:
     for lone in (*decision.survivors.kept, *decision.survivors.spare):
         if lone.lost_partner is not None:  # an ended pod stays until deleted
             reason = "ended half of a surviving pair"
-            decision.commands.append(DeleteOrphan(_ref(lone.lost_partner), reason))
-    for record in _records_in(inp, S.PREEMPTED):
+            decision.commands.append(DeleteOrphan(pod_ref(lone.lost_partner), reason))
+    for record in records_in(inp, S.PREEMPTED):
         if record.pair_id in pooled:
             continue
         if inp.now - record.since >= window:
@@ -161,7 +112,7 @@ def _lone_runner_half(pods: PairPods | None) -> bool:
 
 def time_out(inp: DecideInput, decision: Decision) -> None:
     timeout = inp.config.placeholder_ready_timeout
-    for record in _records_in(inp, *IN_FLIGHT):
+    for record in records_in(inp, *IN_FLIGHT):
         requested_at = record.entered(S.REQUESTED)
         if requested_at is not None and inp.now - requested_at >= timeout:
             pods = inp.snapshot.placeholders.get(record.pair_id, PairPods())
@@ -210,7 +161,7 @@ def unblock(inp: DecideInput, decision: Decision) -> None:
 
 def retire_blocked(inp: DecideInput, decision: Decision) -> None:
     observed = inp.snapshot.placeholders
-    for record in _records_in(inp, S.READY):
+    for record in records_in(inp, S.READY):
         pods = observed.get(record.pair_id)
         if pods is not None and (_stalled(pods.runner) or _stalled(pods.workflow)):
             decision.move(record, S.DELETED, "a pod sits on a node that no longer accepts it")
@@ -221,66 +172,7 @@ def _stalled(pod: PlaceholderPod | None) -> bool:
 
 
 # 5 -------------------------------------------------------------------------------------
-
-
-def sweep(inp: DecideInput, decision: Decision) -> None:
-    for pair_id, pods in inp.snapshot.placeholders.items():
-        if pair_id in inp.pairs:
-            record = inp.pairs[pair_id]
-            if record.state is _TIMED_OUT and inp.now - record.since >= DELETE_RETRY_AFTER:
-                _delete(decision, pods, "retry delete of a timed-out pair")
-            continue
-        if inp.first_step and _adoptable(pods):
-            _adopt(decision, pair_id, pods)
-            continue
-        reason = _orphan_reason(pods, inp)
-        if reason:
-            _delete(decision, pods, reason)
-
-
-def _adoptable(pods: PairPods) -> bool:
-    """Only pairs that already back a slot: adopting pending ones would bypass the burst cap."""
-    return classify(pods.runner) is Half.RUNNING and classify(pods.workflow) is Half.RUNNING
-
-
-def _adopt(decision: Decision, pair_id: str, pods: PairPods) -> None:
-    """Take over a READY pair of an earlier instance through the table's own edges.
-
-    QUEUED -> REQUESTED -> READY in one batch; the subscriber's create on REQUESTED meets
-    AlreadyExists, which writers treat as success.
-    """
-    decision.add(pair_id, f"adopted from instance {pods.present()[0].instance or '?'}")
-    decision.changes.append(Move(pair_id, S.REQUESTED, Kind.ACTIVE, "adopted"))
-    decision.changes.append(Move(pair_id, S.READY, Kind.PASSIVE, "adopted: both pods Running"))
-    decision.states[pair_id] = S.READY
-
-
-def _orphan_reason(pods: PairPods, inp: DecideInput) -> str | None:
-    for pod in pods.present():
-        if pod.expires_at is not None and pod.expires_at < inp.now:
-            return "lease expired"
-        if pod.instance != inp.instance:
-            return f"left by instance {pod.instance or '?'}"
-        if inp.first_step:
-            return "incomplete pair found at start"
-    # Our own instance's pods of a pair we already deleted: their delete is in flight.
-    return None
-
-
-def _delete(decision: Decision, pods: PairPods, reason: str) -> None:
-    for pod in pods.present():
-        if not pod.deleting:
-            decision.commands.append(DeleteOrphan(_ref(pod), reason))
-
-
-def _ref(pod: PlaceholderPod) -> PodRef:
-    return PodRef(pod.namespace, pod.name, pod.uid)
-
-
-def _records_in(inp: DecideInput, *states: PairState) -> Iterator[PairRecord]:
-    for record in inp.pairs.values():
-        if record.state in states:
-            yield record
+# ``sweep`` lives in reconciler/sweep.py.
 
 
 # 6 -------------------------------------------------------------------------------------
@@ -374,60 +266,6 @@ def _budget_now(inp: DecideInput, decision: Decision) -> LaunchBudget:
     return launch_budget(inp, len(decision.in_states(*IN_FLIGHT)), decision.unbound_in_flight)
 
 
-@dataclass(frozen=True, slots=True)
-class LaunchBudget:
-    pairs: int
-    #: The tightest bound: "ramp" (node-launch rate), "nodepool" (fit estimate),
-    #: "in-flight cap" or "per-step cap".
-    limited_by: str
-
-
-def launch_budget(inp: DecideInput, in_flight: int, unbound_in_flight: int) -> LaunchBudget:
-    """How many QUEUED pairs may be requested now: the ramp (docs/design.md#launch-ramp).
-
-    1. Safety valves: ``maxPairsInFlight`` minus pairs in flight, ``maxRequestsPerStep``.
-    2. NodePool headroom: the fit estimate's new pairs (free allocatable + pool limits).
-    3. Node-launch rate: pairs that fit free allocatable need no node; the rest need new
-       nodes, which may come at ``nodeLaunchRate`` per minute minus the NodeClaims created in
-       the last minute minus the nodes our pending pairs not covered by a launching NodeClaim
-       will still cause. A big batch fills nodes of the largest allowed type (Karpenter grows
-       each NodeClaim until nothing more fits), so that is the pairs-per-node of the rate.
-    maxRunners headroom already bounds how many pairs exist (``desired_pairs``).
-    """
-    config, fit, launches = inp.config, inp.snapshot.fit, inp.snapshot.launches
-    bounds = [
-        (config.max_pairs_in_flight - in_flight, "in-flight cap"),
-        (config.max_requests_per_step, "per-step cap"),
-    ]
-    if fit is not None:
-        bounds.append((fit.new_pairs, "nodepool"))
-    if fit is not None and launches is not None:
-        per_node = max(group_size(inp.snapshot, config), fit.pairs_per_large_node)
-        uncovered = max(0, unbound_in_flight - launches.covered_pairs)
-        nodes = (
-            math.floor(config.node_launch_rate)
-            - launches.launched_last_minute
-            - math.ceil(uncovered / per_node)
-        )
-        # Pending pairs will take free allocatable before new pairs do.
-        on_existing = max(0, fit.on_existing_nodes - unbound_in_flight)
-        bounds.append((on_existing + max(0, nodes) * per_node, "ramp"))
-    pairs, limited_by = min(bounds)
-    return LaunchBudget(max(0, pairs), limited_by)
-
-
-def _unbound_in_flight(inp: DecideInput) -> int:
-    """Pairs in flight with a half still waiting for a node: each may still cause a launch."""
-    count = 0
-    for pair_id, pods in inp.snapshot.placeholders.items():
-        record = inp.pairs.get(pair_id)
-        if record is None or record.state not in IN_FLIGHT:
-            continue
-        if any(p.node_name is None and not p.lost for p in pods.present()):
-            count += 1
-    return count
-
-
 # 8 -------------------------------------------------------------------------------------
 
 
@@ -444,7 +282,7 @@ def renew_leases(inp: DecideInput, decision: Decision) -> None:
         # tuple of references for each of them was a fifth of decide's time at 1 000 pairs.
         if _lease_due(runner, renew_if_before) or _lease_due(workflow, renew_if_before):
             due = tuple(
-                _ref(p)
+                pod_ref(p)
                 for p in (runner, workflow)
                 if p is not None and _lease_due(p, renew_if_before)
             )

@@ -22,7 +22,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from reconciler.capacity import CapacityLedger, compute_ledger
-from reconciler.decide import DecideInput, decide
+from reconciler.decide import decide
+from reconciler.decision import DecideInput
 from reconciler.hot_slots import HotTimings, hot_wanted, split_reserve
 from reconciler.hot_step import HotKeeper, HotStep
 from reconciler.ports import Command, DeleteOrphan

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+from reconciler.max_runners import clamp_max_runners
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 
@@ -65,7 +66,7 @@ def desired_pairs(
     proactive, queued = config.proactive_capacity, max(0, queued) + taken
     # While jobs wait beyond the headroom, the warm pairs stay on top of it (hand-over pairs).
     ceiling = room + proactive if queued > 0 else room
-    return max(0, min(proactive + queued, ceiling, snapshot.max_runners))
+    return max(0, min(proactive + queued, ceiling, clamp_max_runners(snapshot.max_runners)))
 
 
 def pairs_taken(slots_taken: int, free_slots: int) -> int:
@@ -109,7 +110,7 @@ def max_runners_headroom(snapshot: ClusterSnapshot) -> int:
             1 for pods in snapshot.placeholders.values() if pods.runner and pods.runner.counts
         )
         pending = max(0, pending - halves)
-    return max(0, snapshot.max_runners - bound - pending)
+    return max(0, clamp_max_runners(snapshot.max_runners) - bound - pending)
 
 
 def handover_headroom(snapshot: ClusterSnapshot, unserved_runners: int) -> int:

@@ -23,7 +23,7 @@ import yaml
 
 from reconciler.settings import CapacityAwareSettings
 from reconciler.settings_types import SettingsError
-from simulator.scenarios.scenario import CapacityAwareModel
+from simulator.scenarios.blocks import CapacityAwareModel
 from tuning.replay import DialError, dial_settings, sim_settings, split_dials
 
 MAX_POINTS = 500

@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
-from simulator.scenarios.scenario import CapacityAwareModel, JobStream, Scenario, format_errors
+from simulator.scenarios.blocks import CapacityAwareModel, JobStream
+from simulator.scenarios.scenario import Scenario, format_errors
 from tuning.history import History, HistoryJob, Problem
 
 #: The replay runs this long after the last job was queued, so late jobs can finish.

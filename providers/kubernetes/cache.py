@@ -39,7 +39,8 @@ from typing import Any
 
 from kubernetes import client, watch
 
-from providers.kubernetes.informer import Informers, Partition
+from providers.kubernetes.informer import Informers
+from providers.kubernetes.partition import Partition
 from providers.kubernetes.relevance import Verdict
 from providers.kubernetes.watch_targets import RESOURCES, CacheError, WatchTarget
 

@@ -20,6 +20,7 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
+from providers.kubernetes.partition import Obj, Partition, object_key, objects_differ
 from providers.kubernetes.relevance import NOTHING, Verdict, facts, judge
 from providers.kubernetes.slim import transform
 from providers.kubernetes.watch_backoff import SHORT_WATCH, START, Ending, after, backoff_delay
@@ -27,45 +28,12 @@ from providers.kubernetes.watch_targets import WatchTarget, list_call
 
 log = logging.getLogger("providers.kubernetes.cache")
 
-Obj = dict[str, Any]
 MAX_PAGES = 1000
 PAGE_SIZE = 500
 
 
 class MalformedEventError(Exception):
     """A watch event whose object is not an API object (the informer relists)."""
-
-
-# --- the store ----------------------------------------------------------------------------
-
-
-class Partition:
-    __slots__ = (
-        "absent",
-        "down_since",
-        "objects",
-        "resource_version",
-        "synced",
-        "target",
-        "watch_events",
-    )
-
-    def __init__(self, target: WatchTarget) -> None:
-        self.target = target
-        self.objects: dict[tuple[str, str], Obj] = {}
-        self.synced = False
-        self.absent = False
-        #: Last resourceVersion this target has seen (list, event or bookmark).
-        self.resource_version = ""
-        #: Monotonic time of the first failure since the API last answered (None = healthy).
-        self.down_since: float | None = None
-        #: Events (bookmarks included) the current or last watch delivered, even if it broke.
-        self.watch_events = 0
-
-
-def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return meta.get("namespace") or "", meta.get("name") or ""
 
 
 class Informers:
@@ -280,14 +248,14 @@ class Informers:
                     self._count("overflow")
                     break
                 obj = transform(target.kind, raw)
-                items[_key(obj)] = obj
+                items[object_key(obj)] = obj
             meta = body.get("metadata") or {}
             rv = meta.get("resourceVersion") or rv
             cont = meta.get("continue")
             if not cont:
                 break
         with self._synced_cond:
-            changed = _differs(partition.objects, items) or partition.absent
+            changed = objects_differ(partition.objects, items) or partition.absent
             for key in partition.objects.keys() - items.keys():
                 self._tombstone(target.kind, partition.objects[key])  # deleted while away
             partition.objects = items
@@ -367,7 +335,7 @@ class Informers:
         if etype not in ("ADDED", "MODIFIED", "DELETED"):
             return None
         obj = transform(kind, raw)
-        key = _key(obj)
+        key = object_key(obj)
         verdict = NOTHING
         with self._synced_cond:
             if self.on_event is not None:
@@ -406,11 +374,3 @@ class Informers:
         except Exception:
             log.exception("on_change callback failed for %s", kind)
 
-
-def _differs(old: Mapping[tuple[str, str], Obj], new: Mapping[tuple[str, str], Obj]) -> bool:
-    if old.keys() != new.keys():
-        return True
-    return any(
-        old[k]["metadata"].get("resourceVersion") != new[k]["metadata"].get("resourceVersion")
-        for k in new
-    )

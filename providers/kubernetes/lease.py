@@ -32,10 +32,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
+
+# The write fence lives in lease_fence.py; listener/app.py and listener/phase_d.py import
+# LeaseFence from here.
+from providers.kubernetes.lease_fence import LeaseFence
 
 log = logging.getLogger(__name__)
 
@@ -51,48 +55,8 @@ class LeaseLostError(Exception):
     """This process could not renew its Lease in time: another process may own it now."""
 
 
-class LeaseFenced(Exception):
-    """A write not sent: this process can no longer renew its Lease (a successor may own the
-    scale set by the time it would land)."""
-
-
 #: The message session of the holder (hand-over note, step 4).
 SESSION_ANNOTATION = "arc-capacity.dev/message-session"
-
-#: An attempt shorter than this cannot complete a round trip worth making.
-MIN_ATTEMPT = 0.5
-
-
-def fenced_timeout(
-    renewable: float | None, exclusive: float | None, wanted: float, what: str
-) -> float:
-    """The fence of every write (pure): a request may go while we can still renew the Lease,
-    and its timeout must end before a successor could hold it (``exclusive``). With client-go's
-    15 s / 10 s timing a write sent just before the renew deadline gets at most 5 s."""
-    if renewable is None or exclusive is None or renewable <= 0:
-        raise LeaseFenced(f"{what}: not sent, the Lease can no longer be renewed by this process")
-    timeout = min(wanted, exclusive)
-    if timeout < MIN_ATTEMPT:
-        raise LeaseFenced(f"{what}: not sent, the Lease may pass on in {exclusive:.1f}s")
-    return timeout
-
-
-class LeaseClock(Protocol):
-    def renewable_for(self) -> float | None: ...
-
-    def exclusive_for(self) -> float | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseFence:
-    """What every Kubernetes write asks before each attempt (see :func:`fenced_timeout`)."""
-
-    lease: LeaseClock
-
-    def timeout_for(self, wanted: float, what: str) -> float:
-        """The request timeout to use (<= ``wanted``), or :class:`LeaseFenced`."""
-        return fenced_timeout(self.lease.renewable_for(), self.lease.exclusive_for(), wanted, what)
-
 
 @dataclass(frozen=True, slots=True)
 class LeaseTiming:
@@ -390,15 +354,12 @@ def _short(exc: BaseException) -> str:
 
 
 __all__ = [
-    "MIN_ATTEMPT",
     "SESSION_ANNOTATION",
     "LeaseElector",
     "LeaseFence",
-    "LeaseFenced",
     "LeaseLostError",
     "LeaseRecord",
     "LeaseTiming",
-    "fenced_timeout",
     "held_by_other",
     "lease_name",
 ]

@@ -35,7 +35,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from providers.kubernetes import labels as L
-from providers.kubernetes.lease import LeaseFence, LeaseFenced
+from providers.kubernetes.lease_fence import LeaseFence, LeaseFenced
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
 from reconciler.ports import PairSpec, PodRef
 

@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from simulator.cluster.claims import node_object
 from simulator.cluster.disruption import Disruption
 from simulator.cluster.emit import Emitter
 from simulator.cluster.errors import NodeNotFound
 from simulator.cluster.kubelet import Kubelet
-from simulator.cluster.lifecycle import ClaimLifecycle, node_object
+from simulator.cluster.lifecycle import ClaimLifecycle
 from simulator.cluster.matching import compile_taints
 from simulator.cluster.nodepools import nodepool_object, offering_labels
 from simulator.cluster.pods import default_category
@@ -207,7 +208,7 @@ class Cluster:
                 f"node {name!r} does not exist (known: "
                 f"{', '.join(sorted(self.state.nodes)) or 'none'})"
             )
-        self.lifecycle.lose(name, reason)
+        self.lifecycle.termination.lose(name, reason)
 
     # --- figures ----------------------------------------------------------------------
 

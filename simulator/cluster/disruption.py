@@ -22,7 +22,7 @@ Every ``timings.disruption_poll`` seconds (10 s):
    filters, after placing pods already waiting for capacity) is chosen. Deletion only: no
    replacement launch, no multi-node consolidation.
 
-Execution: taint ``karpenter.sh/disrupted:NoSchedule`` and terminate (see :mod:`.lifecycle`);
+Execution: taint ``karpenter.sh/disrupted:NoSchedule`` and terminate (see :mod:`.termination`);
 evicted pods are logged with reason ``consolidated``.
 """
 
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from providers.kubernetes.do_not_disrupt import protected_until
 from providers.kubernetes.labels import ANNOTATION_DO_NOT_DISRUPT, TAINT_KARPENTER_DISRUPTED
 from simulator.cluster.emit import Emitter
+from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 from simulator.cluster.lifecycle import ClaimLifecycle
 from simulator.cluster.nodepools import PoolView
 from simulator.cluster.pdb import blocks_eviction, budgets
@@ -40,7 +41,7 @@ from simulator.cluster.provisioner import PoolCache, Provisioner
 from simulator.cluster.quantity import Resources, fits
 from simulator.cluster.scheduler import Scheduler
 from simulator.cluster.spec import ClusterSpec
-from simulator.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
+from simulator.cluster.state import ClusterState
 from simulator.engine.loop import EventLoop, Timer
 
 
@@ -218,7 +219,7 @@ class Disruption(Observer):
         for name in decision.nodes:
             node = self.state.nodes.get(name)
             claim = self.lifecycle.claims.get(name)
-            self.lifecycle.add_disrupted_taint(name)
+            self.lifecycle.termination.add_disrupted_taint(name)
             self.emit(
                 "node_disrupted",
                 node=name,
@@ -228,7 +229,7 @@ class Disruption(Observer):
                 pods=len(node.pods) if node else 0,
             )
             self.consolidated += 1
-            self.lifecycle.terminate(name, "consolidated")
+            self.lifecycle.termination.terminate(name, "consolidated")
 
 
 def _positive(r: Resources) -> Resources:

@@ -13,7 +13,7 @@ and the collector's start-up scan for dependents whose owners never existed (tha
 change the batch simulations, whose ARC objects carry owner references the simulator
 writes without every owner being stored).
 
-Only the live world (:mod:`simulator.faces.live`) starts one, so batch simulations are
+Only the live world (:mod:`simulator.faces.live_world`) starts one, so batch simulations are
 unchanged.
 """
 

@@ -30,7 +30,8 @@ from simulator.cluster.conditions import iso_cached as iso
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
 from simulator.cluster.errors import PodStateError
-from simulator.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
+from simulator.cluster.infos import NodeInfo, Observer, PodInfo
+from simulator.cluster.state import ClusterState
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, StoreError
 from simulator.engine.streams import Streams

@@ -29,114 +29,48 @@ NodeClaim lifecycle (times from ``spec.latencies``):
 Node names equal NodeClaim names (as with Karpenter's KWOK provider; on AWS they would be EC2
 private DNS names).
 
-Termination (consolidation): the node carries ``karpenter.sh/disrupted:NoSchedule``; Node and
-NodeClaim get ``deletionTimestamp`` (finalizer ``karpenter.sh/termination``); every
-reschedulable pod is evicted through the eviction path (``DisruptionTarget`` reason
-``EvictionByEvictionAPI``, graceful delete); when no pod holds resources any more, pods left
-on the node (ended ones) are removed, then the Node and the NodeClaim. Node loss removes the
-pods, the Node and the NodeClaim at once.
+Termination (consolidation; :mod:`.termination`): the node carries
+``karpenter.sh/disrupted:NoSchedule``; Node and NodeClaim get ``deletionTimestamp`` (finalizer
+``karpenter.sh/termination``); every reschedulable pod is evicted through the eviction path
+(``DisruptionTarget`` reason ``EvictionByEvictionAPI``, graceful delete); when no pod holds
+resources any more, pods left on the node (ended ones) are removed, then the Node and the
+NodeClaim. Node loss removes the pods, the Node and the NodeClaim at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from providers.kubernetes.labels import (
     KARPENTER_GROUP,
     KARPENTER_VERSION,
-    LABEL_NODEPOOL,
-    TAINT_KARPENTER_DISRUPTED,
+)
+from simulator.cluster.claims import (
+    FINALIZER,
+    Claim,
+    claim_event,
+    insufficient_capacity_message,
+    node_object,
+    nodeclaim_object,
 )
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
 from simulator.cluster.fleet import fleet_overrides
-from simulator.cluster.matching import TaintT
-from simulator.cluster.nodepools import NODECLASS_REF, Offering, PoolView
+from simulator.cluster.infos import LABEL_INSTANCE_TYPE, NodeInfo, Observer, PodInfo
+from simulator.cluster.nodepools import Offering, PoolView
 from simulator.cluster.quantity import GPU, Resources, format_cpu, format_memory
 from simulator.cluster.spec import ClusterSpec
-from simulator.cluster.state import (
-    LABEL_INSTANCE_TYPE,
-    ClusterState,
-    NodeInfo,
-    Observer,
-    PodInfo,
-)
+from simulator.cluster.state import ClusterState
+from simulator.cluster.termination import NodeTermination
 from simulator.cluster.usage import Machine, Usage
-from simulator.engine.loop import EventLoop, Timer
+from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, StoreError, iso
 from simulator.engine.streams import Streams
 
-FINALIZER = "karpenter.sh/termination"
 MAX_INSTANCE_TYPES = 60  # Karpenter truncates a NodeClaim's instance-type requirement
 TAINT_NOT_READY = ("node.kubernetes.io/not-ready", "", "NoSchedule")
 ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
-EVENTS_NAMESPACE = "default"
-
-
-@dataclass(eq=False)
-class Claim:
-    name: str
-    pool: str
-    offering: Offering  # planned (cheapest candidate) until launch, then the launched one
-    labels: dict[str, str]
-    taints: tuple[TaintT, ...]
-    created_at: float
-    candidates: tuple[Offering, ...] = ()  # the fleet's possible overrides, cheapest first
-    phase: str = "Pending"  # Pending | Launched | Registered | Initialized | Failed
-    provider_id: str = ""
-    timers: list[Timer] = field(default_factory=list)
-
-    @property
-    def in_flight(self) -> bool:
-        return self.phase in ("Pending", "Launched", "Registered")
-
-
-def taints_api(taints: tuple[TaintT, ...]) -> list[dict[str, str]]:
-    out = []
-    for key, value, effect in taints:
-        t = {"key": key, "effect": effect}
-        if value:
-            t["value"] = value
-        out.append(t)
-    return out
-
-
-def node_object(
-    name: str,
-    labels: dict[str, str],
-    taints: tuple[TaintT, ...],
-    capacity: Resources,
-    allocatable: Resources,
-    *,
-    ready: bool,
-    provider_id: str,
-    finalizers: list[str] | None = None,
-    owner: dict[str, str] | None = None,
-) -> Obj:
-    meta: dict[str, object] = {"name": name, "labels": {**labels, "kubernetes.io/hostname": name}}
-    if finalizers:
-        meta["finalizers"] = list(finalizers)
-    if owner:
-        meta["ownerReferences"] = [owner]
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": meta,
-        "spec": {"providerID": provider_id, "taints": taints_api(taints)},
-        "status": {
-            "capacity": capacity.to_api(),
-            "allocatable": allocatable.to_api(),
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if ready else "False",
-                    "reason": "KubeletReady" if ready else "KubeletNotReady",
-                }
-            ],
-        },
-    }
 
 
 class ClaimLifecycle(Observer):
@@ -161,12 +95,16 @@ class ClaimLifecycle(Observer):
         self.claims: dict[str, Claim] = {}
         #: Offering key -> virtual time it becomes available again.
         self.ice: dict[tuple[str, str, str], float] = {}
-        self.draining: dict[str, str] = {}  # node name -> pod deletion reason
         self.created = 0
         self.launched = 0
         self.failed = 0
         self.fleet_errors = 0  # ICE'd overrides (each enters the unavailable-offerings cache)
         self._events = 0
+        self.termination = NodeTermination(
+            loop, state, emit, usage, self.claims, self._write_pool_status
+        )
+        #: node name -> pod deletion reason, while the node drains
+        self.draining = self.termination.draining
 
     # --- queries ----------------------------------------------------------------------
 
@@ -220,44 +158,7 @@ class ClaimLifecycle(Observer):
         requirements.append(
             {"key": LABEL_INSTANCE_TYPE, "operator": "In", "values": names[:MAX_INSTANCE_TYPES]}
         )
-        self.store.create(
-            {
-                "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
-                "kind": "NodeClaim",
-                "metadata": {
-                    "name": name,
-                    "labels": {LABEL_NODEPOOL: pool.name, **dict(pool.labels)},
-                    "finalizers": [FINALIZER],
-                    "ownerReferences": [
-                        {
-                            "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
-                            "kind": "NodePool",
-                            "name": pool.name,
-                            "uid": pool.uid,
-                            "blockOwnerDeletion": True,
-                        }
-                    ],
-                },
-                "spec": {
-                    "requirements": requirements,
-                    "resources": {"requests": requests.to_api()},
-                    "taints": taints_api(pool.taints),
-                    "nodeClassRef": dict(NODECLASS_REF),
-                    "expireAfter": "720h",
-                },
-                "status": {
-                    "conditions": [
-                        {
-                            "type": t,
-                            "status": "Unknown",
-                            "reason": "AwaitingReconciliation",
-                            "lastTransitionTime": iso(now),
-                        }
-                        for t in ("Launched", "Registered", "Initialized", "Ready")
-                    ]
-                },
-            }
-        )
+        self.store.create(nodeclaim_object(name, pool, requirements, requests, now))
         # The launch request: what is known now is the pool, the candidate instance types and
         # the planned (cheapest) offering; the launched one is in ``nodeclaim_launched``.
         self.emit(
@@ -323,16 +224,7 @@ class ClaimLifecycle(Observer):
         o = tried[0] if tried else claim.offering
         claim.phase = "Failed"
         self.failed += 1
-        if tried:
-            types = ", ".join(sorted({x.instance_type for x in tried}))
-            zones = ", ".join(sorted({x.zone for x in tried}))
-            cause = (
-                "with fleet error(s), InsufficientInstanceCapacity: We currently do not have "
-                f"sufficient {types} capacity in the Availability Zone you requested ({zones})."
-            )
-        else:
-            cause = "all requested instance types were unavailable during launch"
-        message = f"NodeClaim {claim.name} event: creating instance, insufficient capacity, {cause}"
+        message = insufficient_capacity_message(claim.name, tried)
         self._event(claim, "InsufficientCapacityError", message)
         self.emit(
             "nodeclaim_failed",
@@ -366,29 +258,8 @@ class ClaimLifecycle(Observer):
         self._events += 1
         now = iso(self.loop.now())
         obj = self.store.find("NodeClaim", None, claim.name)
-        self.store.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {
-                    "name": f"{claim.name}.{self._events:016x}",
-                    "namespace": EVENTS_NAMESPACE,
-                },
-                "involvedObject": {
-                    "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
-                    "kind": "NodeClaim",
-                    "name": claim.name,
-                    "uid": obj["metadata"]["uid"] if obj else "",
-                },
-                "reason": reason,
-                "message": message,
-                "type": "Warning",
-                "source": {"component": "karpenter"},
-                "firstTimestamp": now,
-                "lastTimestamp": now,
-                "count": 1,
-            }
-        )
+        uid = obj["metadata"]["uid"] if obj else ""
+        self.store.create(claim_event(claim.name, self._events, uid, reason, message, now))
 
     def _launched(self, claim: Claim, o: Offering) -> None:
         claim.phase = "Launched"
@@ -519,98 +390,10 @@ class ClaimLifecycle(Observer):
             return
         self.store.mutate("NodePool", None, pool, change)
 
-    # --- termination ------------------------------------------------------------------
-
-    def terminate(self, node_name: str, reason: str) -> None:
-        """Drain and remove a Karpenter node (the disrupted taint is already on it)."""
-        node = self.state.nodes.get(node_name)
-        if node is None or node_name in self.draining:
-            return
-        self.draining[node_name] = reason
-        with contextlib.suppress(StoreError):
-            self.store.delete("Node", None, node_name)
-        if node_name in self.claims:
-            with contextlib.suppress(StoreError):
-                self.store.delete("NodeClaim", None, node_name)
-        for pod in list(node.pods.values()):
-            if pod.reschedulable:
-                self.evict(pod, reason)
-        self._check_drained(node_name)
-
-    def evict(self, pod: PodInfo, reason: str) -> None:
-        """The eviction API: DisruptionTarget, then a graceful delete (no PDBs modelled)."""
-        if pod.terminating or pod.uid not in self.state.pods:
-            return
-        now = self.loop.now()
-        pod.deletion_reason = reason
-        try:
-            self.store.mutate(
-                "Pod",
-                pod.namespace,
-                pod.name,
-                lambda obj: set_condition(
-                    obj,
-                    "DisruptionTarget",
-                    "True",
-                    "EvictionByEvictionAPI",
-                    "Eviction API: evicting",
-                    now,
-                ),
-                uid=pod.uid,
-            )
-            self.emit(
-                "pod_disrupted", pod=pod.name, namespace=pod.namespace, node=pod.node, reason=reason
-            )
-            self.store.delete("Pod", pod.namespace, pod.name, uid=pod.uid)
-        except StoreError:
-            pass
+    # --- termination (simulator/cluster/termination.py: ``self.termination``) ----------
 
     def pod_released(self, pod: PodInfo, node: NodeInfo | None) -> None:
-        if node is not None and node.name in self.draining:
-            self.loop.call_soon(self._check_drained, node.name)
+        self.termination.pod_released(pod, node)
 
     def pod_bound(self, pod: PodInfo, node: NodeInfo) -> None:
-        if node.name in self.draining:
-            self.loop.call_soon(self.evict, pod, self.draining[node.name])
-
-    def _check_drained(self, node_name: str) -> None:
-        node = self.state.nodes.get(node_name)
-        if node is None or node_name not in self.draining or node.pods:
-            return
-        self._remove_node(node_name, self.draining[node_name])
-
-    def _remove_node(self, node_name: str, reason: str) -> None:
-        for pod in [p for p in self.state.pods.values() if p.node == node_name]:
-            if pod.deletion_reason is None and not pod.terminal:
-                pod.deletion_reason = reason  # ended pods keep "completed" / "deadline"
-            self.store.remove("Pod", pod.namespace, pod.name)
-        self.draining.pop(node_name, None)
-        self.store.remove("Node", None, node_name)
-        claim = self.claims.pop(node_name, None)
-        if claim is not None:
-            for t in claim.timers:
-                t.cancel()
-            self.store.remove("NodeClaim", None, node_name)
-            self._write_pool_status(claim.pool)
-            self.emit("nodeclaim_deleted", nodeclaim=claim.name, nodepool=claim.pool, reason=reason)
-        self.usage.machine_stopped(node_name)
-        self.emit(
-            "node_removed",
-            node=node_name,
-            nodeclaim=claim.name if claim else None,
-            nodepool=claim.pool if claim else None,
-            reason=reason,
-        )
-
-    def lose(self, node_name: str, reason: str) -> None:
-        """The machine vanished: pods, Node and NodeClaim are removed at once."""
-        self._remove_node(node_name, reason)
-
-    def add_disrupted_taint(self, node_name: str) -> None:
-        def change(obj: Obj) -> None:
-            taints = obj["spec"].setdefault("taints", [])
-            if not any(t.get("key") == TAINT_KARPENTER_DISRUPTED for t in taints):
-                taints.append({"key": TAINT_KARPENTER_DISRUPTED, "effect": "NoSchedule"})
-
-        with contextlib.suppress(StoreError):
-            self.store.mutate("Node", None, node_name, change)
+        self.termination.pod_bound(pod, node)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.kubernetes.labels import KARPENTER_GROUP, KARPENTER_VERSION, LABEL_NODEPOOL
+from simulator.cluster.infos import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from simulator.cluster.matching import (
     Requirement,
     TaintT,
@@ -25,11 +26,6 @@ from simulator.cluster.matching import (
 )
 from simulator.cluster.quantity import GPU, Resources, cpu_millis, to_int
 from simulator.cluster.spec import ClusterSpec, InstanceType, NodePoolSpec
-from simulator.cluster.state import (
-    LABEL_CAPACITY_TYPE,
-    LABEL_INSTANCE_TYPE,
-    LABEL_ZONE,
-)
 from simulator.engine.store import Obj
 
 LABEL_REGION = "topology.kubernetes.io/region"

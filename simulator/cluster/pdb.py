@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.cluster.state import PodInfo
+from simulator.cluster.infos import PodInfo
 
 
 @dataclass(frozen=True, slots=True)

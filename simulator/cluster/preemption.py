@@ -1,16 +1,19 @@
-"""DefaultPreemption's pure half (kube-scheduler ``defaultpreemption``): which pods on a node
-must go for a preemptor to fit (``SelectVictimsOnNode``) and how candidate nodes are ranked
+"""DefaultPreemption's pure half (kube-scheduler ``defaultpreemption``): whether a pod may
+preempt now (``PodEligibleToPreemptOthers``), which pods on a node must go for a preemptor to
+fit (``SelectVictimsOnNode``) and how candidate nodes are ranked
 (``pickOneNodeForPreemption``), PodDisruptionBudgets included (:mod:`.pdb`).
 :class:`~simulator.cluster.scheduler.Scheduler` decides when to preempt and does the writes
 (DisruptionTarget, deletion, nomination)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from simulator.cluster.filters import static_reason
+from simulator.cluster.infos import NodeInfo, PodInfo
 from simulator.cluster.pdb import Budget, split_by_violation
-from simulator.cluster.state import NodeInfo, PodInfo
+from simulator.cluster.pods import terminating_by_preemption
 
 MAX_INT32 = 2**31 - 1
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -93,3 +96,28 @@ def candidate_key(node: NodeInfo, victims: list[PodInfo], violations: int = 0) -
         -earliest_top_start,
         node.name,
     )
+
+
+def ineligible(pod: PodInfo, nodes: Mapping[str, NodeInfo]) -> str | None:
+    """``PodEligibleToPreemptOthers`` (defaultpreemption/default_preemption.go): why this
+    pod may not preempt now, or None.
+
+    A nominated pod waits only while a lower-priority pod on its nominated node is
+    terminating *because of a scheduler preemption* (DisruptionTarget reason
+    PreemptionByScheduler); a pod evicted by Karpenter or deleted by its owner does not
+    hold it back. If the nominated node now fails the pod's non-resource filters
+    (UnschedulableAndUnresolvable), it may preempt elsewhere at once."""
+    if pod.preempt_never:
+        return "preemption: not eligible due to preemptionPolicy=Never."
+    if pod.nominated:
+        nominated = nodes.get(pod.nominated)
+        if (
+            nominated is not None
+            and static_reason(pod, nominated) is None
+            and any(
+                v.priority < pod.priority and v.terminating and terminating_by_preemption(v.obj)
+                for v in nominated.pods.values()
+            )
+        ):
+            return "preemption: not eligible due to a terminating pod on the nominated node."
+    return None

@@ -68,12 +68,13 @@ from dataclasses import dataclass, field
 
 from providers.kubernetes.labels import TAINT_KARPENTER_DISRUPTED
 from simulator.cluster.emit import Emitter
+from simulator.cluster.infos import Observer, PodInfo
 from simulator.cluster.lifecycle import ClaimLifecycle
 from simulator.cluster.matching import Placement, TaintT
 from simulator.cluster.nodepools import Offering, PoolView, all_offerings, read_pool
 from simulator.cluster.quantity import Resources, fits
 from simulator.cluster.spec import ClusterSpec
-from simulator.cluster.state import ClusterState, Observer, PodInfo
+from simulator.cluster.state import ClusterState
 from simulator.engine.loop import EventLoop, Timer
 
 #: Taints a node sheds on its own once it is up; Karpenter's simulation ignores them.

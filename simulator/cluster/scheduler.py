@@ -17,23 +17,7 @@ periodic retry does not re-evaluate a class nothing has changed for; a side effe
 reason histogram of a cached message may lag behind bindings elsewhere (counts only, never the
 outcome).
 
-Filters, in kube-scheduler's order: NodeUnschedulable (``spec.unschedulable`` unless the pod
-tolerates ``node.kubernetes.io/unschedulable``), TaintToleration (NoSchedule/NoExecute),
-NodeAffinity (nodeSelector + required affinity), NodeResourcesFit (cpu, memory,
-nvidia.com/gpu, pod count; a zero request is not checked). Resources in use are the requests
-of pods bound to the node that have not ended - terminating pods keep holding theirs until the
-kubelet removes them - plus the requests of pods *nominated* to the node with priority >= the
-pod's (the real scheduler's addNominatedPods), so a preemptor's space is not stolen by a lower
-priority pod while its victims terminate.
-
-Scoring: ``LeastAllocated`` (default, kube-scheduler's default strategy) or ``MostAllocated``
-on cpu and memory, equal weights; ties go to the first node by name (the real scheduler picks
-randomly among ties; we need determinism). A pod with preferred node affinity is also scored
-by the NodeAffinity plugin (the weights of the preferred terms a node matches, normalized to
-0-100 over the feasible nodes) at twice the weight of NodeResourcesFit, as in the default
-profile (:mod:`.scoring`): it goes to a matching node that fits rather than a merely emptier
-one, and to a non-matching node when no matching one fits (preferences never filter). A
-nominated pod tries its nominated node first.
+Filters and scoring: :mod:`.filters`.
 
 Preemption (PostFilter, only when no node fits, never for ``preemptionPolicy: Never``):
 
@@ -66,90 +50,29 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.cluster.class_failures import ClassFailure
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
-from simulator.cluster.matching import tolerates
+from simulator.cluster.filters import find_node, free_room, static_reason
+from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 from simulator.cluster.pdb import Budget, budgets
-from simulator.cluster.pods import terminating_by_preemption
 from simulator.cluster.preemption import (
     NO_VICTIMS,
     NOT_HELPFUL,
     candidate_key,
+    ineligible,
     select_victims_on_node,
 )
-from simulator.cluster.quantity import Resources, fits
-from simulator.cluster.scoring import best_preferred
-from simulator.cluster.state import ClusterState, NodeInfo, Observer, PodInfo
+from simulator.cluster.quantity import Resources
+from simulator.cluster.state import ClusterState
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import Obj, StoreError
 
-UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
-REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
-REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 PASS_GAP = 0.001  # seconds between two passes triggered at the same instant
 
 PodClass = tuple[str, Resources, int, bool]
-_UNKNOWN = object()
-
-
-def _insufficient(req: Resources, free: Resources) -> list[str]:
-    out = []
-    if req.pods > free.pods:
-        out.append("Too many pods")
-    if req.cpu and req.cpu > free.cpu:
-        out.append("Insufficient cpu")
-    if req.memory and req.memory > free.memory:
-        out.append("Insufficient memory")
-    if req.gpu and req.gpu > free.gpu:
-        out.append("Insufficient nvidia.com/gpu")
-    return out
-
-
-class _Reasons:
-    """Per-node reasons plus their running histogram (kube-scheduler's message format)."""
-
-    __slots__ = ("counts", "per_node")
-
-    def __init__(self) -> None:
-        self.per_node: dict[str, tuple[str, ...]] = {}
-        self.counts: dict[str, int] = {}
-
-    def update(self, reasons: dict[str, tuple[str, ...]]) -> None:
-        per_node, counts = self.per_node, self.counts
-        for name, new in reasons.items():
-            for r in per_node.get(name, ()):
-                counts[r] -= 1
-            for r in new:
-                counts[r] = counts.get(r, 0) + 1
-            per_node[name] = new
-
-    def text(self) -> str:
-        """ "3 Insufficient cpu, 1 Too many pods" (sorted like kube-scheduler's FitError)."""
-        return ", ".join(sorted(f"{v} {k}" for k, v in self.counts.items() if v))
-
-
-@dataclass(eq=False, slots=True)
-class _Failure:
-    """Why a pod class cannot schedule, node by node, valid for one hard version.
-
-    ``reasons`` (filters / fit) are current up to release number ``seen``, ``post``
-    (preemption: no victims / not helpful) up to ``post_seen`` (-1: never evaluated on every
-    node), and ``message`` - the condition message of a non-nominated pod - up to
-    ``msg_seen``. A pod nominated elsewhere may refresh reasons and post (a failure on its own
-    nominated node, where it sees more room, is a failure for its class too) but not the
-    message (its "waiting for victims" text is its own).
-    """
-
-    version: int
-    seen: int = -1
-    reasons: _Reasons = field(default_factory=_Reasons)
-    post_seen: int = -1
-    post: _Reasons = field(default_factory=_Reasons)
-    msg_seen: int = -1
-    message: str = ""
 
 
 class Scheduler(Observer):
@@ -179,14 +102,14 @@ class Scheduler(Observer):
         self._last_pass_at = float("-inf")
         self._in_pass = False
         self._rerun = False
-        #: Why each pod class failed, node by node (see ``_Failure``). Only a node where a pod
+        #: Why each pod class failed, node by node (see ``ClassFailure``). Only a node where a pod
         #: released resources can newly fit a failed class or newly offer it victims: a
         #: binding never helps (for preemption, a lower-priority binding moves requests from
         #: "free" to "victims" on its node, leaving free + victims - all preemption looks at -
         #: unchanged; any other binding only takes room). So a failed class is re-checked on
         #: the nodes released since, and fully only after a "hard" change: a node added,
         #: changed or removed, or a nomination (a reservation) cleared.
-        self._failed: dict[PodClass, _Failure] = {}
+        self._failed: dict[PodClass, ClassFailure] = {}
         #: False evaluates every pod on every node (tests prove the memo changes no outcome).
         self.memo = True
         self._hard_version = 0
@@ -310,19 +233,19 @@ class Scheduler(Observer):
                 # not in its way there), so that node is always re-checked for it.
                 seen, mine = entry.seen, pod.nominated
                 scope = [n for n in nodes if released.get(n.name, -1) > seen or n.name == mine]
-            node, reasons = self._find_node(pod, scope)
+            node, reasons = find_node(pod, scope, self.state.nodes, self._most)
             if node is not None:
                 self._bind(pod, node)
                 continue
             if entry is None:
-                entry = failed[cls] = _Failure(self._hard_version)
+                entry = failed[cls] = ClassFailure(self._hard_version)
             entry.reasons.update(reasons)
             entry.seen = now_seq
             if not nodes:
                 message = "no nodes available to schedule pods."
             else:
                 message = f"0/{len(nodes)} nodes are available: {entry.reasons.text()}."
-                post = self._ineligible(pod) if self.preemption else ""
+                post = ineligible(pod, self.state.nodes) if self.preemption else ""
                 if post is None:
                     if entry.post_seen < 0:
                         scope = nodes
@@ -378,107 +301,10 @@ class Scheduler(Observer):
             return False  # deleted meanwhile (e.g. by a subscriber reacting to our last write)
         return True
 
-    # --- filtering and scoring --------------------------------------------------------
+    # --- filtering and scoring (simulator/cluster/filters.py) ---------------------------
 
     def static_reason(self, pod: PodInfo, node: NodeInfo) -> str | None:
-        """Why the node is out for the pod regardless of resources (None: it is not).
-        Memoised per node and placement; the node's memo is reset when the node changes."""
-        key = pod.placement.key
-        memo = node.filter_memo
-        try:
-            return memo[key]
-        except KeyError:
-            pass
-        reason: str | None = None
-        placement = pod.placement
-        if node.unschedulable and not tolerates(placement.tolerations, UNSCHEDULABLE_TAINT):
-            reason = REASON_UNSCHEDULABLE_NODE
-        else:
-            taint = placement.untolerated(node.taints)
-            if taint is not None:
-                reason = f"node(s) had untolerated taint {{{taint[0]}: {taint[1]}}}"
-            elif not placement.matches(node.labels, node.name):
-                reason = REASON_AFFINITY
-        memo[key] = reason
-        return reason
-
-    @staticmethod
-    def _free(pod: PodInfo, node: NodeInfo) -> tuple[int, int, int, int]:
-        """Free (cpu, memory, gpu, pods) for ``pod``: allocatable minus requests of pods
-        holding resources minus pods nominated here with priority >= the pod's."""
-        a = node.allocatable
-        cpu = a.cpu - node.req_cpu
-        mem = a.memory - node.req_mem
-        gpu = a.gpu - node.req_gpu
-        pods = a.pods - node.npods
-        if node.nominated:
-            for other in node.nominated.values():
-                if other is not pod and other.priority >= pod.priority:
-                    r = other.requests
-                    cpu, mem, gpu, pods = cpu - r.cpu, mem - r.memory, gpu - r.gpu, pods - 1
-        return cpu, mem, gpu, pods
-
-    def _free_for(self, pod: PodInfo, node: NodeInfo) -> Resources:
-        return Resources(*self._free(pod, node))
-
-    def _find_node(
-        self, pod: PodInfo, nodes: list[NodeInfo]
-    ) -> tuple[NodeInfo | None, dict[str, tuple[str, ...]]]:
-        """The best feasible node, or None and why each node failed."""
-        req = pod.requests
-        rc, rm, rg = req.cpu, req.memory, req.gpu
-        if pod.nominated:
-            nominated = self.state.nodes.get(pod.nominated)
-            if (
-                nominated is not None
-                and self.static_reason(pod, nominated) is None
-                and fits(req, self._free_for(pod, nominated))
-            ):
-                return nominated, {}
-        static_failures: list[tuple[str, str]] = []
-        short: list[tuple[str, tuple[int, int, int, int]]] = []
-        best: NodeInfo | None = None
-        best_score = -1.0
-        key = pod.placement.key
-        most = self._most
-        # Preferred node affinity is scored against every feasible node (it is normalized
-        # over them); other pods keep the running maximum.
-        scored: list[tuple[NodeInfo, float]] | None = [] if pod.placement.preferred else None
-        for node in nodes:
-            # Hot loop (every pending pod x every node): the filters and the fit are inlined.
-            reason = node.filter_memo.get(key, _UNKNOWN)
-            if reason is _UNKNOWN:
-                reason = self.static_reason(pod, node)
-            if reason is not None:
-                static_failures.append((node.name, reason))  # type: ignore[arg-type]
-                continue
-            a = node.allocatable
-            if node.nominated:
-                fc, fm, fg, fp = self._free(pod, node)
-            else:
-                fc, fm = a.cpu - node.req_cpu, a.memory - node.req_mem
-                fg, fp = a.gpu - node.req_gpu, a.pods - node.npods
-            if (rc and rc > fc) or (rm and rm > fm) or (rg and rg > fg) or fp < 1:
-                short.append((node.name, (fc, fm, fg, fp)))
-                continue
-            # LeastAllocated / MostAllocated on cpu and memory, equal weights.
-            used = ((node.req_cpu + rc) / a.cpu if a.cpu else 1.0) + (
-                (node.req_mem + rm) / a.memory if a.memory else 1.0
-            )
-            score = used if most else 2.0 - used
-            if scored is not None:
-                scored.append((node, score))
-            elif score > best_score:
-                best, best_score = node, score
-        if scored:
-            return best_preferred(pod.placement, scored), {}
-        if best is not None:
-            return best, {}
-        # Only a failure needs the reasons (for the message).
-        reasons: dict[str, tuple[str, ...]] = {name: (r,) for name, r in static_failures}
-        for name, free in short:
-            reasons[name] = tuple(_insufficient(req, Resources(*free)))
-        return None, reasons
+        return static_reason(pod, node)
 
     def _bind(self, pod: PodInfo, node: NodeInfo) -> None:
         now = self.loop.now()
@@ -493,30 +319,6 @@ class Scheduler(Observer):
 
     # --- preemption -------------------------------------------------------------------
 
-    def _ineligible(self, pod: PodInfo) -> str | None:
-        """``PodEligibleToPreemptOthers`` (defaultpreemption/default_preemption.go): why this
-        pod may not preempt now, or None.
-
-        A nominated pod waits only while a lower-priority pod on its nominated node is
-        terminating *because of a scheduler preemption* (DisruptionTarget reason
-        PreemptionByScheduler); a pod evicted by Karpenter or deleted by its owner does not
-        hold it back. If the nominated node now fails the pod's non-resource filters
-        (UnschedulableAndUnresolvable), it may preempt elsewhere at once."""
-        if pod.preempt_never:
-            return "preemption: not eligible due to preemptionPolicy=Never."
-        if pod.nominated:
-            nominated = self.state.nodes.get(pod.nominated)
-            if (
-                nominated is not None
-                and self.static_reason(pod, nominated) is None
-                and any(
-                    v.priority < pod.priority and v.terminating and terminating_by_preemption(v.obj)
-                    for v in nominated.pods.values()
-                )
-            ):
-                return "preemption: not eligible due to a terminating pod on the nominated node."
-        return None
-
     def _try_preempt(
         self, pod: PodInfo, nodes: list[NodeInfo]
     ) -> tuple[NodeInfo | None, dict[str, tuple[str, ...]]]:
@@ -528,7 +330,7 @@ class Scheduler(Observer):
             if self.static_reason(pod, node) is not None:
                 statuses[node.name] = (NOT_HELPFUL,)
                 continue
-            found = select_victims_on_node(pod, node, self._free(pod, node), pdbs)
+            found = select_victims_on_node(pod, node, free_room(pod, node), pdbs)
             if not found or not found[0]:
                 statuses[node.name] = (NO_VICTIMS,)
                 continue

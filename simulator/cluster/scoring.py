@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from simulator.cluster.infos import NodeInfo
 from simulator.cluster.matching import Placement
-from simulator.cluster.state import NodeInfo
 
 MAX_NODE_SCORE = 100
 NODE_AFFINITY_WEIGHT = 2

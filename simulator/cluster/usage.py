@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simulator.cluster.state import NodeInfo, Observer, PodInfo
+from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,9 @@ from simulator.driver.capacity_aware import CapacityAware, CapacityAwareDriver
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import ObjectStore
+from simulator.scenarios.blocks import ScaleSetModel
 from simulator.scenarios.placeholder_pdb import placeholder_pdb
-from simulator.scenarios.scenario import ScaleSetModel, Scenario
+from simulator.scenarios.scenario import Scenario
 from simulator.scenarios.strategies import (
     BASELINE,
     CAPACITY_AWARE,
@@ -48,7 +49,8 @@ from simulator.scenarios.strategies import (
     Strategy,
 )
 from simulator.workload.actions import ActionsService
-from simulator.workload.arc import ArcScaleSet, ArcTimings, ContainerMode, ScaleSetSpec
+from simulator.workload.arc import ArcScaleSet
+from simulator.workload.arc_spec import ArcTimings, ContainerMode, ScaleSetSpec
 from simulator.workload.hud import Hud, Outage
 from simulator.workload.jobs import (
     DurationDist,

@@ -59,13 +59,13 @@ def consolidate_placeholder_nodes(
     """Karpenter disrupts ``count`` Karpenter nodes hosting placeholders: disrupted taint, then
     eviction of every pod through the eviction API (DisruptionTarget, graceful delete).
 
-    Uses the simulated Karpenter's own termination path (``cluster.lifecycle``), which the
-    cluster package keeps internal; static nodes are never consolidated.
+    Uses the simulated Karpenter's own termination path (``cluster.lifecycle.termination``),
+    which the cluster package keeps internal; static nodes are never consolidated.
     """
     lifecycle = cluster.lifecycle
     nodes = [n for n in _placeholder_nodes(store, scale_set) if n in lifecycle.claims]
     chosen = rng.sample(nodes, min(count, len(nodes)))
     for name in chosen:
-        lifecycle.add_disrupted_taint(name)
-        lifecycle.terminate(name, "consolidated")
+        lifecycle.termination.add_disrupted_taint(name)
+        lifecycle.termination.terminate(name, "consolidated")
     return chosen

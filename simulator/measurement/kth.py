@@ -34,7 +34,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from simulator.workload.actions import Job, JobState
+from simulator.workload.service_records import Job, JobState
 
 INF = math.inf
 

@@ -36,7 +36,8 @@ from providers.kubernetes import labels as L
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, ObjectStore
-from simulator.workload.arc import ArcScaleSet, ScaleSetSpec
+from simulator.workload.arc import ArcScaleSet
+from simulator.workload.arc_spec import ScaleSetSpec
 from simulator.workload.hud import Hud
 from simulator.workload.listener import ListenerModel
 from simulator.workload.pods import (

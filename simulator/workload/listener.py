@@ -35,7 +35,8 @@ from providers.actions.models import JobCompleted, JobStarted
 from providers.demand.statistics import needs_refresh
 from simulator.engine.loop import EventLoop, Timer
 from simulator.engine.store import NotFound, Obj, ObjectStore
-from simulator.workload.actions import ActionsService, ScaleSet
+from simulator.workload.actions import ActionsService
+from simulator.workload.service_records import ScaleSet
 
 
 @dataclass(frozen=True, slots=True)

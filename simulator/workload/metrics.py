@@ -57,7 +57,7 @@ from typing import Any
 
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, ObjectStore
-from simulator.workload.actions import ActionsService, JobState, ScaleSet
+from simulator.workload.actions import ActionsService
 from simulator.workload.figures import (
     INF,
     EpisodeTracker,
@@ -73,6 +73,7 @@ from simulator.workload.pods import (
     ROLE_RUNNER,
     ROLE_WORKFLOW,
 )
+from simulator.workload.service_records import JobState, ScaleSet
 
 _RUNNER_SIDE = (ROLE_RUNNER, ROLE_PH_RUNNER)
 _WORKFLOW_SIDE = (ROLE_WORKFLOW, ROLE_PH_WORKFLOW)

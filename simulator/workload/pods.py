@@ -119,3 +119,11 @@ class PodRouter:
             gpu = int(req.get(GPU, Decimal(0)))
             cached = self._cpu_cache[shape] = (round(cpu, 3), gpu)
         return cached
+
+
+def disrupted(pod: Obj) -> bool:
+    """The pod carries a ``DisruptionTarget=True`` condition (preempted or evicted)."""
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            return True
+    return False

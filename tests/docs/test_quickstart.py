@@ -30,7 +30,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from simulator.faces.live import LiveSpec, LiveWorld
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
 from tests.e2e.conftest import ListenerProcess
 
 ROOT = Path(__file__).resolve().parents[2]

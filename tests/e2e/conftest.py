@@ -1,6 +1,6 @@
 """Fixtures of the end-to-end tests: a live simulated world and the real listener process.
 
-The world (:class:`simulator.faces.live.LiveWorld`) serves its Kubernetes-API, Actions and
+The world (:class:`simulator.faces.live_world.LiveWorld`) serves its Kubernetes-API, Actions and
 HUD faces on 127.0.0.1 in real time; :class:`ListenerProcess` starts ``python -m listener
 run`` as a subprocess pointed at them with a config file and a kubeconfig, exactly as ARC's
 controller would start the listener pod, and reads its ``/metrics`` from the outside.
@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from simulator.faces.live import LiveSpec, LiveWorld
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
 
 REPO = Path(__file__).resolve().parents[2]
 

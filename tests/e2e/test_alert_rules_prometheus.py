@@ -30,7 +30,8 @@ from typing import Any
 
 import pytest
 
-from simulator.faces.live import LiveSpec, LiveWorld
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
 from tests.e2e.conftest import ListenerProcess, free_port
 from tests.monitoring.promtool import RULES, alerts, tool
 

@@ -10,7 +10,9 @@ from kubernetes import client as k8s
 
 from listener.arc_config import parse_listener_config
 from reconciler.settings import parse_capacity_aware
-from simulator.faces.live import LiveSpec, LiveSpecError, LiveWorld, write_files
+from simulator.faces.live import write_files
+from simulator.faces.live_spec import LiveSpec, LiveSpecError
+from simulator.faces.live_world import LiveWorld
 
 
 def test_configs_it_writes_are_valid_for_the_listener(world: LiveWorld, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from simulator.faces.live import LiveWorld
+from simulator.faces.live_world import LiveWorld
 from tests.e2e.conftest import ListenerProcess
 from tests.e2e.test_alert_rules_prometheus import (
     LISTENER_READY_TIMEOUT,

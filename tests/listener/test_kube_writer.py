@@ -18,7 +18,7 @@ from listener.kube_writer import KubernetesScalerWriter, RetryPolicy, TokenBucke
 from listener.scaler import Scaler, ScalerError
 from listener.write_lane import StopToken, WriteStopped
 from providers.actions.models import JobStarted
-from providers.kubernetes.lease import LeaseFence, LeaseFenced
+from providers.kubernetes.lease_fence import LeaseFence, LeaseFenced
 from simulator.engine.store import ObjectStore
 from simulator.faces.fault_proxy import K8sFaultProxy
 from simulator.faces.k8s import K8sFace

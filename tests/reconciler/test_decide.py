@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from reconciler.decide import DecideInput, decide
+from reconciler.decide import decide
+from reconciler.decision import DecideInput
 from reconciler.ports import DeleteOrphan, RenewLease
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import desired_pairs

@@ -11,7 +11,9 @@ import itertools
 
 import pytest
 
-from reconciler.decide import DecideInput, decide, launch_budget
+from reconciler.decide import decide
+from reconciler.decision import DecideInput
+from reconciler.ramp import launch_budget
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import packed_target
 from reconciler.snapshot import ClusterSnapshot, FitEstimate, LaunchFacts, PairPods, PodPhase

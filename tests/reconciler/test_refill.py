@@ -14,7 +14,8 @@ from dataclasses import replace
 
 import pytest
 
-from reconciler.decide import DecideInput, decide
+from reconciler.decide import decide
+from reconciler.decision import DecideInput
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import desired_pairs, free_pair_slots, pairs_taken
 from reconciler.snapshot import FitEstimate

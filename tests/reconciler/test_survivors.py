@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from reconciler.decide import DecideInput, decide
+from reconciler.decide import decide
+from reconciler.decision import DecideInput
 from reconciler.ports import DeleteOrphan
 from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import desired_pairs, handover_headroom, max_runners_headroom

@@ -13,7 +13,8 @@ import itertools
 
 import pytest
 
-from reconciler.decide import DecideInput, decide
+from reconciler.decide import decide
+from reconciler.decision import DecideInput
 from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, FitEstimate, PairPods, PodPhase
 from reconciler.unblock import STUCK_AFTER, stuck_pairs, to_release

@@ -17,7 +17,8 @@ from typing import Any
 
 from simulator.faces.fault_proxy import K8sFaultProxy
 from simulator.faces.k8s import K8sFace
-from simulator.faces.live import LiveSpec, LiveWorld
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
 from simulator.faults import Fault, FaultKind
 from tests.e2e.conftest import ListenerProcess
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from simulator.faces.actions import Fault as Answer
-from simulator.faces.live import LiveWorld
+from simulator.faces.live_world import LiveWorld
 from simulator.faults import Fault, FaultKind
 from tests.reliability.bad_day import (
     LEASE_SECONDS,

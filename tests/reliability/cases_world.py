@@ -20,7 +20,8 @@ from typing import Any
 from reconciler.snapshot import Demand
 from simulator.engine.world import World
 from simulator.faults import FaultPlan, WorldChaos
-from simulator.measurement.invariants import Invariant, InvariantObserver, Report, observe_world
+from simulator.measurement.invariants import Invariant, InvariantObserver, Report
+from simulator.measurement.observe import observe_world
 from simulator.scenarios.scenario import load_scenario
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.faces.live import LiveWorld
+from simulator.faces.live_world import LiveWorld
 from tests.reliability.bad_day import ProxiedListener, quiet_spec
 from tests.reliability.cases_bad_days import SCENARIOS, Scenario
 

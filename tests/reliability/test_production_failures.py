@@ -18,7 +18,8 @@ import pytest
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_SCALE_SET
 from simulator.faces.actions import Fault
 from simulator.faces.k8s import K8sFace
-from simulator.faces.live import LiveSpec, LiveWorld
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
 from tests.e2e.conftest import ListenerProcess
 
 #: Short leases so a takeover fits in a test (renew deadline 2.7 s, retry every 0.5 s).

@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from simulator.faces.live import LiveSpec, LiveWorld
-from simulator.workload.actions import JobState
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
+from simulator.workload.service_records import JobState
 from tests.e2e.conftest import free_port
 from tools import image_build as ib
 

@@ -15,7 +15,7 @@ import yaml
 
 from simulator.engine.world import World
 from simulator.scenarios.scenario import SCENARIO_DIR, parse_scenario
-from simulator.workload.actions import JobState
+from simulator.workload.service_records import JobState
 
 HOURS = 2.0
 

@@ -21,7 +21,8 @@ from listener.verify.cli import main
 from listener.verify.probe import Clock
 from listener.verify.shapes import LABEL_VERIFY
 from simulator.engine.store import KINDS
-from simulator.faces.live import LiveSpec, LiveWorld
+from simulator.faces.live_spec import LiveSpec
+from simulator.faces.live_world import LiveWorld
 
 SCALE_SET, NAMESPACE, CONTROLLER = "e2e-runners", "arc-runners", "arc-systems"
 #: Kinds verify's probes make the world add by itself (a node for the probe pair).

@@ -17,7 +17,7 @@ import pytest
 
 from listener.verify.probe import Clock
 from providers.kubernetes import labels as L
-from simulator.faces.live import LiveWorld
+from simulator.faces.live_world import LiveWorld
 from tests.verify.conftest import NAMESPACE, SCALE_SET, labelled_by_verify, objects, run_verify
 
 EXERCISED = (

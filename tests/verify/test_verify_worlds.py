@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.faces.live import LiveWorld
+from simulator.faces.live_world import LiveWorld
 from tests.verify.conftest import labelled_by_verify, quiet_spec, run_verify, started_world
 
 

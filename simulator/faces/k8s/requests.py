@@ -95,3 +95,17 @@ def authorize_request(store: ObjectStore, request: Request, handler: str) -> Non
         f"{subject} is forbidden: {authz.forbidden_message(who, attrs)}",
         route.details(),
     )
+
+
+def wants_dry_run(query: Mapping[str, str]) -> bool:
+    """``?dryRun=All``: admit and validate, store nothing. Upstream accepts only ``All``."""
+    value = query.get("dryRun")
+    if value is None:
+        return False
+    if value != "All":
+        raise ApiError(
+            400,
+            "BadRequest",
+            f'dryRun: Unsupported value: "{value}": supported values: "All"',
+        )
+    return True

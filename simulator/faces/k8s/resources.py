@@ -16,6 +16,7 @@ from simulator.engine.store import KindInfo, ObjectStore, StoreError, iso
 from simulator.faces.k8s import admission, apply, discovery, schemas, table
 from simulator.faces.k8s.errors import ApiError, from_store
 from simulator.faces.k8s.patching import PatchError, json_patch, merge_patch
+from simulator.faces.k8s.requests import wants_dry_run
 from simulator.faces.k8s.routing import Route
 from simulator.faces.k8s.selectors import FieldSelector, LabelSelector
 
@@ -120,7 +121,7 @@ class Resources:
 
     def create(self, route: Route, body: Any, query: Mapping[str, str]) -> bytes:
         info = route.info
-        dry_run = _dry_run(query)
+        dry_run = wants_dry_run(query)
         obj = self._object_body(route, body, query)
         meta = obj["metadata"]
         self.count("create", info.kind, route.namespace, str(meta.get("name") or ""))
@@ -206,7 +207,7 @@ class Resources:
             if rv is not None and rv != current["metadata"].get("resourceVersion"):
                 raise self._conflict(route)
             final = self._scoped(route, current, obj)
-            return self._commit(route, current, final, verb="update", dry_run=_dry_run(query))
+            return self._commit(route, current, final, verb="update", dry_run=wants_dry_run(query))
 
     def _scoped(self, route: Route, current: Obj, changed: Obj) -> Obj:
         """The main resource cannot change status; ``/status`` changes only status."""
@@ -242,7 +243,8 @@ class Resources:
                 raise ApiError(400, "BadRequest", "the patched object is not an object")
             check_fields(info, patched, query.get("fieldValidation", ""))
             final = self._scoped(route, current, patched)
-            return 200, self._commit(route, current, final, verb="patch", dry_run=_dry_run(query))
+            dry_run = wants_dry_run(query)
+            return 200, self._commit(route, current, final, verb="patch", dry_run=dry_run)
 
     def _patched(self, route: Route, current: Obj, body: Any, kind: str) -> Any:
         try:
@@ -269,7 +271,7 @@ class Resources:
 
     def _apply(self, route: Route, raw: bytes, query: Mapping[str, str]) -> tuple[int, bytes]:
         info = route.info
-        dry_run = _dry_run(query)
+        dry_run = wants_dry_run(query)
         manager = apply.require_manager(query.get("fieldManager"))
         config = apply.parse_body(raw)
         check_fields(info, config, query.get("fieldValidation", ""))
@@ -368,20 +370,6 @@ class Resources:
             "been modified; please apply your changes to the latest version and try again",
             route.details(),
         )
-
-
-def _dry_run(query: Mapping[str, str]) -> bool:
-    """``?dryRun=All``: admit and validate, store nothing. Upstream accepts only ``All``."""
-    value = query.get("dryRun")
-    if value is None:
-        return False
-    if value != "All":
-        raise ApiError(
-            400,
-            "BadRequest",
-            f'dryRun: Unsupported value: "{value}": supported values: "All"',
-        )
-    return True
 
 
 def check_fields(info: KindInfo, body: Mapping[str, Any], directive: str) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pytest
 
 from simulator.cluster import ClusterSpec
-from simulator.cluster.lifecycle import node_object
+from simulator.cluster.claims import node_object
 from simulator.cluster.quantity import Resources
 from simulator.engine.store import Obj
 from tests.simulated.cluster.builders import World, pod, small_type, world

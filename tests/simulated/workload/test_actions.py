@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from providers.actions.models import JOB_MESSAGE_TYPES, Statistics
-from simulator.workload.actions import ActionsService, Job, JobState
+from simulator.workload.actions import ActionsService
 from simulator.workload.jobs import JobSpec
+from simulator.workload.service_records import Job, JobState
 from tests.simulated.workload.builders import bare_log
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from simulator.workload.actions import ActionsService, JobState
+from simulator.workload.actions import ActionsService
 from simulator.workload.jobs import JobSpec
+from simulator.workload.service_records import JobState
 
 from .builders import bare_log, events, run, scale_set, scenario
 
