@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pydantic import SecretStr
 
-from listener.gate import CapacityGate
-from listener.loop import Listener, serve
+from listener.arc.gate import CapacityGate
+from listener.arc.message_loop import Listener, serve
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url

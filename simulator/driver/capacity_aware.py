@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from listener.poll_cut import PollCut
+from listener.arc.poll_cut import PollCut
 from providers.demand import FailureMode
 from providers.demand.combine import Combine, CombinedDemand
 from providers.demand.statistics import StatisticsDemand

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from listener.arc_version import LABEL_VERSION, ArcVersion
+from listener.arc.version import LABEL_VERSION, ArcVersion
 from providers.kubernetes import labels as L
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop, Timer

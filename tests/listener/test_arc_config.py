@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from listener.arc_config import (
+from listener.arc.config import (
     ConfigError,
     config_path_from_env,
     load_listener_config,

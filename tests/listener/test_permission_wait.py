@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-import listener.app as app_module
-from listener.app import ListenerApp
-from listener.arc_config import parse_listener_config
+import listener.process.app as app_module
+from listener.arc.config import parse_listener_config
+from listener.process.app import ListenerApp
 from providers.kubernetes.permissions import CannotCheck, Permission
 from reconciler.settings import parse_capacity_aware
 
@@ -117,7 +117,7 @@ def test_stopping_while_waiting_ends_the_wait_without_starting(
 
 
 def test_the_log_says_when_and_why_capacity_aware_mode_is_off() -> None:
-    from listener.startup import capacity_off_reason
+    from listener.process.startup import capacity_off_reason
 
     assert capacity_off_reason({}).startswith(
         "no capacityAware block (neither $CAPACITY_AWARE_CONFIG"
@@ -131,7 +131,7 @@ def test_scale_to_zero_with_statistics_only_and_no_refresh_is_flagged_at_start()
     """Regression (bench/demand_sources.py, scale-to-zero): statistics come only with job
     messages, none come while 0 is advertised, so no job ever started. The statistics refresh
     (default 2 s) removes the blindness; turned off, the listener warns."""
-    from listener.startup import blind_at_zero
+    from listener.process.startup import blind_at_zero
 
     def settings(block: dict[str, object]) -> object:
         return parse_capacity_aware({"enabled": True, **block}, where="t")
