@@ -38,107 +38,28 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-from listener.arc.config import ListenerConfig
 from listener.arc.gate import CapacityGate
-from listener.arc.scaler import Scaler, ScalerWriter
-from providers.actions.client import ActionsClient
+from listener.arc.loop_ports import (
+    JobScaler,
+    ListenerMetrics,
+    MessageSource,
+    NoopListenerMetrics,
+    ThreadWrites,
+    Writes,
+)
 from providers.actions.decode import DecodedMessage
 from providers.actions.errors import MessageDecodeError
 from providers.actions.models import JobAvailable, JobCompleted, JobStarted, Session, Statistics
-from providers.actions.session import MessageSession
 
 log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 
 class ListenerError(Exception):
     """The listener cannot go on (bad session, protocol violation)."""
-
-
-# --- ports ---------------------------------------------------------------------------------
-
-
-class ListenerMetrics(Protocol):
-    """Hooks of ARC's listener metrics (docs/protocol.md#metrics) plus capacity cuts."""
-
-    def record_statistics(self, stats: Statistics) -> None: ...
-
-    def record_job_started(self, msg: JobStarted) -> None: ...
-
-    def record_job_completed(self, msg: JobCompleted) -> None: ...
-
-    def record_desired_runners(self, n: int) -> None: ...
-
-    def record_poll_cut(self, direction: str) -> None:
-        """``direction`` is ``"drop"`` or ``"rise"``."""
-        ...
-
-    def record_undecodable_message(self) -> None: ...
-
-
-class NoopListenerMetrics:
-    def record_statistics(self, stats: Statistics) -> None:
-        pass
-
-    def record_job_started(self, msg: JobStarted) -> None:
-        pass
-
-    def record_job_completed(self, msg: JobCompleted) -> None:
-        pass
-
-    def record_desired_runners(self, n: int) -> None:
-        pass
-
-    def record_poll_cut(self, direction: str) -> None:
-        pass
-
-    def record_undecodable_message(self) -> None:
-        pass
-
-
-class MessageSource(Protocol):
-    """What the loop needs from a message session (:class:`providers.actions.MessageSession`)."""
-
-    @property
-    def session(self) -> Session: ...
-
-    async def get_message(
-        self, last_message_id: int, max_capacity: int
-    ) -> DecodedMessage | None: ...
-
-    async def delete_message(self, message_id: int) -> None: ...
-
-    async def acquire_jobs(self, request_ids: list[int]) -> list[int]: ...
-
-
-class JobScaler(Protocol):
-    """ARC's scaler (:class:`listener.arc.scaler.Scaler`); blocking, run on the write lane."""
-
-    def handle_job_started(self, msg: JobStarted) -> None: ...
-
-    def handle_job_completed(self, msg: JobCompleted) -> None: ...
-
-    def handle_desired_runner_count(self, count: int) -> int: ...
-
-
-class Writes(Protocol):
-    """Where the scaler's blocking calls run
-    (:class:`providers.kubernetes.write_lane.WriteLane`)."""
-
-    async def run(self, call: Callable[..., _T], *args: Any) -> _T: ...
-
-
-class ThreadWrites:
-    """A worker thread per call (``asyncio.to_thread``): for tests and tools; the process
-    uses :class:`~providers.kubernetes.write_lane.WriteLane`, which never holds the exit."""
-
-    async def run(self, call: Callable[..., _T], *args: Any) -> _T:
-        return await asyncio.to_thread(call, *args)
 
 
 #: A message's Kubernetes work that takes longer than this is stuck: the poll goes on and the
@@ -419,55 +340,10 @@ class Listener:
         return await self.writes.run(self.scaler.handle_desired_runner_count, assigned_jobs)
 
 
-def listener_from_config(
-    config: ListenerConfig,
-    writer: ScalerWriter,
-    *,
-    metrics: ListenerMetrics | None = None,
-    cut_on_drop: bool = True,
-    cut_on_rise: bool = False,
-    debounce: float = 0.25,
-    initial_capacity: int | None = None,
-    owner_name: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> tuple[MessageSession, Listener]:
-    """Wire ARC's listener from its config file: Actions client (PAT or App, extra root CA,
-    proxy variables), message session, ARC scaler over ``writer``, capacity gate. Run it with
-    ``await serve(session, listener)``; ``listener.arc.gate`` is the reconciler's CapacitySink."""
-    client = ActionsClient(
-        config.github_config(env),
-        config.credentials(),
-        scale_set_id=config.runner_scale_set_id,
-        root_ca=config.server_root_ca,
-    )
-    session = MessageSession(client, owner_name=owner_name)
-    scaler = Scaler(
-        writer,
-        namespace=config.ephemeral_runner_set_namespace,
-        name=config.ephemeral_runner_set_name,
-        min_runners=config.min_runners,
-        max_runners=config.max_runners,
-    )
-    gate = CapacityGate(
-        config.max_runners,
-        initial=initial_capacity,
-        cut_on_drop=cut_on_drop,
-        cut_on_rise=cut_on_rise,
-        debounce=debounce,
-    )
-    return session, Listener(session, scaler, gate, metrics)
-
-
 class ClosableSession(MessageSource, Protocol):
     async def open(self) -> Session: ...
 
     async def close(self) -> None: ...
-
-
-async def serve(session: ClosableSession, listener: Listener) -> None:
-    """Open the session, run the listener, always delete the session on the way out."""
-    await session.open()
-    await run_open_session(session, listener)
 
 
 async def run_open_session(session: ClosableSession, listener: Listener) -> None:
@@ -500,7 +376,5 @@ __all__ = [
     "MessageSource",
     "NoopListenerMetrics",
     "close_session",
-    "listener_from_config",
     "run_open_session",
-    "serve",
 ]

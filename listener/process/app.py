@@ -9,7 +9,7 @@
    (``/metrics``, ``/healthz``, ``/readyz``, ``/debug/pairs``).
 3. The Actions client, the message session and the scaler (merge-patches of the
    EphemeralRunnerSet, exactly like ARC's).
-4. With ``capacityAware.enabled`` (listener/process/assembly.py): the watch-fed cache (waits
+4. With ``capacityAware.enabled`` (listener/process/capacity_side.py): the watch-fed cache (waits
    until every required kind is listed), the start-up checks (errors stop the process with
    what to change), the reconciler with its subscribers, its loop and the demand pollers;
    the reconciler's capacity feeds the listener's ``X-ScaleSetMaxCapacity`` (latest wins; a
@@ -29,7 +29,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -49,11 +49,11 @@ from listener.arc.version import ArcVersionError, version_from_env
 from listener.observability.http import ListenerHttpServer, StatusBoard, resolve_http_settings
 from listener.observability.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
 from listener.observability.metrics import PrometheusMetrics, ScaleSetIdentity
-from listener.process.assembly import CapacityAwarePart, scale_set_target
+from listener.process.assembly import scale_set_target
 from listener.process.capacity_config import load_capacity_aware
-from listener.process.capacity_side import CapacityAwarePhase
+from listener.process.capacity_side import CapacitySide
 from listener.process.daemon_executor import DaemonThreadPoolExecutor
-from listener.process.exit_deadline import ExitDeadline
+from listener.process.exit_deadline import ExitDeadline, bounded
 from listener.process.startup import (
     FatalError,
     Stopped,
@@ -63,21 +63,12 @@ from listener.process.startup import (
 )
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession, default_owner_name
-from providers.backoff import Backoff
-from providers.demand.combine import Combine, CombinedDemand
-from providers.demand.statistics import StatisticsDemand
-from providers.hud.client import HudDemandSource
 from providers.kubernetes.arc_writer import KubernetesScalerWriter
 from providers.kubernetes.lease import (
     LeaseElector,
     LeaseFence,
     LeaseTiming,
     lease_name,
-)
-from providers.kubernetes.permissions import (
-    CannotCheck,
-    missing_permissions,
-    required_permissions,
 )
 from providers.kubernetes.write_lane import WriteLane
 from reconciler.clock import SystemClock
@@ -86,9 +77,6 @@ from reconciler.settings_types import SettingsError
 
 log = logging.getLogger("listener")
 
-#: Backoff of the start-up permission check (doubling from the first to the max).
-PERMISSION_RETRY_FIRST = float(os.environ.get("CAPACITY_AWARE_PERMISSION_RETRY", "5"))
-PERMISSION_RETRY_MAX = 300.0
 #: How long shutdown waits for the informer threads (daemons) to notice the stop.
 CACHE_STOP_TIMEOUT = 0.5
 #: Shutdown budgets (with the 1 s stop grace and the 1 s session delete: under 4.5 s).
@@ -129,7 +117,7 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
     return 0
 
 
-class ListenerApp(CapacityAwarePhase):
+class ListenerApp:
     def __init__(
         self, config: ListenerConfig, capacity: CapacityAwareSettings, env: Mapping[str, str]
     ) -> None:
@@ -164,10 +152,6 @@ class ListenerApp(CapacityAwarePhase):
             cut_when_full=capacity.enabled and capacity.cut_poll_when_full,
         )
         self.credentials = config.credentials()
-        #: The provider, reconciler and loop, once capacity-aware mode has started (phase D).
-        self.part: CapacityAwarePart | None = None
-        self.permissions_pending = False
-        self.hud: HudDemandSource | None = None
         self.http: ListenerHttpServer | None = None
         self.elector: LeaseElector | None = None
         #: What every Kubernetes write asks before it goes (set once the Lease is won).
@@ -177,20 +161,25 @@ class ListenerApp(CapacityAwarePhase):
         self.session_open = False
         #: Reads statistics by session refresh while blind (listener/arc/statistics_refresh.py).
         self.refresher: StatisticsRefresher | None = None
-        # Demand sources (providers/demand): the statistics source is fed by the listener
-        # loop; remote ones attach once the session (our labels) is open.
-        self._wake: Callable[[], None] | None = None
-        self.demand = CombinedDemand(
-            capacity.demand.resolved_sources(capacity.hud.url), Combine(capacity.demand.combine)
+        #: Phase D (capacity-aware only) and the placeholder shutdown; it owns the demand.
+        self.side = CapacitySide(
+            config,
+            capacity,
+            env,
+            clock=self.clock,
+            instance=self.instance,
+            stop=self.stop,
+            gate=self.gate,
+            metrics=self.metrics,
+            status=self.status,
+            credentials=self.credentials,
         )
-        self.statistics = StatisticsDemand(on_change=self._wake_reconciler)
-        if "statistics" in self.demand.order:
-            self.demand.attach(self.statistics)
         self.metrics.watch_readiness(self._ready)
         if capacity.enabled:
+            demand, queued_from = self.side.demand, self.side.queued_from
             self.metrics.watch_demand(
-                lambda: self.demand.current.queued_jobs,
-                {name: functools.partial(self._queued_from, name) for name in self.demand.order},
+                lambda: demand.current.queued_jobs,
+                {name: functools.partial(queued_from, name) for name in demand.combined.order},
             )
 
     # --- run ---------------------------------------------------------------------------
@@ -234,7 +223,7 @@ class ListenerApp(CapacityAwarePhase):
         self.refresher = StatisticsRefresher(
             session,
             self.gate,
-            self.statistics.observe_statistics,
+            self.side.demand.statistics.observe_statistics,
             interval=self.capacity.demand.statistics_refresh,
             metrics=self.metrics,
         )
@@ -256,7 +245,14 @@ class ListenerApp(CapacityAwarePhase):
             if self.elector is not None:  # noted in the Lease with its next renewal
                 self.elector.session_note = session.session.session_id
             if self.capacity.enabled:
-                side_tasks = await self._start_capacity_aware(api_client, session, listener)
+                side_tasks = await self.side.start(
+                    api_client,
+                    session,
+                    listener,
+                    fence=self.fence,
+                    refresher=self.refresher,
+                    check_lease=self._check_lease,
+                )
             else:
                 log.info("capacity-aware mode is off: %s", capacity_off_reason(self.env))
             await self._listen(session, listener, side_tasks)
@@ -273,14 +269,19 @@ class ListenerApp(CapacityAwarePhase):
             # delete failed, for the successor to delete.
             self.session_open = False
             await close_session(session)
-            await self._bounded(self._delete_placeholders, PLACEHOLDERS_BUDGET, "placeholders")
+            leader = self.elector is None or self.elector.is_leader
+            await bounded(
+                functools.partial(self.side.delete_placeholders, leader=leader),
+                PLACEHOLDERS_BUDGET,
+                "placeholders",
+            )
             if self.holding is not None:
                 self.holding.cancel()
                 await asyncio.gather(self.holding, return_exceptions=True)
             if self.elector is not None and self.elector.is_leader:
                 # Not leader: the renewals failed, a release would only wait out timeouts.
                 self.elector.session_note = session.left_behind or ""
-                await self._bounded(self.elector.release, RELEASE_BUDGET, "the Lease release")
+                await bounded(self.elector.release, RELEASE_BUDGET, "the Lease release")
                 self.metrics.record_owner(False)
             await client.aclose()
             self._close()
@@ -361,15 +362,6 @@ class ListenerApp(CapacityAwarePhase):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
 
-    async def _bounded(self, call: Callable[[], None], budget: float, what: str) -> None:
-        """A blocking shutdown step, given ``budget`` seconds: past it, its worker (a daemon,
-        listener/process/daemon_executor.py) is abandoned. Each request inside it has its own
-        timeout, but the client's hidden retries multiply it."""
-        try:
-            await asyncio.wait_for(asyncio.to_thread(call), budget)
-        except TimeoutError:
-            log.warning("shutting down: %s not done within %.1fs; left", what, budget)
-
     def _on_signal(self, sig: signal.Signals) -> None:
         log.info("%s received: shutting down", sig.name)
         self.deadline.arm(0, sig.name)
@@ -391,50 +383,15 @@ class ListenerApp(CapacityAwarePhase):
         """Ready = serving: permissions granted, session open, and (capacity-aware) owner
         with a fresh cache. A second listener waiting for the Lease, one still missing a
         permission, or one whose watches are down, is not."""
-        if self.permissions_pending or not self.session_open:
+        if self.side.permissions_pending or not self.session_open:
             return False
         if not self.capacity.enabled:
             return True
-        if self.elector is None or not self.elector.is_leader or self.part is None:
+        if self.elector is None or not self.elector.is_leader:
             return False
-        cache = self.part.provider.cache
-        return cache.has_synced and cache.stale_for() <= self.capacity.recalculate_interval
-
-    async def _await_permissions(self, api_client: k8s.ApiClient, namespaces: set[str]) -> bool:
-        """Stay up, not ready, until every permission is granted (SelfSubjectAccessReview);
-        log exactly what is missing, or that the API server cannot be reached; retry with
-        backoff. A missing permission is fixed by ``arc-capacity-listener rbac``."""
-        needed = required_permissions(sorted(namespaces))
-        backoff = Backoff(PERMISSION_RETRY_FIRST, PERMISSION_RETRY_MAX)
-        retries = 0
-        self.permissions_pending = True
-        while not self.stop.is_set():
-            delay = backoff.delay(retries)
-            try:
-                missing = await asyncio.to_thread(missing_permissions, api_client, needed)
-            except CannotCheck as exc:
-                log.warning("permission check: %s; retrying in %.0fs", exc, delay)
-            else:
-                if not missing:
-                    self.permissions_pending = False
-                    return True
-                for permission in missing:
-                    log.warning("missing permission: %s", permission)
-                log.warning(
-                    "not ready: %d permission(s) missing; grant them with `arc-capacity-listener "
-                    "rbac --scale-set %s --namespace %s --apply`; retrying in %.0fs",
-                    len(missing),
-                    self.config.runner_scale_set_name or "<scale set>",
-                    self.config.ephemeral_runner_set_namespace,
-                    delay,
-                )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop.wait(), timeout=delay)
-            retries += 1
-        return False
+        return self.side.ready()
 
     def _close(self) -> None:
-        if self.part is not None:
-            self.part.stop(timeout=CACHE_STOP_TIMEOUT)
+        self.side.close(CACHE_STOP_TIMEOUT)
         if self.http is not None:
             self.http.stop()

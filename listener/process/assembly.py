@@ -1,27 +1,37 @@
-"""Phase D of the listener process: the capacity-aware part, over the Kubernetes provider.
+"""The one assembly of a scale set's runtime, and the listener's ports over Kubernetes.
 
-:class:`CapacityAwarePart` is what ``ListenerApp`` starts once the message session is open
-and every permission is granted. In order:
+:func:`assemble_scale_set` builds, from a scale set's settings and its ports, everything that
+steps it: the scale-set controller (reconciler/controller.py), the subscribers that carry out
+its decisions (placeholder writes; with the process's metrics, also logs and metrics), and the
+snapshot source that reads the combined demand. The listener process (:class:`CapacityAwarePart`
+below, over the Kubernetes provider) and the simulator's driver (simulator/driver/
+capacity_aware.py, over the simulated store) both call it, so the two cannot drift apart.
+:func:`scale_set_demand` builds the demand both combine (the configured sources, with the
+``statistics`` source the listener's messages feed); it is built before the runtime because
+the listener reads statistics from its first message, before any step.
+
+:class:`CapacityAwarePart` is what the process starts once the message session is open and
+every permission is granted. In order:
 
 1. :meth:`~CapacityAwarePart.start`: the provider (providers/kubernetes/provider.py) starts
    its watch-fed cache. Events that decisions read go to the reconcile loop once it exists,
    judged as the simulator judges them (providers/kubernetes/relevance.py): a debounced
    trigger; a placeholder that started to count, a step at once; a pod that stopped backing
    capacity, a drop check at once.
-2. The app waits for the first sync and refuses to start on an error of the start-up checks
-   (:meth:`~CapacityAwarePart.startup_checks`).
-3. :meth:`~CapacityAwarePart.build`: the scale-set controller (reconciler/controller.py:
-   schedule, fail-closed, drop guard, published value) and its asyncio driver
-   (listener/process/reconcile_loop.py), whose subscribers write placeholders, logs and metrics and
-   whose capacity goes into the listener's ``CapacityGate``. Each snapshot comes from the
-   provider (the fit estimate included).
+2. The process waits for the first sync and refuses to start on an error of the start-up
+   checks (:meth:`~CapacityAwarePart.startup_checks`).
+3. :meth:`~CapacityAwarePart.build`: the runtime (:func:`assemble_scale_set`) and its asyncio
+   driver (listener/process/reconcile_loop.py), whose capacity goes into the listener's
+   ``CapacityGate``. Each snapshot comes from the provider (the fit estimate included).
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from kubernetes import client as k8s
 
@@ -31,6 +41,8 @@ from listener.arc.message_loop import Listener
 from listener.observability.http import StatusBoard
 from listener.observability.metrics import MetricsSubscriber, PrometheusMetrics
 from listener.process.reconcile_loop import Observation, ReconcileLoop
+from providers.demand.combine import Combine, CombinedDemand
+from providers.demand.statistics import StatisticsDemand
 from providers.kubernetes.checks import Finding
 from providers.kubernetes.provider import KubernetesProvider
 from providers.kubernetes.relevance import Verdict
@@ -38,10 +50,120 @@ from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.writer import KubernetesPlaceholderWriter
 from reconciler.clock import Clock
-from reconciler.controller import Output, ScaleSetController, controller_timings
-from reconciler.settings import CapacityAwareSettings
+from reconciler.controller import Output, ScaleSetController, Work, controller_timings
+from reconciler.ports import PlaceholderWriter, Subscriber
+from reconciler.settings import CapacityAwareSettings, ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, Demand
 from reconciler.subscribers import LoggingSubscriber, PlaceholderSubscriber
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleSetDemand:
+    """The demand a scale set's decisions read: the configured sources, combined."""
+
+    combined: CombinedDemand
+    #: The ``statistics`` source, fed by the listener's messages and session refreshes.
+    statistics: StatisticsDemand
+
+    @property
+    def current(self) -> Demand:
+        """The configured sources combined (providers/demand); all failing -> the floor."""
+        return self.combined.current
+
+
+def scale_set_demand(
+    settings: CapacityAwareSettings, on_change: Callable[[], None]
+) -> ScaleSetDemand:
+    """The configured demand sources and their combination; ``on_change`` is called when a
+    source's answer changes (a leading trigger, reconciler/schedule.py). The ``statistics``
+    source is attached here; polled ones attach once they start."""
+    combined = CombinedDemand(
+        settings.demand.resolved_sources(settings.hud.url), Combine(settings.demand.combine)
+    )
+    statistics = StatisticsDemand(on_change=on_change)
+    if "statistics" in combined.order:
+        combined.attach(statistics)
+    return ScaleSetDemand(combined, statistics)
+
+
+class SnapshotPort(Protocol):
+    """Where a scale set's snapshots come from (the Kubernetes cache, the simulated store)."""
+
+    def full(self, now: float, demand: Demand) -> ClusterSnapshot | None:
+        """What a step reads, the fit estimate included (None: nothing to read yet)."""
+        ...
+
+    def cheap(self, now: float, demand: Demand) -> ClusterSnapshot | None:
+        """What a drop check reads: no fit estimate."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleSetPorts:
+    """What a scale set's runtime is handed: where it writes, reads and keeps time."""
+
+    target: ScaleSetTarget
+    writer: PlaceholderWriter
+    snapshots: SnapshotPort
+    demand: ScaleSetDemand
+    #: Wall time: the start of the controller's reconciler and the placeholders' expiry.
+    clock: Clock
+    instance: str
+    #: The process's metrics: adds the log and metrics subscribers (None: placeholders only).
+    metrics: PrometheusMetrics | None = None
+    #: The schedule's jitter (None: the controller's default).
+    rng: random.Random | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleSetRuntime:
+    """A scale set's controller, its subscribers and what its snapshots read."""
+
+    config: ReconcilerConfig
+    controller: ScaleSetController
+    #: In notification order: placeholder writes first.
+    subscribers: tuple[Subscriber, ...]
+    #: The metrics subscriber among them (with the process's metrics), for step outcomes.
+    metrics: MetricsSubscriber | None
+    snapshots: SnapshotPort
+    demand: ScaleSetDemand
+
+    def snapshot(self, work: Work, now: float) -> ClusterSnapshot | None:
+        """The snapshot ``work`` needs, with the demand combined now."""
+        demand = self.demand.current
+        if work is Work.STEP:
+            return self.snapshots.full(now, demand)
+        return self.snapshots.cheap(now, demand)
+
+
+def assemble_scale_set(settings: CapacityAwareSettings, ports: ScaleSetPorts) -> ScaleSetRuntime:
+    """Build one scale set's runtime from its settings and ports (see the module docstring)."""
+    config = settings.reconciler_config(ports.target.ers_name)
+    controller = ScaleSetController(
+        config,
+        controller_timings(settings),
+        instance=ports.instance,
+        started_at=ports.clock.now(),
+        rng=ports.rng,
+    )
+    subscribers: list[Subscriber] = [
+        PlaceholderSubscriber(
+            ports.writer,
+            namespace=ports.target.placeholder_namespace,
+            clock=ports.clock,
+            config=config,
+        )
+    ]
+    metrics = None
+    if ports.metrics is not None:
+        metrics = MetricsSubscriber(ports.metrics, counts=controller.reconciler.store.counts)
+        subscribers += [LoggingSubscriber(), metrics]
+    return ScaleSetRuntime(
+        config, controller, tuple(subscribers), metrics, ports.snapshots, ports.demand
+    )
+
+
+# --- the listener's ports over the Kubernetes provider ---------------------------------------
 
 
 class MonotonicClock:
@@ -63,8 +185,27 @@ def scale_set_target(config: ListenerConfig, capacity: CapacityAwareSettings) ->
     )
 
 
+class ProviderSnapshots:
+    """Snapshots from the provider's watch-fed cache; None before the first sync."""
+
+    def __init__(self, provider: KubernetesProvider, *, hot: bool) -> None:
+        self.provider = provider
+        self.hot = hot
+
+    def full(self, now: float, demand: Demand) -> ClusterSnapshot | None:
+        if not self.provider.cache.has_synced:
+            return None
+        return self.provider.snapshot(now=now, demand=demand)
+
+    def cheap(self, now: float, demand: Demand) -> ClusterSnapshot | None:
+        cache = self.provider.cache
+        if not cache.has_synced:
+            return None
+        return build_snapshot(cache, self.provider.target, now=now, demand=demand, hot=self.hot)
+
+
 class CapacityAwarePart:
-    """The provider, the reconciler and its loop of one listener process (see module doc)."""
+    """The provider, the runtime and its loop of one listener process (see module doc)."""
 
     def __init__(
         self,
@@ -77,7 +218,7 @@ class CapacityAwarePart:
         gate: CapacityGate,
         metrics: PrometheusMetrics,
         status: StatusBoard,
-        demand: Callable[[], Demand],
+        demand: ScaleSetDemand,
     ) -> None:
         self.capacity = capacity
         self.instance = instance
@@ -94,9 +235,9 @@ class CapacityAwarePart:
             instance=instance,
             on_event=self._observed,
         )
-        self.controller: ScaleSetController | None = None
+        self.runtime: ScaleSetRuntime | None = None
         self.loop: ReconcileLoop | None = None
-        #: The writer the reconciler's subscriber uses, once built. Kept here, not asked of
+        #: The writer the runtime's subscriber uses, once built. Kept here, not asked of
         #: the provider again: that re-reads the EphemeralRunnerSet, which may be gone by
         #: shutdown (an uninstall), when our placeholders must still be deleted. The
         #: provider swaps a changed template's builder into this same object.
@@ -123,22 +264,24 @@ class CapacityAwarePart:
             self.loop.changed(leading=verdict.rise, lost=verdict.lost)
 
     def build(self, listener: Listener) -> ReconcileLoop:
-        """The controller and its loop (after the first sync and the start-up checks)."""
-        capacity = self.capacity
-        reconciler_config = capacity.reconciler_config(self.target.ers_name)
-        metrics_subscriber = MetricsSubscriber(self.metrics)
+        """The runtime and its loop (after the first sync and the start-up checks)."""
         self.writer = writer = self.provider.writer
-        # Scheduling runs on the monotonic clock (a wall-clock jump must not stall it); pair
-        # timestamps are the snapshots' wall time.
-        monotonic = MonotonicClock()
-        self.controller = controller = ScaleSetController(
-            reconciler_config,
-            controller_timings(capacity),
-            instance=self.instance,
-            started_at=self.clock.now(),
+        self.runtime = runtime = assemble_scale_set(
+            self.capacity,
+            ScaleSetPorts(
+                target=self.target,
+                writer=writer,
+                snapshots=ProviderSnapshots(self.provider, hot=self.capacity.hot_runners != 0),
+                demand=self.demand,
+                clock=self.clock,
+                instance=self.instance,
+                metrics=self.metrics,
+            ),
         )
-        reconciler = controller.reconciler
-        metrics_subscriber.counts = reconciler.store.counts
+        metrics_subscriber = runtime.metrics
+        if metrics_subscriber is None:
+            raise RuntimeError("the listener's runtime is assembled with its metrics")
+        reconciler = runtime.controller.reconciler
 
         def on_output(output: Output, duration: float, errors: int) -> None:
             if output.error is not None:
@@ -166,25 +309,18 @@ class CapacityAwarePart:
                 at=self.clock.now(),
             )
 
+        # Scheduling runs on the monotonic clock (a wall-clock jump must not stall it); pair
+        # timestamps are the snapshots' wall time.
         self.loop = ReconcileLoop(
-            controller,
+            runtime.controller,
             Observation(
-                snapshot=lambda _now: self._snapshot(),
-                drop_snapshot=lambda _now: self._drop_snapshot(),
+                snapshot=lambda _now: runtime.snapshot(Work.STEP, self.clock.now()),
+                drop_snapshot=lambda _now: runtime.snapshot(Work.DROP_CHECK, self.clock.now()),
                 stale_for=self.provider.cache.stale_for,
             ),
-            [
-                PlaceholderSubscriber(
-                    writer,
-                    namespace=self.target.placeholder_namespace,
-                    clock=self.clock,
-                    config=reconciler_config,
-                ),
-                LoggingSubscriber(),
-                metrics_subscriber,
-            ],
+            runtime.subscribers,
             self.gate,
-            monotonic,
+            MonotonicClock(),
             on_output=on_output,
         )
         return self.loop
@@ -195,30 +331,11 @@ class CapacityAwarePart:
             self.metrics.record_api_write(verb, total - self._writes_seen.get(verb, 0))
             self._writes_seen[verb] = total
 
-    def _snapshot(self) -> ClusterSnapshot | None:
-        """A step's snapshot (fit estimate included); None before the first sync."""
-        if not self.provider.cache.has_synced:
-            return None
-        return self.provider.snapshot(now=self.clock.now(), demand=self.demand())
-
-    def _drop_snapshot(self) -> ClusterSnapshot | None:
-        """What the drop check reads: no fit (cheap); None before the first sync."""
-        cache = self.provider.cache
-        if not cache.has_synced:
-            return None
-        return build_snapshot(
-            cache,
-            self.target,
-            now=self.clock.now(),
-            demand=self.demand(),
-            hot=self.capacity.hot_runners != 0,
-        )
-
     def owned_pairs(self) -> set[str]:
         """Pair ids in the reconciler's store (its own and adopted ones)."""
-        if self.controller is None:
+        if self.runtime is None:
             return set()
-        return {record.pair_id for record in self.controller.reconciler.store.records()}
+        return {record.pair_id for record in self.runtime.controller.reconciler.store.records()}
 
     def stop(self, timeout: float) -> None:
         self.provider.stop(timeout=timeout)

@@ -1,14 +1,17 @@
-"""Phase D of the listener process and its end: the capacity-aware part, its demand pollers,
-and deleting this instance's placeholders at shutdown.
+"""The capacity-aware side of the listener process (phase D) and its end: the permission
+wait, the capacity-aware part, its demand pollers, and deleting this instance's placeholders
+at shutdown.
 
-:class:`CapacityAwarePhase` is a mixin of :class:`~listener.process.app.ListenerApp` (which owns the
-configuration, the gate, the metrics, the stop event and the demand sources); the order of the
-phases is listener/process/app.py's module docstring.
+:class:`CapacitySide` is handed what it uses by the process (listener/process/app.py, whose
+module docstring orders the phases): the configuration, the clock, the stop event, the gate,
+the metrics and the status board; it owns the demand (:func:`~listener.process.assembly.
+scale_set_demand`) and, once started, the part (listener/process/assembly.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -23,33 +26,39 @@ from listener.arc.message_loop import Listener
 from listener.arc.statistics_refresh import StatisticsRefresher
 from listener.observability.http import StatusBoard
 from listener.observability.metrics import PrometheusMetrics
-from listener.process.assembly import CapacityAwarePart
+from listener.process.assembly import CapacityAwarePart, ScaleSetDemand, scale_set_demand
 from listener.process.startup import FatalError, Stopped, blind_at_zero, refuse_to_start
 from listener.process.supervise import supervised
 from providers.actions.auth import Credentials
 from providers.actions.session import MessageSession
+from providers.backoff import Backoff
 from providers.demand.build import build_remote_sources
-from providers.demand.combine import CombinedDemand
-from providers.hud.client import HudClient, HudDemandSource, scale_set_labels, token_from_env
+from providers.hud.client import HudClient, HudDemandSource, scale_set_labels
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
-from providers.kubernetes.lease import LeaseElector, LeaseFence
+from providers.kubernetes.lease import LeaseFence
+from providers.kubernetes.permissions import (
+    CannotCheck,
+    missing_permissions,
+    required_permissions,
+)
 from reconciler.clock import Clock
 from reconciler.ports import PodRef
 from reconciler.settings import CapacityAwareSettings
-from reconciler.snapshot import Demand
 
 log = logging.getLogger("listener")
 
 #: Per-request timeout of the placeholder deletes at exit (they run in parallel).
 SHUTDOWN_REQUEST_TIMEOUT = 1.0
-
 #: How long to wait for the first list of every required kind before giving up.
 CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
 #: How often the HUD poller looks whether the message session (our labels) is open yet.
 SESSION_WAIT_STEP = 0.5
 #: Longest blocking wait between two looks at the stop signal (SIGTERM within 5 s).
 STOP_CHECK = 0.5
+#: Backoff of the start-up permission check (doubling from the first to the max).
+PERMISSION_RETRY_FIRST = float(os.environ.get("CAPACITY_AWARE_PERMISSION_RETRY", "5"))
+PERMISSION_RETRY_MAX = 300.0
 
 
 def owned_by(pod: Mapping[str, Any], *, scale_set: str, instance: str, adopted: set[str]) -> bool:
@@ -60,32 +69,54 @@ def owned_by(pod: Mapping[str, Any], *, scale_set: str, instance: str, adopted: 
     return labels.get(LABEL_INSTANCE) == instance or labels.get(LABEL_PAIR) in adopted
 
 
-class CapacityAwarePhase:
-    """Phase D and the placeholder shutdown (mixed into ListenerApp, which sets these)."""
+class CapacitySide:
+    """Phase D and the placeholder shutdown of one listener process (see module doc)."""
 
-    config: ListenerConfig
-    capacity: CapacityAwareSettings
-    env: Mapping[str, str]
-    clock: Clock
-    instance: str
-    stop: asyncio.Event
-    status: StatusBoard
-    metrics: PrometheusMetrics
-    gate: CapacityGate
-    credentials: Credentials
-    part: CapacityAwarePart | None
-    hud: HudDemandSource | None
-    elector: LeaseElector | None
-    fence: LeaseFence | None
-    refresher: StatisticsRefresher | None
-    demand: CombinedDemand
-    _wake: Callable[[], None] | None
-    _check_lease: Callable[[], None]
-    _await_permissions: Callable[[k8s.ApiClient, set[str]], Awaitable[bool]]
+    def __init__(
+        self,
+        config: ListenerConfig,
+        capacity: CapacityAwareSettings,
+        env: Mapping[str, str],
+        *,
+        clock: Clock,
+        instance: str,
+        stop: asyncio.Event,
+        gate: CapacityGate,
+        metrics: PrometheusMetrics,
+        status: StatusBoard,
+        credentials: Credentials,
+    ) -> None:
+        self.config = config
+        self.capacity = capacity
+        self.env = env
+        self.clock = clock
+        self.instance = instance
+        self.stop = stop
+        self.gate = gate
+        self.metrics = metrics
+        self.status = status
+        self.credentials = credentials
+        #: The provider, runtime and loop, once phase D has started them.
+        self.part: CapacityAwarePart | None = None
+        self.permissions_pending = False
+        self.hud: HudDemandSource | None = None
+        self._wake: Callable[[], None] | None = None
+        # Demand sources (providers/demand): the statistics source is fed by the listener
+        # loop; remote ones attach once the session (our labels) is open.
+        self.demand: ScaleSetDemand = scale_set_demand(capacity, self._wake_reconciler)
 
-    async def _start_capacity_aware(
-        self, api_client: k8s.ApiClient, session: MessageSession, listener: Listener
+    async def start(
+        self,
+        api_client: k8s.ApiClient,
+        session: MessageSession,
+        listener: Listener,
+        *,
+        fence: LeaseFence | None,
+        refresher: StatisticsRefresher | None,
+        check_lease: Callable[[], None],
     ) -> list[asyncio.Task[Any]]:
+        """Phase D: permissions, the cache's first sync, the start-up checks, the runtime
+        and its loop, the demand pollers. Returns the background tasks (none if stopped)."""
         part = CapacityAwarePart(
             api_client,
             self.config,
@@ -95,13 +126,13 @@ class CapacityAwarePhase:
             gate=self.gate,
             metrics=self.metrics,
             status=self.status,
-            demand=self._demand,
+            demand=self.demand,
         )
-        if not await self._await_permissions(api_client, part.namespaces):
+        if not await self.await_permissions(api_client, part.namespaces):
             return []  # stopped while waiting for permissions
         self.part = part.start()
         cache = part.provider.cache
-        if not await self._wait_synced(cache):
+        if not await self._wait_synced(cache, check_lease):
             raise FatalError(
                 f"Kubernetes caches not synced after {CACHE_SYNC_TIMEOUT:.0f}s: "
                 f"{', '.join(cache.unsynced())}; every permission was granted, so the API "
@@ -110,7 +141,7 @@ class CapacityAwarePhase:
         refuse_to_start(part.startup_checks())
         reconcile_loop = part.build(listener)
         if part.writer is not None:
-            part.writer.fence = self.fence
+            part.writer.fence = fence
         log.info(
             "capacity-aware: instance %s, placeholders in %s",
             self.instance,
@@ -118,7 +149,8 @@ class CapacityAwarePhase:
         )
         self._wake = reconcile_loop.demand_changed
         tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
-        log.info("demand sources: %s (combine: %s)", self.demand.name, self.demand.policy)
+        combined = self.demand.combined
+        log.info("demand sources: %s (combine: %s)", combined.name, combined.policy)
         if blind_at_zero(self.capacity):
             log.warning(
                 "proactiveCapacity is 0, demand comes from the scale set's statistics only and "
@@ -127,14 +159,53 @@ class CapacityAwarePhase:
                 "demand.statisticsRefresh (default 2s), proactiveCapacity >= 1 or add a polled "
                 "demand source (demand.sources: github, hud or http)"
             )
-        refresher = self.refresher
-        if "statistics" in self.demand.order and refresher is not None:
+        if "statistics" in combined.order and refresher is not None:
             tasks.append(self._supervise("statistics", lambda: refresher.run(self.stop)))
-        if self.capacity.hud.url and "hud" in self.demand.order:
+        if self.capacity.hud.url and "hud" in combined.order:
             tasks.append(self._supervise("hud", lambda: self._poll_hud(session)))
-        if {"github", "http"} & set(self.demand.order):
+        if {"github", "http"} & set(combined.order):
             tasks.append(self._supervise("demand", lambda: self._poll_remote_demand(session)))
         return tasks
+
+    def ready(self) -> bool:
+        """The capacity side's part of readiness: started, with a fresh cache."""
+        if self.part is None:
+            return False
+        cache = self.part.provider.cache
+        return cache.has_synced and cache.stale_for() <= self.capacity.recalculate_interval
+
+    async def await_permissions(self, api_client: k8s.ApiClient, namespaces: set[str]) -> bool:
+        """Stay up, not ready, until every permission is granted (SelfSubjectAccessReview);
+        log exactly what is missing, or that the API server cannot be reached; retry with
+        backoff. A missing permission is fixed by ``arc-capacity-listener rbac``."""
+        needed = required_permissions(sorted(namespaces))
+        backoff = Backoff(PERMISSION_RETRY_FIRST, PERMISSION_RETRY_MAX)
+        retries = 0
+        self.permissions_pending = True
+        while not self.stop.is_set():
+            delay = backoff.delay(retries)
+            try:
+                missing = await asyncio.to_thread(missing_permissions, api_client, needed)
+            except CannotCheck as exc:
+                log.warning("permission check: %s; retrying in %.0fs", exc, delay)
+            else:
+                if not missing:
+                    self.permissions_pending = False
+                    return True
+                for permission in missing:
+                    log.warning("missing permission: %s", permission)
+                log.warning(
+                    "not ready: %d permission(s) missing; grant them with `arc-capacity-listener "
+                    "rbac --scale-set %s --namespace %s --apply`; retrying in %.0fs",
+                    len(missing),
+                    self.config.runner_scale_set_name or "<scale set>",
+                    self.config.ephemeral_runner_set_namespace,
+                    delay,
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), timeout=delay)
+            retries += 1
+        return False
 
     def _supervise(self, name: str, factory: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         return asyncio.create_task(
@@ -142,11 +213,11 @@ class CapacityAwarePhase:
             name=name,
         )
 
-    async def _wait_synced(self, cache: KubeCache) -> bool:
+    async def _wait_synced(self, cache: KubeCache, check_lease: Callable[[], None]) -> bool:
         """The first list of every required kind, in short waits so SIGTERM is honoured."""
         deadline = time.monotonic() + CACHE_SYNC_TIMEOUT
         while not cache.has_synced:
-            self._check_lease()
+            check_lease()
             if self.stop.is_set():
                 raise Stopped("waiting for the first Kubernetes cache sync")
             remaining = deadline - time.monotonic()
@@ -155,38 +226,40 @@ class CapacityAwarePhase:
             await asyncio.to_thread(cache.wait_synced, min(STOP_CHECK, remaining))
         return True
 
+    async def _labels(self, session: MessageSession) -> tuple[str, ...]:
+        """The scale set's labels, once the session is open (its name while it is not)."""
+        while not session.is_open and not self.stop.is_set():
+            await asyncio.sleep(SESSION_WAIT_STEP)
+        labels = scale_set_labels(session.session.runner_scale_set) if session.is_open else ()
+        return labels or (self.config.runner_scale_set_name,)
+
     async def _poll_hud(self, session: MessageSession) -> None:
         """Queued jobs for our labels every ``hud.pollInterval`` (``HudDemandSource`` logs an
         outage once and falls back). Labels come from the scale set, once the session is open."""
         hud = self.capacity.hud
-        client = HudClient(
-            hud.url or "", token=token_from_env(hud.token_env, self.env), timeout=hud.timeout
-        )
+        client = HudClient.from_settings(hud, env=self.env)
+        if client is None:  # not started without hud.url
+            return
         try:
-            while not session.is_open and not self.stop.is_set():
-                await asyncio.sleep(SESSION_WAIT_STEP)
-            labels = scale_set_labels(session.session.runner_scale_set) if session.is_open else ()
             self.hud = HudDemandSource(
                 client,
-                labels or (self.config.runner_scale_set_name,),
+                await self._labels(session),
                 observer=self.metrics,
                 on_change=self._wake_reconciler,
             )
-            self.demand.attach(self.hud)
+            self.demand.combined.attach(self.hud)
             await self.hud.run(self.stop, hud.poll_interval)
         finally:
             await client.aclose()
 
     async def _poll_remote_demand(self, session: MessageSession) -> None:
         """The ``github`` / ``http`` demand sources, polled once the session (labels) is open."""
-        while not session.is_open and not self.stop.is_set():
-            await asyncio.sleep(SESSION_WAIT_STEP)
-        labels = scale_set_labels(session.session.runner_scale_set) if session.is_open else ()
+        labels = await self._labels(session)
         try:
             remote = build_remote_sources(
-                self.demand.order,
+                self.demand.combined.order,
                 self.capacity.demand,
-                labels=labels or (self.config.runner_scale_set_name,),
+                labels=labels,
                 github=self.config.github_config(self.env),
                 credentials=self.credentials,
                 env=self.env,
@@ -197,7 +270,7 @@ class CapacityAwarePhase:
             return
         try:
             for source, _ in remote.polled:
-                self.demand.attach(source)
+                self.demand.combined.attach(source)
             await asyncio.gather(*(s.run(self.stop, every) for s, every in remote.polled))
         finally:
             await remote.aclose()
@@ -207,24 +280,21 @@ class CapacityAwarePhase:
         if self._wake is not None:
             self._wake()
 
-    def _queued_from(self, source: str) -> int | None:
+    def queued_from(self, source: str) -> int | None:
         """One demand source's latest queued jobs (None while it fails): for the metrics."""
-        return self.demand.latest(source).queued_jobs
-
-    def _demand(self) -> Demand:
-        """The configured sources combined (providers/demand); all failing -> the floor."""
-        return self.demand.current
+        return self.demand.combined.latest(source).queued_jobs
 
     # --- shutdown ------------------------------------------------------------------------
 
-    def _delete_placeholders(self) -> None:
+    def delete_placeholders(self, *, leader: bool) -> None:
         """Only what this instance owns: pods it created (instance label) and pairs it
-        adopted (in its pair store). Never another listener's pods."""
+        adopted (in its pair store). Never another listener's pods. ``leader``: this process
+        still holds the scale set's Lease."""
         part = self.part
         if part is None or part.writer is None:
             return
         writer = part.writer
-        if self.elector is not None and not self.elector.is_leader:
+        if not leader:
             # Lost the Lease: a new owner may have adopted our pairs already; deleting them
             # now would take its capacity away. It sweeps whatever it does not want.
             log.warning("shutting down without the Lease: leaving placeholders to the owner")
@@ -255,3 +325,7 @@ class CapacityAwarePhase:
         writer.delete_pods(ours)
         writer.close()
         log.info("placeholders deleted in %.1fs", time.monotonic() - started)
+
+    def close(self, timeout: float) -> None:
+        if self.part is not None:
+            self.part.stop(timeout=timeout)

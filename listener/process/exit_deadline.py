@@ -16,10 +16,12 @@ deleted by the next process (docs/protocol.md#sessions), placeholders are reaped
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import NoReturn
 
 log = logging.getLogger(__name__)
@@ -83,3 +85,15 @@ def end_process(code: int) -> NoReturn:
 
 
 __all__ = ["EXIT_DEADLINE", "ExitDeadline", "end_process"]
+
+
+async def bounded(call: Callable[[], None], budget: float, what: str) -> None:
+    """A blocking shutdown step, given ``budget`` seconds: past it, its worker (a daemon,
+    listener/process/daemon_executor.py) is abandoned. Each request inside it has its own
+    timeout, but the client's hidden retries multiply it."""
+    try:
+        await asyncio.wait_for(asyncio.to_thread(call), budget)
+    except TimeoutError:
+        logging.getLogger("listener").warning(
+            "shutting down: %s not done within %.1fs; left", what, budget
+        )

@@ -1,6 +1,6 @@
 """A listener process's capacity-aware part over the Kubernetes face, as ListenerApp builds it
-in phase D (listener/process/capacity_side.py), for the tests that need the real wiring without a
-session."""
+in phase D (listener/process/capacity_side.py), for the tests that need the real wiring
+without a session."""
 
 from __future__ import annotations
 
@@ -41,6 +41,6 @@ def started_part(
         gate=app.gate,
         metrics=app.metrics,
         status=app.status,
-        demand=app._demand,
+        demand=app.side.demand,
     ).start()
     return app, part

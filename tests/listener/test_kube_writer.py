@@ -204,8 +204,8 @@ def test_a_listener_run_through_a_429_storm_loses_no_job_and_does_not_end(
     import asyncio
 
     from listener.arc.config import parse_listener_config
-    from listener.arc.message_loop import listener_from_config, serve
     from simulator.faces.actions import ActionsFace, ScriptedJobFeed
+    from tests.listener.arc_wiring import listener_from_config, serve
     from tests.listener.test_loop import PAT, SCALE_SET, run
 
     feed = ScriptedJobFeed()

@@ -19,7 +19,7 @@ import pytest
 from pydantic import SecretStr
 
 from listener.arc.gate import CapacityGate
-from listener.arc.message_loop import Listener, ListenerError, serve
+from listener.arc.message_loop import Listener, ListenerError
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url
@@ -37,6 +37,7 @@ from providers.actions.models import (
 from providers.actions.redact import SecretRegistry
 from providers.actions.session import MessageSession
 from simulator.faces.actions import ActionsFace, FaceRequest, ScriptedJobFeed
+from tests.listener.arc_wiring import serve
 
 T = TypeVar("T")
 PAT = "ghp_loopTestPat0123456789"
@@ -782,7 +783,7 @@ class TestCapacityCutOnTheWire:
 
 def test_a_listener_wired_from_arcs_config_file_runs_against_the_face() -> None:
     from listener.arc.config import parse_listener_config
-    from listener.arc.message_loop import listener_from_config
+    from tests.listener.arc_wiring import listener_from_config
 
     class Writes:
         def __init__(self) -> None:
