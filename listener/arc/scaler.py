@@ -41,57 +41,29 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from listener.arc.config import MAX_INT32
 from listener.arc.version import ArcVersion, version_of_runner
 from providers.actions.models import JobCompleted, JobStarted
+from providers.kubernetes.arc_wire import (
+    MERGE_PATCH,
+    PermanentWriteError,
+    ReadForbidden,
+    RunnerNotFound,
+    ScalerError,
+    ScalerWriter,
+    WriteConflict,
+)
 
 log = logging.getLogger(__name__)
 
-MERGE_PATCH = "application/merge-patch+json"
-GROUP, VERSION = "actions.github.com", "v1alpha1"
 #: client-go ``retry.DefaultRetry``: 5 steps of 10 ms (jitter 0.1, factor 1).
 CONFLICT_ATTEMPTS = 5
 CONFLICT_WAIT = 0.01
 #: Phases the listener must never overwrite with ``Running`` (PR #4646).
 TERMINAL_PHASES = frozenset({"Failed", "Succeeded", "Outdated"})
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class RunnerNotFound(Exception):
-    """The EphemeralRunner to patch does not exist (404)."""
-
-
-class ScalerError(Exception):
-    """A Kubernetes write failed; the listener run ends (as ARC's does)."""
-
-
-class PermanentWriteError(ScalerError):
-    """The API refused the write for good (a 4xx other than 404/409/429): retrying, or
-    replaying the message, would meet the same answer."""
-
-
-class WriteConflict(ScalerError):
-    """409: the resourceVersion precondition failed; re-read and try again."""
-
-
-class ReadForbidden(ScalerError):
-    """403 on a read: the listener Role is patch-only (ARC 0.13/0.14)."""
-
-
-class ScalerWriter(Protocol):
-    """The scaler's calls; ``body`` is sent as is (merge-patch JSON)."""
-
-    def patch_ephemeral_runner_set(self, namespace: str, name: str, body: bytes) -> None: ...
-
-    def patch_ephemeral_runner_status(self, namespace: str, name: str, body: bytes) -> None:
-        """Raises :class:`RunnerNotFound` on 404, :class:`WriteConflict` on 409."""
-        ...
-
-    def get_ephemeral_runner(self, namespace: str, name: str) -> Mapping[str, Any]:
-        """Raises :class:`RunnerNotFound` on 404, :class:`ReadForbidden` on 403."""
-        ...
 
 
 def go_json(value: Any) -> bytes:

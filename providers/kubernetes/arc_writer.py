@@ -45,7 +45,8 @@ from typing import Any
 
 import urllib3
 
-from listener.arc.scaler import (
+from providers.backoff import Backoff
+from providers.kubernetes.arc_wire import (
     GROUP,
     MERGE_PATCH,
     VERSION,
@@ -55,7 +56,6 @@ from listener.arc.scaler import (
     ScalerError,
     WriteConflict,
 )
-from providers.backoff import Backoff
 from providers.kubernetes.write_lane import LeaseFence, StopToken
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from listener.arc.scaler import ScalerError
+from providers.kubernetes.arc_wire import ScalerError
 from providers.kubernetes.lease import LeaseFence, LeaseFenced
 
 log = logging.getLogger(__name__)
