@@ -14,8 +14,8 @@ from state_machine.states import PairState
 class MetricsSubscriber:
     """Reconciler subscriber: counters from events and commands, gauges from each step.
 
-    ``counts`` (e.g. ``lambda: reconciler.store.counts()``) may be given at construction,
-    because the subscriber must exist before the reconciler that it observes.
+    ``counts`` reads the pair store's counts for the per-state gauges; the assembly
+    (listener/process/assembly.py) builds the controller first and passes its store's.
     """
 
     def __init__(
