@@ -45,7 +45,7 @@ docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
 	$(BIN)/python -m tools.alert_rules
 	$(BIN)/python -m tools.install_manifests
-	$(BIN)/python -m listener.metrics
+	$(BIN)/python -m listener.observability.metrics
 	$(BIN)/python -m tools.fault_matrix
 
 bench: $(STAMP)

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pydantic import SecretStr
 
-from listener.gate import CapacityGate
-from listener.loop import Listener, serve
+from listener.arc.gate import CapacityGate
+from listener.arc.message_loop import Listener, run_open_session
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url
@@ -91,8 +91,12 @@ def measure(changes: int, *, debounce: float, cut: bool, window: float) -> list[
                 # let the re-issued poll settle into its idle wait before the next change
                 face.wait_for(lambda rs: rs[-1].route == "get_message", 1)
 
+        async def serve() -> None:
+            await session.open()
+            await run_open_session(session, listener)
+
         async def main() -> None:
-            task = asyncio.ensure_future(serve(session, listener))
+            task = asyncio.ensure_future(serve())
             driver = threading.Thread(target=reconciler)
             driver.start()
             await asyncio.to_thread(driver.join)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from listener.verify.cli import main as verify_main
+from listener.commands.verify.cli import main as verify_main
 from simulator.faces.live_world import LiveWorld
 from tests.verify.conftest import (
     NAMESPACE,

@@ -44,27 +44,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     command, rest = args[0], args[1:]
     if command == "values":
-        from listener.values import main as values_main
+        from listener.commands.values import main as values_main
 
         return values_main(rest)
     if command == "verify":
-        from listener.verify.cli import main as verify_main
+        from listener.commands.verify.cli import main as verify_main
 
         return verify_main(rest)
     if command == "rbac":
-        from listener.rbac import main as rbac_main
+        from listener.commands.rbac import main as rbac_main
 
         return rbac_main(rest)
     if command in ("simulate", "demo", "tune"):
         return _offline_command(command, rest)
     parsed = parser.parse_args(args)
     if parsed.command == "run":
-        from listener.app import run_from_environment
-        from listener.exit_deadline import end_process
+        from listener.process.app import run_from_environment
+        from listener.process.exit_deadline import end_process
 
         end_process(run_from_environment())
     if parsed.command == "status":
-        from listener.status import print_status
+        from listener.commands.status import print_status
 
         return print_status(parsed.url)
     parser.print_help()

@@ -20,6 +20,6 @@ Read in this order:
 Settings: :mod:`.settings` (with :mod:`.settings_types` and :mod:`.demand_settings`); time:
 :mod:`.clock`. Hot slots (idle runners with a workflow placeholder): :mod:`.hot_slots` (the
 pure decisions) and :mod:`.hot_step` (the keeper the step runs). The drivers are
-``listener/reconcile_loop.py`` (asyncio) and ``simulator/driver/capacity_aware.py`` (virtual
+``listener/process/reconcile_loop.py`` (asyncio) and ``simulator/driver/capacity_aware.py`` (virtual
 time).
 """

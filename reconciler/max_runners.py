@@ -1,6 +1,6 @@
 """ARC's ``maxRunners``, read one way everywhere: the ledger (``reconciler/capacity.py``), the
-sizing (``reconciler/sizing.py``), the capacity gate (``listener/gate.py``) and the scaler
-(``listener/scaler.py``) all clamp it with :func:`clamp_max_runners`.
+sizing (``reconciler/sizing.py``), the capacity gate (``listener/arc/gate.py``) and the scaler
+(``listener/arc/scaler.py``) all clamp it with :func:`clamp_max_runners`.
 
 ``maxRunners`` is an int32 in ARC's CRD and its config (``MAX_INT32`` there means unbounded),
 and 0 is a hard cap (a drain): a value read live from the AutoscalingRunnerSet is clamped to

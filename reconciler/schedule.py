@@ -3,7 +3,7 @@
 :class:`Schedule` is the pure part (no I/O, no sleeping): it is told about triggers and
 steps and answers when the next step is due. It belongs to the scale-set controller
 (:mod:`reconciler.controller`), which the simulator drives in virtual time and the listener
-(:mod:`listener.reconcile_loop`) with asyncio.
+(:mod:`listener.process.reconcile_loop`) with asyncio.
 
 Rules:
 - A step is due ``interval`` (+/- ``jitter`` x interval, drawn per step so many listeners

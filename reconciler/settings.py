@@ -214,7 +214,7 @@ class CapacityAwareSettings(SettingsModel):
     cut_poll_on_rise: StrictBool = False
     #: Cut it on a rise while the poll in flight can get no job (every advertised slot taken):
     #: the first job after scale-to-zero or a slot handed over at maxRunners waits for no
-    #: long poll (listener/poll_cut.py).
+    #: long poll (listener/arc/poll_cut.py).
     cut_poll_when_full: StrictBool = True
     cut_poll_debounce: Seconds = Field(default=0.25, ge=0, le=10)
     #: Count a placeholder half that requests only cpu, memory and ephemeral-storage once it

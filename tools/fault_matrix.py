@@ -80,7 +80,8 @@ BAD_DAYS = [
     "|---|---|---|",
     "| SIGTERM with the API unreachable or throttled (429 `Retry-After: 120`) exited after "
     "49 s | the scaler's writes run on a daemon lane and wait on a stop token "
-    "(listener/write_lane.py); worker threads are daemons (listener/daemon_executor.py); "
+    "(providers/kubernetes/write_lane.py); worker threads are daemons "
+    "(listener/process/daemon_executor.py); "
     "shutdown steps bounded; an exit deadline (4.5 s) as the last resort | "
     "`test_sigterm_exits_0_within_5s_whatever_the_kubernetes_api_does`, "
     "`tests/listener/test_kube_writer.py::test_a_stop_ends_a_write_waiting_out_retry_after_120` |",
@@ -112,7 +113,7 @@ BAD_DAYS = [
 
 FINDINGS = (
     (
-        "listener/app.py `ListenerApp.run` (fixed, issue 10)",
+        "listener/process/app.py `ListenerApp.run` (fixed, issue 10)",
         "the capacity-aware side used to start before the message session was opened, so a "
         "second listener pod ran a reconciler against the owner's pairs. Now a Lease elects "
         "one owner and the session is opened before the capacity side starts. The simulated "

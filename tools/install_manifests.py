@@ -4,7 +4,7 @@ The kustomizations there are written by hand; the manifests they list are genera
 install cannot drift from the files and code it packages:
 
 - ``cluster/`` (once per cluster): the PriorityClasses (config/priorityclasses.yaml), the
-  read-only ClusterRole (listener/rbac.py), the PodMonitor and the PrometheusRule
+  read-only ClusterRole (listener/commands/rbac.py), the PodMonitor and the PrometheusRule
   (config/monitoring/);
 - ``scale-set/`` (one per scale set, named by the overlay's ``namePrefix``): the listener's
   own ServiceAccount and token Secret, its ClusterRoleBinding, Role and RoleBinding
@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from listener import rbac
+from listener.commands import rbac
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config"
@@ -82,10 +82,10 @@ def _dump(docs: list[dict[str, Any]]) -> str:
 
 def files() -> dict[Path, str]:
     """Every generated file and its text."""
-    source = "listener/rbac.py (arc-capacity-listener rbac --own-service-account)"
+    source = "listener/commands/rbac.py (arc-capacity-listener rbac --own-service-account)"
     return {
         INSTALL / "cluster" / "priorityclasses.yaml": _copy(CONFIG / "priorityclasses.yaml"),
-        INSTALL / "cluster" / "clusterrole.yaml": _header("listener/rbac.py")
+        INSTALL / "cluster" / "clusterrole.yaml": _header("listener/commands/rbac.py")
         + _dump([rbac.cluster_role()]),
         INSTALL / "cluster" / "podmonitor.yaml": _copy(CONFIG / "monitoring" / "podmonitor.yaml"),
         INSTALL / "cluster" / "prometheusrule.yaml": _copy(

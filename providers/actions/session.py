@@ -13,7 +13,7 @@ Rules:
 5. A session left behind by the previous owner (its id handed in as ``left_behind`` to
    :meth:`MessageSession.open`) is deleted when create meets 409, then create is tried again
    at once: the next process cleans up instead of waiting for the service to expire it. Only
-   the Lease holder does this (listener/app.py), so the session deleted is never a live
+   the Lease holder does this (listener/process/app.py), so the session deleted is never a live
    listener's: the one that wrote the id no longer holds the Lease.
 """
 
@@ -156,7 +156,7 @@ class MessageSession:
 
     async def refresh_statistics(self) -> Statistics | None:
         """The same PATCH as :meth:`refresh`, made only to read the session's statistics
-        (listener/statistics_refresh.py); logged at debug, since it runs every few seconds
+        (listener/arc/statistics_refresh.py); logged at debug, since it runs every few seconds
         while the listener is blind. A session closed meanwhile stays closed."""
         refreshed = await self.client.refresh_session(self.session.session_id)
         if self._session is None:

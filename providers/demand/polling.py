@@ -71,10 +71,6 @@ class PolledDemand:
     def current(self) -> Demand:
         return self._current
 
-    @property
-    def in_outage(self) -> bool:
-        return self._failures > 0
-
     async def poll(self) -> Demand:
         started = self._monotonic()
         try:

@@ -14,7 +14,7 @@ slot is taken (0 advertised at scale-to-zero, or all slots assigned), a newly qu
 nothing the broker would tell us, so the statistics go stale exactly when they matter. Then the
 listener refreshes its message session (PATCH, docs/protocol.md#sessions: the answer carries
 statistics) every ``demand.statisticsRefresh`` seconds; :func:`needs_refresh` is that rule, shared
-by the listener (listener/statistics_refresh.py) and the simulated world.
+by the listener (listener/arc/statistics_refresh.py) and the simulated world.
 """
 
 from __future__ import annotations

@@ -244,7 +244,7 @@ def sum_for_labels(rows: Sequence[QueuedJobsForRunner], labels: Sequence[str]) -
 
 
 class HudObserver(Protocol):
-    """Metrics hook (``listener.metrics`` implements it)."""
+    """Metrics hook (``listener.observability.metrics`` implements it)."""
 
     def record_hud_request(self, duration: float, *, error_kind: str | None = None) -> None: ...
 

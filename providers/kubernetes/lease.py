@@ -37,10 +37,6 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-# The write fence lives in lease_fence.py; listener/app.py and listener/phase_d.py import
-# LeaseFence from here.
-from providers.kubernetes.lease_fence import LeaseFence
-
 log = logging.getLogger(__name__)
 
 #: (connect, read) timeout of every Lease call: short, so a SIGTERM during an attempt is not
@@ -356,7 +352,6 @@ def _short(exc: BaseException) -> str:
 __all__ = [
     "SESSION_ANNOTATION",
     "LeaseElector",
-    "LeaseFence",
     "LeaseLostError",
     "LeaseRecord",
     "LeaseTiming",

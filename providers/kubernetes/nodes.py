@@ -110,13 +110,3 @@ class LazyNodeStates(Mapping[str, NodeState]):
 
     def __len__(self) -> int:
         return len(self._by_name())
-
-
-def node_blocked_for(node: Obj | None, tolerations: Sequence[Mapping[str, Any]]) -> bool:
-    """The node cannot (or soon will not) host this pod: it "no longer counts"
-    (docs/design.md#capacity-ledger).
-
-    A missing node (deleted, or not yet in the cache) counts as blocked: the placeholder is
-    then STALLED, never lost, so a cache lag costs capacity for one tick, not a pair.
-    """
-    return node is None or node_state(node).blocks(tolerations)

@@ -144,7 +144,7 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod 
 def assigned_jobs(ers: Obj | None, min_runners: int) -> int | None:
     """Jobs GitHub has assigned to the scale set, from the EphemeralRunnerSet's
     ``spec.replicas``: ARC's scaler writes ``min(minRunners + totalAssignedJobs, maxRunners)``
-    on every poll (listener/scaler.py, as ARC's listener does). None without an ERS."""
+    on every poll (listener/arc/scaler.py, as ARC's listener does). None without an ERS."""
     replicas = ((ers or {}).get("spec") or {}).get("replicas")
     if ers is None or not isinstance(replicas, int):
         return None

@@ -69,7 +69,7 @@ class KubernetesPlaceholderWriter:
         self.builder = builder
         self.cache = cache
         self.request_timeout = request_timeout
-        #: Set once the Lease is held (listener/app.py): no write goes out without it.
+        #: Set once the Lease is held (listener/process/app.py): no write goes out without it.
         self.fence: LeaseFence | None = None
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="pod-writer")
         self._lock = threading.Lock()

@@ -10,7 +10,11 @@ virtual time (see simulator/scenarios/strategies.py for the three strategies sid
   messages and, while blind, its session refreshes; the HUD feed), builds the snapshot each
   piece of work needs, runs the subscribers and publishes the output into the listener's
   gate. Public fault hooks: :class:`DriverHooks`.
-- :class:`StepLog`: one ``reconcile_step`` event per step (what the breakdown tool reads).
+- The ``reconcile_step`` event each step emits lives in simulator/driver/step_log.py.
+
+The controller, its subscribers and the demand combination are built by the listener's own
+assembly (:func:`listener.process.assembly.assemble_scale_set`); the driver is their ports:
+the simulated store as writer and snapshot source, the loop's virtual time as clock.
 """
 
 from __future__ import annotations
@@ -22,27 +26,30 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from listener.poll_cut import PollCut
+from listener.arc.poll_cut import PollCut
+from listener.process.assembly import (
+    ScaleSetDemand,
+    ScaleSetPorts,
+    ScaleSetRuntime,
+    assemble_scale_set,
+    scale_set_demand,
+)
 from providers.demand import FailureMode
-from providers.demand.combine import Combine, CombinedDemand
-from providers.demand.statistics import StatisticsDemand
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.placement import PlacementBounds
 from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.translate import SnapshotMemo, build_snapshot
 from reconciler.clock import Clock
-from reconciler.controller import Output, ScaleSetController, Work, controller_timings
+from reconciler.controller import Output, Work
 from reconciler.ports import PlaceholderWriter
 from reconciler.reconciler import Reconciler
 from reconciler.settings import CapacityAwareSettings
-from reconciler.snapshot import ClusterSnapshot, Demand, FitEstimate, LaunchFacts
-from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers
+from reconciler.snapshot import ClusterSnapshot, Demand
+from reconciler.subscribers import notify_subscribers
+from simulator.driver.step_log import StepLog
+from simulator.driver.store_snapshots import StoreSnapshots
 from simulator.driver.store_view import StoreCacheView, StorePlaceholderWriter
-from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import Timer
 from simulator.scenarios.strategies import CAPACITY_AWARE, ScaleSetContext, Strategy
 from simulator.workload.hud import HudUnavailable
-from state_machine.states import PairState
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +111,6 @@ class CapacityAwareDriver:
             ars_name=spec.name,
         )
         self.namespace = self.target.placeholder_namespace
-        self.config = settings.reconciler_config(spec.name)
         self.instance = _instance_id(ctx.rng)
         self.builder, self.writer = self.process_writer(self.instance)
         self.source: StoreCacheView | None = None
@@ -112,18 +118,6 @@ class CapacityAwareDriver:
         #: the controller's schedule runs on the loop's own time, like the listener's
         #: monotonic clock.
         self.wall: Clock = ctx.loop
-        self.controller = ScaleSetController(
-            self.config,
-            controller_timings(settings),
-            instance=self.instance,
-            started_at=ctx.loop.now(),
-            rng=random.Random(ctx.rng.random()),
-        )
-        self.subscribers = [
-            PlaceholderSubscriber(
-                self.writer, namespace=self.namespace, clock=ctx.loop, config=self.config
-            )
-        ]
         self.sources = settings.demand.resolved_sources(settings.hud.url)
         unmodelled = set(self.sources) - {"statistics", "hud", "http"}
         if unmodelled:
@@ -132,18 +126,23 @@ class CapacityAwareDriver:
                 "by the simulator (statistics, hud and http are)"
             )
         self.hud_demand = Demand(queued_jobs=None, error="HUD not polled yet", source="hud")
-        self.statistics = StatisticsDemand(on_change=self.lead)
-        #: The listener's combination (providers/demand/combine.py) over the same sources.
-        self.combined = CombinedDemand(self.sources, Combine(settings.demand.combine))
-        self.combined.attach(self.statistics)
+        #: The listener's demand (providers/demand/combine.py) over the same sources; a
+        #: restarted process keeps it (the world's statistics and HUD feed go on).
+        self.scale_set_demand: ScaleSetDemand = scale_set_demand(settings, self.lead)
         for name in {"hud", "http"} & set(self.sources):
-            self.combined.attach(_HudFeed(name, self))
+            self.scale_set_demand.combined.attach(_HudFeed(name, self))
+        self.snapshots = StoreSnapshots(
+            self._source,
+            self.target,
+            lambda: self.builder,
+            use_fit=use_fit,
+            fit_refresh=fit_refresh,
+            hot=settings.hot_runners != 0,
+        )
+        self._assemble(self.instance, self.writer, ctx.loop)
         #: Fault injection: rewrites each HUD answer (an outage, a slow or absurd feed).
         self.hud_filter: Callable[[Demand], Demand] | None = None
         self._timer: Timer | None = None
-        self._placement: PlacementBounds | None = None
-        #: Pod, node and runner parses reused across this driver's snapshots (same facts).
-        self._memo = SnapshotMemo()
         self.step_log = StepLog(ctx.log, ctx.spec.name)
         self.hooks = DriverHooks()
         self.paused = False
@@ -162,6 +161,26 @@ class CapacityAwareDriver:
             workflow_pod_spec=spec.workflow_pod_spec(),
         )
         return builder, StorePlaceholderWriter(self.ctx.store, builder)
+
+    def _assemble(self, instance: str, writer: PlaceholderWriter, clock: Clock) -> None:
+        """A listener process's runtime (listener/process/assembly.py) over this driver's
+        ports: the controller and the subscribers this driver carries out."""
+        self.runtime: ScaleSetRuntime = assemble_scale_set(
+            self.settings,
+            ScaleSetPorts(
+                target=self.target,
+                writer=writer,
+                snapshots=self.snapshots,
+                demand=self.scale_set_demand,
+                clock=clock,
+                instance=instance,
+                rng=random.Random(self.ctx.rng.random()),
+            ),
+        )
+        self.config = self.runtime.config
+        self.controller = self.runtime.controller
+        #: Mutable: a fault ends a dead process's subscribers or adds observers.
+        self.subscribers = list(self.runtime.subscribers)
 
     @property
     def reconciler(self) -> Reconciler:
@@ -183,7 +202,7 @@ class CapacityAwareDriver:
         )
         if "statistics" in self.sources:
             ctx.listener.statistics_observers.append(
-                lambda stats: self.statistics.observe(stats["totalAvailableJobs"])
+                lambda stats: self.scale_set_demand.statistics.observe(stats["totalAvailableJobs"])
             )
             if self.settings.demand.statistics_refresh > 0:
                 self._refresh_statistics()
@@ -195,7 +214,7 @@ class CapacityAwareDriver:
     def demand(self) -> Demand:
         """The demand decide sees: the sources the listener's configuration names, combined
         by the listener's own :class:`~providers.demand.combine.CombinedDemand`."""
-        return self.combined.current
+        return self.scale_set_demand.current
 
     # --- inputs to the controller ---------------------------------------------------------
 
@@ -232,16 +251,7 @@ class CapacityAwareDriver:
         """A new listener process (after a crash): a new instance id and controller, its own
         placeholder writer; it adopts the pairs it finds, as the listener does at start."""
         self.instance, self.builder, self.wall = instance, builder, clock
-        self.controller = ScaleSetController(
-            self.config,
-            controller_timings(self.settings),
-            instance=instance,
-            started_at=clock.now(),
-            rng=random.Random(self.ctx.rng.random()),
-        )
-        self.subscribers = [
-            PlaceholderSubscriber(writer, namespace=self.namespace, clock=clock, config=self.config)
-        ]
+        self._assemble(instance, writer, clock)
 
     def _refresh_statistics(self) -> None:
         """Every ``demand.statisticsRefresh``: read statistics by a session refresh when no
@@ -292,29 +302,11 @@ class CapacityAwareDriver:
         stale_for = getattr(self._source(), "stale_for", None)
         return float(stale_for()) if callable(stale_for) else 0.0
 
-    def _bounds(self, now: float) -> tuple[FitEstimate | None, LaunchFacts | None]:
-        if not self.use_fit:
-            return None, None
-        if self._placement is None or self._placement.builder is not self.builder:
-            # A restarted process has a builder of its own (as the listener's provider).
-            self._placement = PlacementBounds(
-                self._source(), self.target, self.builder, refresh=self.fit_refresh
-            )
-        return self._placement(now)
-
-    def _snapshot(self, *, fit: bool) -> ClusterSnapshot:
-        now = self.wall.now()
-        bounds = self._bounds(now) if fit else (None, None)
-        return build_snapshot(
-            self._source(),
-            self.target,
-            now=now,
-            demand=self.demand,
-            fit=bounds[0],
-            launches=bounds[1],
-            memo=self._memo,
-            hot=self.config.hot_runners != 0,
-        )
+    def _snapshot(self, work: Work) -> ClusterSnapshot:
+        snapshot = self.runtime.snapshot(work, self.wall.now())
+        if snapshot is None:  # the store's view is always readable
+            raise RuntimeError("the simulated store gave no snapshot")
+        return snapshot
 
     def _step(self) -> None:
         if self.hooks.step is not None:
@@ -329,11 +321,11 @@ class CapacityAwareDriver:
         if work is Work.DROP_CHECK:
             self.publish(
                 self.controller.check_drop(
-                    now, self._snapshot(fit=False), stale_for=self._stale_for()
+                    now, self._snapshot(Work.DROP_CHECK), stale_for=self._stale_for()
                 )
             )
         elif work is Work.STEP:
-            snapshot = self._snapshot(fit=True)
+            snapshot = self._snapshot(Work.STEP)
             in_flight_before = self.step_log.in_flight(self)
             output = self.controller.step(now, snapshot, stale_for=self._stale_for())
             self.publish(output)
@@ -355,124 +347,6 @@ class CapacityAwareDriver:
         gate.set_max_runners(capacity)
         if gate.value != before:
             self.ctx.listener.capacity_changed()
-
-
-# --- measurement only: the reconcile_step event (issue 13, bench/wait_breakdown.py) ---------
-#
-# Kept apart from the driver so the reconciler side of the file can change independently. It
-# reads the reconciler's store and the snapshot after a step; it decides nothing.
-
-
-def launch_limit(
-    *,
-    queued_pairs: int,
-    in_flight_before: int,
-    fit_new_pairs: int | None,
-    max_in_flight: int | None,
-    max_per_step: int | None,
-    wanted: int,
-    headroom: int,
-) -> str:
-    """Why pairs the reconciler wants are not requested, as the current ``decide.launch`` rule
-    reads (an inference until the reconciler reports its own limit):
-
-    - ``"nodepool"``: pairs wait in QUEUED and the fit estimate (NodePool limits + free room)
-      allowed fewer requests than the ramp did;
-    - ``"ramp"``: pairs wait in QUEUED because of the in-flight / per-step caps;
-    - ``"max_runners"``: nothing waits in QUEUED but demand + proactive capacity exceeds the
-      maxRunners headroom, so fewer pairs are wanted than the queue asks for;
-    - ``"none"``: nothing holds launches back.
-    """
-    if queued_pairs > 0:
-        ramp = min(
-            max_per_step if max_per_step is not None else queued_pairs,
-            max(0, max_in_flight - in_flight_before) if max_in_flight is not None else queued_pairs,
-        )
-        if fit_new_pairs is not None and fit_new_pairs < ramp:
-            return "nodepool"
-        return "ramp"
-    if wanted > headroom:
-        return "max_runners"
-    return "none"
-
-
-class StepLog:
-    """Emits ``reconcile_step`` after every step, skipping steps that changed none of its
-    fields (the state is piecewise constant between the events that are written).
-
-    Fields: ``desired`` (live pairs after the step: QUEUED + REQUESTED + PARTIAL + READY),
-    ``queued_pairs``, ``in_flight`` (REQUESTED + PARTIAL), ``ready``, ``advertised`` (the value
-    the step left in the capacity gate), ``demand`` (queued jobs the driver has seen; null when
-    the HUD failed), ``launch_limited_by`` (the step result's own answer when it names a limit:
-    "ramp", "nodepool", "in-flight cap", "per-step cap"; else :func:`launch_limit`) and
-    ``headroom`` (maxRunners - live runners, the clamp on what the reconciler may want)."""
-
-    def __init__(self, log: EventLog, scale_set: str) -> None:
-        self.log = log
-        self.scale_set = scale_set
-        self._last: tuple[Any, ...] | None = None
-
-    @staticmethod
-    def in_flight(driver: CapacityAwareDriver) -> int:
-        counts = driver.reconciler.store.counts()
-        return counts.get(PairState.REQUESTED, 0) + counts.get(PairState.PARTIAL, 0)
-
-    def emit(
-        self,
-        driver: CapacityAwareDriver,
-        snapshot: Any,
-        in_flight_before: int,
-        result: Any = None,
-    ) -> None:
-        """``result``: the step's StepResult; its ``launch_limited_by`` (the reconciler's own
-        answer) wins over the inference of :func:`launch_limit` when it names a limit."""
-        counts = driver.reconciler.store.counts()
-        queued = counts.get(PairState.QUEUED, 0)
-        in_flight = counts.get(PairState.REQUESTED, 0) + counts.get(PairState.PARTIAL, 0)
-        ready = counts.get(PairState.READY, 0)
-        demand = driver.demand.queued_jobs
-        config = driver.config
-        live_runners = sum(1 for p in snapshot.runner_pods if p.alive)
-        headroom = max(0, snapshot.max_runners - live_runners)
-        fit = snapshot.fit
-        limited_by = launch_limit(
-            queued_pairs=queued,
-            in_flight_before=in_flight_before,
-            fit_new_pairs=fit.new_pairs if fit is not None else None,
-            max_in_flight=getattr(config, "max_pairs_in_flight", None),
-            max_per_step=getattr(config, "max_requests_per_step", None),
-            wanted=getattr(config, "proactive_capacity", 0)
-            + max(0, demand if demand is not None else 0),
-            headroom=headroom,
-        )
-        reported = getattr(result, "launch_limited_by", None)
-        if reported is not None:
-            limited_by = str(reported)
-        fields = (
-            queued + in_flight + ready,
-            queued,
-            in_flight,
-            ready,
-            driver.ctx.listener.gate.value,
-            demand,
-            limited_by,
-            headroom,
-        )
-        if fields == self._last:
-            return
-        self._last = fields
-        self.log.emit(
-            "reconcile_step",
-            scale_set=self.scale_set,
-            desired=fields[0],
-            queued_pairs=queued,
-            in_flight=in_flight,
-            ready=ready,
-            advertised=fields[4],
-            demand=demand,
-            launch_limited_by=limited_by,
-            headroom=headroom,
-        )
 
 
 class CapacityAware(Strategy):

@@ -32,7 +32,7 @@ class ScaleSetFindings:
 
 
 def refusal_message(findings: tuple[Finding, ...]) -> str:
-    """The text ``listener.startup.refuse_to_start`` raises (kept identical on purpose)."""
+    """The text ``listener.process.startup.refuse_to_start`` raises (kept identical on purpose)."""
     return "start-up checks failed: " + " | ".join(f"{f.check}: {f.message}" for f in findings)
 
 

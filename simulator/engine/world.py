@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from listener.arc_version import ArcVersion
+from listener.arc.version import ArcVersion
 from simulator.cluster import Cluster
 from simulator.driver.capacity_aware import CapacityAware, CapacityAwareDriver
 from simulator.engine.eventlog import EventLog

@@ -18,7 +18,8 @@
   :class:`~simulator.driver.store_view.StorePlaceholderWriter`, stepped on the schedule of
   :class:`reconciler.schedule.Schedule` (periodic ``recalculateInterval`` with jitter, plus
   debounced triggers on relevant changes). Its capacity goes to the listener's
-  :class:`listener.loop.CapacityGate`; demand comes from the HUD every ``hud.pollInterval``
+  :class:`listener.arc.message_loop.CapacityGate`; demand comes from the HUD every
+  ``hud.pollInterval``
   (an outage gives ``Demand(None, error)``: the reconciler falls back). Runner and workflow
   pods use the product's PriorityClasses (``arc-runner`` / ``arc-workflow``,
   docs/design.md#priority-ladder). It lives in :mod:`simulator.driver.capacity_aware`; this module

@@ -52,7 +52,7 @@ import random
 import string
 from collections.abc import Callable
 
-from listener.arc_version import ArcVersion
+from listener.arc.version import ArcVersion
 from providers.kubernetes import labels as L
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop

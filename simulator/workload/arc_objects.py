@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from listener.arc_version import LABEL_VERSION
+from listener.arc.version import LABEL_VERSION
 from providers.kubernetes import labels as L
 from simulator.engine.store import Obj
 from simulator.workload.arc_spec import ANNOTATION_PATCH_ID, ScaleSetSpec

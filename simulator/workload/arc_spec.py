@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from listener.arc_version import ArcVersion
+from listener.arc.version import ArcVersion
 from simulator.engine.loop import Timer
 from simulator.workload.service_records import Job
 

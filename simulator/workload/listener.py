@@ -1,18 +1,20 @@
 """The ARC listener of one scale set, in virtual time (docs/protocol.md#listener-loop,
 docs/protocol.md#scaler).
 
-The production pieces run unchanged: ARC's scaler (:class:`listener.scaler.Scaler`, writing
+The production pieces run unchanged: ARC's scaler (:class:`listener.arc.scaler.Scaler`, writing
 its exact merge-patch bytes through :class:`StoreScalerWriter`), the job message models of
-:mod:`providers.actions.models`, and the capacity gate (:class:`listener.loop.CapacityGate`:
+:mod:`providers.actions.models`, and the capacity gate
+(:class:`listener.arc.message_loop.CapacityGate`:
 the reconciler's ``CapacitySink``, clamped to the live ``maxRunners``). Only the asyncio long
-poll of :class:`listener.loop.Listener` is replaced by its discrete-event equivalent here,
+poll of :class:`listener.arc.message_loop.Listener` is replaced by its discrete-event equivalent
+here,
 with the same order of steps: poll with the gate's value, acquire ``JobAvailable``, handle
 ``JobStarted`` then ``JobCompleted``, scale from ``totalAssignedJobs``.
 
 Long-poll model: the service holds the capacity of the latest poll and fills the session up
 to it as jobs arrive; a poll "returns" as soon as messages are waiting (plus a handling
 latency) or after ``long_poll`` seconds with nothing (202). A capacity change cuts the open
-poll short by the rule ``CapacityGate`` uses (listener/poll_cut.py: ``cut_on_drop`` /
+poll short by the rule ``CapacityGate`` uses (listener/arc/poll_cut.py: ``cut_on_drop`` /
 ``cut_on_rise``, ``debounce`` after the first change, direction re-checked when it fires);
 otherwise it takes effect at the next poll.
 
@@ -28,9 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from listener.arc_version import ArcVersion
-from listener.gate import CapacityGate
-from listener.scaler import RunnerNotFound, Scaler, WriteConflict
+from listener.arc.gate import CapacityGate
+from listener.arc.scaler import RunnerNotFound, Scaler, WriteConflict
+from listener.arc.version import ArcVersion
 from providers.actions.models import JobCompleted, JobStarted
 from providers.demand.statistics import needs_refresh
 from simulator.engine.loop import EventLoop, Timer
@@ -61,7 +63,7 @@ def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> None:
 
 
 class StoreScalerWriter:
-    """``listener.scaler.ScalerWriter`` over the ObjectStore (the bytes ARC would PATCH)."""
+    """``listener.arc.scaler.ScalerWriter`` over the ObjectStore (the bytes ARC would PATCH)."""
 
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
@@ -156,7 +158,7 @@ class ListenerModel:
         return stats
 
     def refresh_statistics(self, interval: float) -> bool:
-        """A capacity-aware listener's statistics refresh (listener/statistics_refresh.py): a
+        """A capacity-aware listener's statistics refresh (listener/arc/statistics_refresh.py): a
         session refresh whose answer carries statistics, made only when
         :func:`~providers.demand.statistics.needs_refresh` says no message can bring them.
         True when it refreshed."""
@@ -219,7 +221,7 @@ class ListenerModel:
 
     def capacity_changed(self) -> None:
         """The gate's value changed: arm a cut when the shared rule says so
-        (listener/poll_cut.py, as ``CapacityGate`` does with asyncio timers)."""
+        (listener/arc/poll_cut.py, as ``CapacityGate`` does with asyncio timers)."""
         if self._cut_timer is None and self.gate.cut_rule.changed(self.gate.value):
             self._cut_timer = self.loop.call_later(self.gate.cut_rule.debounce, self._fire_cut)
 

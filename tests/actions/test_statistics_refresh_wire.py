@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from listener.statistics_refresh import StatisticsRefresher
+from listener.arc.statistics_refresh import StatisticsRefresher
 from providers.demand.statistics import StatisticsDemand
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 from tests.actions.conftest import SCALE_SET_ID, SleepRecorder, pat_client, run, session_for

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from listener.arc_config import parse_listener_config
+from listener.arc.config import parse_listener_config
 from reconciler.settings import parse_capacity_aware
 from simulator.faces.live import write_files
 from simulator.faces.live_spec import LiveSpec, LiveSpecError

@@ -1,9 +1,9 @@
 """Fuzz: configuration parsers raise only their own typed errors, and never echo a secret.
 
-- ARC's listener config (``listener.arc_config``): ``ConfigError``, from a decoded document or
+- ARC's listener config (``listener.arc.config``): ``ConfigError``, from a decoded document or
   from the raw bytes of the file.
 - The ``capacityAware`` block (``reconciler.settings.parse_capacity_aware``): ``SettingsError``.
-- Where the block comes from (``listener.capacity_config.load_capacity_aware``: a file named
+- Where the block comes from (``listener.process.capacity_config.load_capacity_aware``: a file named
   by ``CAPACITY_AWARE_CONFIG`` or inline ``CAPACITY_AWARE_JSON``): ``SettingsError``.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from listener.arc_config import ConfigError, load_listener_config, parse_listener_config
-from listener.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
+from listener.arc.config import ConfigError, load_listener_config, parse_listener_config
+from listener.process.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
 from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
 from reconciler.settings_types import SettingsError
 from tests.fuzz.support import fuzz_settings, json_bytes, mutated, only_typed

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from listener.arc_config import ConfigError, parse_listener_config
-from listener.capacity_config import ENV_FILE, load_capacity_aware
+from listener.arc.config import ConfigError, parse_listener_config
+from listener.process.capacity_config import ENV_FILE, load_capacity_aware
 from providers.actions.decode import decode_message
 from providers.actions.errors import ActionsError
 from providers.hud.client import HudError, parse_rows

@@ -1,5 +1,6 @@
 """A listener process's capacity-aware part over the Kubernetes face, as ListenerApp builds it
-in phase D (listener/phase_d.py), for the tests that need the real wiring without a session."""
+in phase D (listener/process/capacity_side.py), for the tests that need the real wiring
+without a session."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Any
 
 from kubernetes import client
 
-from listener.app import ListenerApp
-from listener.arc_config import parse_listener_config
-from listener.capacity_aware import CapacityAwarePart
+from listener.arc.config import parse_listener_config
+from listener.process.app import ListenerApp
+from listener.process.assembly import CapacityAwarePart
 from reconciler.settings import parse_capacity_aware
 from tests.kubernetes import objects as o
 
@@ -40,6 +41,6 @@ def started_part(
         gate=app.gate,
         metrics=app.metrics,
         status=app.status,
-        demand=app._demand,
+        demand=app.side.demand,
     ).start()
     return app, part

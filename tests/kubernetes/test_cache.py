@@ -225,7 +225,7 @@ def test_watch_targets_have_stable_keys():
 
 
 def test_stale_for_reports_how_long_the_api_has_been_unreachable(cache: KubeCache, face: K8sFace):
-    """The listener fails closed on this figure (listener/capacity_aware.py): a quiet but
+    """The listener fails closed on this figure (listener/process/assembly.py): a quiet but
     healthy watch is not stale; an API that stops answering is, from its first failure on."""
     assert cache.stale_for() == 0.0
     face.stop()  # every watch breaks and every reconnect is refused

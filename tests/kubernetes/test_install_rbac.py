@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from listener.rbac import main as rbac_main
+from listener.commands.rbac import main as rbac_main
 from providers.kubernetes.permissions import (
     Permission,
     missing_permissions,

@@ -23,7 +23,7 @@ def test_placeholders_are_deleted_at_shutdown_after_the_ephemeral_runner_set_is_
     EphemeralRunnerSet; on an uninstall that is deleted first, so the call raised and our
     placeholders were left behind. The writer built at start is used instead."""
     app, part = started_part(api, {"enabled": True, "placeholderNamespace": PLACEHOLDERS})
-    app.part = part
+    app.side.part = part
     try:
         cache = part.provider.cache
         assert cache.wait_synced(WAIT)
@@ -37,7 +37,7 @@ def test_placeholders_are_deleted_at_shutdown_after_the_ephemeral_runner_set_is_
 
         store.delete("EphemeralRunnerSet", o.NS, o.ERS)
         assert cache.wait_until(lambda c: c.get("EphemeralRunnerSet", o.NS, o.ERS) is None, WAIT)
-        app._delete_placeholders()
+        app.side.delete_placeholders(leader=True)
 
         for name in names:
             try:

@@ -7,7 +7,7 @@ import types
 
 from kubernetes import client
 
-from listener.scaler import Scaler
+from listener.arc.scaler import Scaler
 from simulator.engine.store import ObjectStore
 from tests.kubernetes import objects as o
 from tests.kubernetes.listener_part import started_part

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from listener.rbac import main as rbac_main
+from listener.commands.rbac import main as rbac_main
 from providers.kubernetes.permissions import (
     CannotCheck,
     Permission,

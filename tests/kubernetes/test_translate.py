@@ -8,7 +8,7 @@ import pytest
 
 from providers.kubernetes.fit import fit_estimate
 from providers.kubernetes.labels import LABEL_SCALE_SET
-from providers.kubernetes.nodes import node_blocked_for, tolerates
+from providers.kubernetes.nodes import node_state, tolerates
 from providers.kubernetes.scale_set import ScaleSetTarget, live_limits
 from providers.kubernetes.signals import capacity_signals_from
 from providers.kubernetes.translate import build_snapshot
@@ -153,9 +153,9 @@ def test_only_untolerated_noschedule_or_noexecute_taints_block_a_node():
     gpu = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
     soft = {"key": "soft", "effect": "PreferNoSchedule"}
     tainted = o.node("gpu-1", taints=[gpu, soft])
-    assert node_blocked_for(tainted, [])
-    assert not node_blocked_for(tainted, [{"key": "nvidia.com/gpu", "operator": "Exists"}])
-    assert not node_blocked_for(o.node("plain", taints=[soft]), [])
+    assert node_state(tainted).blocks([])
+    assert not node_state(tainted).blocks([{"key": "nvidia.com/gpu", "operator": "Exists"}])
+    assert not node_state(o.node("plain", taints=[soft])).blocks([])
 
 
 def test_runner_pods_by_owner_or_by_label_and_workflow_pods_by_runner_label():

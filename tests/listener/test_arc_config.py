@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from listener.arc_config import (
+from listener.arc.config import (
     ConfigError,
     config_path_from_env,
     load_listener_config,
@@ -221,7 +221,7 @@ class TestScalerRateLimit:
         self, listener_config: Any, expected: tuple[int, int], caplog: pytest.LogCaptureFixture
     ) -> None:
         config = parse_listener_config(pat_config(listener_config=listener_config))
-        with caplog.at_level(logging.INFO, logger="listener.arc_config"):
+        with caplog.at_level(logging.INFO, logger="listener.arc.config"):
             assert scaler_rate_limit(config) == expected
         assert caplog.records == []  # an unset value is normal: nothing at info or above
 
@@ -243,7 +243,7 @@ class TestScalerRateLimit:
         """Prevents a zero or negative limit reaching the token bucket (which refuses it) or
         being silently ignored: ARC logs it as a warning and uses the default."""
         config = parse_listener_config(pat_config(listener_config={"scaler": scaler}))
-        with caplog.at_level(logging.INFO, logger="listener.arc_config"):
+        with caplog.at_level(logging.INFO, logger="listener.arc.config"):
             assert scaler_rate_limit(config) == expected
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
         assert [named in r.getMessage() for r in warnings] == [True]

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-import listener.app
+import listener.process.app
 import tuning.cli
 from listener.__main__ import main as cli
-from listener.verify import cli as verify_cli
-from listener.verify.report import Report, Status
+from listener.commands.verify import cli as verify_cli
+from listener.commands.verify.report import Report, Status
 from tests.listener.test_arc_config import pat_config
 
 BAD_BLOCKS = [
@@ -59,12 +59,12 @@ def test_run_refuses_before_the_lease(
     def never(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the listener was built: the Lease would be taken next")
 
-    monkeypatch.setattr(listener.app, "ListenerApp", never)
+    monkeypatch.setattr(listener.process.app, "ListenerApp", never)
     env = {
         "LISTENER_CONFIG_PATH": str(config),
         "CAPACITY_AWARE_CONFIG": str(write_block(tmp_path, block)),
     }
-    assert listener.app.run_from_environment(env) == 1
+    assert listener.process.app.run_from_environment(env) == 1
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1  # one line

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from listener.arc_config import ConfigError, load_listener_config
-from listener.capacity_config import ENV_FILE, ENV_JSON, MAX_DEPTH, load_capacity_aware
+from listener.arc.config import ConfigError, load_listener_config
+from listener.process.capacity_config import ENV_FILE, ENV_JSON, MAX_DEPTH, load_capacity_aware
 from reconciler.settings_types import SettingsError
 
 ALIAS_BOMB = """\

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from listener.arc_config import ConfigError, parse_listener_config, resolve_vault_credentials
-from listener.keyvault import (
+from listener.arc.config import ConfigError, parse_listener_config, resolve_vault_credentials
+from providers.actions.auth import AppAuth, PatAuth
+from providers.azure.keyvault import (
     AzureKeyVaultSettings,
     VaultError,
     fetch_app_config,
     parse_app_config,
 )
-from providers.actions.auth import AppAuth, PatAuth
 from tests.demand.loopback import LoopbackServer
 from tests.listener.keyvault_fake import KeyVaultFake, TlsFiles, make_tls_files
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from listener.kube_writer import KubernetesScalerWriter, RetryPolicy, TokenBucket
-from listener.scaler import Scaler, ScalerError
-from listener.write_lane import StopToken, WriteStopped
+from listener.arc.scaler import Scaler, ScalerError
 from providers.actions.models import JobStarted
+from providers.kubernetes.arc_writer import KubernetesScalerWriter, RetryPolicy, TokenBucket
 from providers.kubernetes.lease_fence import LeaseFence, LeaseFenced
+from providers.kubernetes.write_lane import StopToken, WriteStopped
 from simulator.engine.store import ObjectStore
 from simulator.faces.fault_proxy import K8sFaultProxy
 from simulator.faces.k8s import K8sFace
@@ -202,7 +202,7 @@ class TestStorms:
 
     def test_a_conflict_is_not_retried_blindly(self, proxy: K8sFaultProxy) -> None:
         """A 409 is an answer, not a fault: it goes back to the caller, who re-reads."""
-        from listener.scaler import WriteConflict
+        from listener.arc.scaler import WriteConflict
 
         w = writer(proxy)
         with pytest.raises(WriteConflict):
@@ -220,9 +220,9 @@ def test_a_listener_run_through_a_429_storm_loses_no_job_and_does_not_end(
     still reaches its runner and the run is still going when we stop it."""
     import asyncio
 
-    from listener.arc_config import parse_listener_config
-    from listener.loop import listener_from_config, serve
+    from listener.arc.config import parse_listener_config
     from simulator.faces.actions import ActionsFace, ScriptedJobFeed
+    from tests.listener.arc_wiring import listener_from_config, serve
     from tests.listener.test_loop import PAT, SCALE_SET, run
 
     feed = ScriptedJobFeed()

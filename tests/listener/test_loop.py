@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import SecretStr
 
-from listener.gate import CapacityGate
-from listener.loop import Listener, ListenerError, serve
+from listener.arc.gate import CapacityGate
+from listener.arc.message_loop import Listener, ListenerError
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url
@@ -37,6 +37,7 @@ from providers.actions.models import (
 from providers.actions.redact import SecretRegistry
 from providers.actions.session import MessageSession
 from simulator.faces.actions import ActionsFace, FaceRequest, ScriptedJobFeed
+from tests.listener.arc_wiring import serve
 
 T = TypeVar("T")
 PAT = "ghp_loopTestPat0123456789"
@@ -366,7 +367,7 @@ class TestCapacityGate:
         assert gate.value == 3  # the requested value comes back
 
     def test_the_listener_forwards_live_max_runners_to_gate_and_scaler(self) -> None:
-        from listener.scaler import Scaler
+        from listener.arc.scaler import Scaler
 
         class NoWrites:
             def patch_ephemeral_runner_set(self, namespace: str, name: str, body: bytes) -> None:
@@ -781,8 +782,8 @@ class TestCapacityCutOnTheWire:
 
 
 def test_a_listener_wired_from_arcs_config_file_runs_against_the_face() -> None:
-    from listener.arc_config import parse_listener_config
-    from listener.loop import listener_from_config
+    from listener.arc.config import parse_listener_config
+    from tests.listener.arc_wiring import listener_from_config
 
     class Writes:
         def __init__(self) -> None:

@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-import listener.app as app_module
-from listener.app import ListenerApp
-from listener.arc_config import parse_listener_config
+import listener.process.capacity_side as side_module
+from listener.arc.config import parse_listener_config
+from listener.process.app import ListenerApp
 from providers.kubernetes.permissions import CannotCheck, Permission
 from reconciler.settings import parse_capacity_aware
 
@@ -48,8 +48,8 @@ def scripted(monkeypatch: pytest.MonkeyPatch, answers: list[object]) -> list[flo
         awaitable.close()  # type: ignore[attr-defined]
         raise TimeoutError
 
-    monkeypatch.setattr(app_module, "missing_permissions", fake_missing)
-    monkeypatch.setattr(app_module.asyncio, "wait_for", fake_wait_for)
+    monkeypatch.setattr(side_module, "missing_permissions", fake_missing)
+    monkeypatch.setattr(side_module.asyncio, "wait_for", fake_wait_for)
     return delays
 
 
@@ -60,20 +60,20 @@ def test_missing_permissions_keep_it_up_not_ready_until_granted(
     readiness: list[bool] = []
     answers: list[object] = [[POD_CREATE], [POD_CREATE], []]
     delays = scripted(monkeypatch, answers)
-    original = app_module.missing_permissions
+    original = side_module.missing_permissions
 
     def observe(api: object, needed: object) -> list[Permission]:
         readiness.append(listener._ready())
         return original(api, needed)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(app_module, "missing_permissions", observe)
+    monkeypatch.setattr(side_module, "missing_permissions", observe)
     caplog.set_level(logging.WARNING, logger="listener")
-    granted = asyncio.run(listener._await_permissions(object(), {"arc-runners"}))  # type: ignore[arg-type]
+    granted = asyncio.run(listener.side.await_permissions(object(), {"arc-runners"}))  # type: ignore[arg-type]
     assert granted is True
     assert readiness == [False, False, False]  # not ready while checking
     # Granted: the permission part of readiness clears (the session, the Lease and a fresh
     # cache are the other parts; none of them is started in this test).
-    assert listener.permissions_pending is False
+    assert listener.side.permissions_pending is False
     assert delays == [5.0, 10.0]  # backoff doubles
     assert "missing permission: create core/pods in namespace arc-runners" in caplog.text
     assert (
@@ -89,14 +89,14 @@ def test_an_unreachable_api_is_reported_as_such_and_retried(
         [CannotCheck("cannot reach the Kubernetes API at https://10.0.0.1: refused"), []],
     )
     caplog.set_level(logging.WARNING, logger="listener")
-    assert asyncio.run(app()._await_permissions(object(), {"arc-runners"})) is True  # type: ignore[arg-type]
+    assert asyncio.run(app().side.await_permissions(object(), {"arc-runners"})) is True  # type: ignore[arg-type]
     assert "permission check: cannot reach the Kubernetes API at https://10.0.0.1" in caplog.text
     assert "missing permission" not in caplog.text
 
 
 def test_the_backoff_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     delays = scripted(monkeypatch, [[POD_CREATE]] * 9 + [[]])
-    asyncio.run(app()._await_permissions(object(), {"arc-runners"}))  # type: ignore[arg-type]
+    asyncio.run(app().side.await_permissions(object(), {"arc-runners"}))  # type: ignore[arg-type]
     assert delays == [5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0, 300.0]
 
 
@@ -106,18 +106,18 @@ def test_stopping_while_waiting_ends_the_wait_without_starting(
     listener = app()
     answers: list[object] = [[POD_CREATE]]
     scripted(monkeypatch, answers)
-    original = app_module.missing_permissions
+    original = side_module.missing_permissions
 
     def stop_after(api: object, needed: object) -> list[Permission]:
         listener.stop.set()
         return original(api, needed)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(app_module, "missing_permissions", stop_after)
-    assert asyncio.run(listener._await_permissions(object(), {"arc-runners"})) is False  # type: ignore[arg-type]
+    monkeypatch.setattr(side_module, "missing_permissions", stop_after)
+    assert asyncio.run(listener.side.await_permissions(object(), {"arc-runners"})) is False  # type: ignore[arg-type]
 
 
 def test_the_log_says_when_and_why_capacity_aware_mode_is_off() -> None:
-    from listener.startup import capacity_off_reason
+    from listener.process.startup import capacity_off_reason
 
     assert capacity_off_reason({}).startswith(
         "no capacityAware block (neither $CAPACITY_AWARE_CONFIG"
@@ -131,7 +131,7 @@ def test_scale_to_zero_with_statistics_only_and_no_refresh_is_flagged_at_start()
     """Regression (bench/demand_sources.py, scale-to-zero): statistics come only with job
     messages, none come while 0 is advertised, so no job ever started. The statistics refresh
     (default 2 s) removes the blindness; turned off, the listener warns."""
-    from listener.startup import blind_at_zero
+    from listener.process.startup import blind_at_zero
 
     def settings(block: dict[str, object]) -> object:
         return parse_capacity_aware({"enabled": True, **block}, where="t")

@@ -1,4 +1,4 @@
-"""When a capacity change cuts the long poll in flight (listener/poll_cut.py).
+"""When a capacity change cuts the long poll in flight (listener/arc/poll_cut.py).
 
 The same rule serves the listener's gate and the simulated listener, so the table is the
 contract for both."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from listener.poll_cut import DROP, RISE, PollCut
+from listener.arc.poll_cut import DROP, RISE, PollCut
 
 # (story, rule, header sent, jobs assigned when sent, value now, direction)
 CASES = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from listener.reconcile_loop import Observation, ReconcileLoop
+from listener.process.reconcile_loop import Observation, ReconcileLoop
 from reconciler.clock import SystemClock
 from reconciler.controller import ScaleSetController
 from reconciler.schedule import Timings

@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from listener.arc_config import MAX_INT32
-from listener.arc_version import ArcVersion
-from listener.kube_writer import KubernetesScalerWriter
-from listener.scaler import (
+from listener.arc.config import MAX_INT32
+from listener.arc.scaler import (
     PermanentWriteError,
     RunnerNotFound,
     Scaler,
     ScalerError,
     go_json,
 )
+from listener.arc.version import ArcVersion
 from providers.actions.models import JobCompleted, JobStarted
+from providers.kubernetes.arc_writer import KubernetesScalerWriter
 
 NS, ERS = "arc-runners", "arc-runners-r6jw6"
 

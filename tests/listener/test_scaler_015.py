@@ -14,21 +14,21 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from listener.arc_version import (
-    ArcVersion,
-    ArcVersionError,
-    parse_arc_version,
-    version_from_env,
-)
-from listener.kube_writer import KubernetesScalerWriter
-from listener.scaler import (
+from listener.arc.scaler import (
     ReadForbidden,
     RunnerNotFound,
     Scaler,
     ScalerError,
     WriteConflict,
 )
+from listener.arc.version import (
+    ArcVersion,
+    ArcVersionError,
+    parse_arc_version,
+    version_from_env,
+)
 from providers.actions.models import ZERO_TIME
+from providers.kubernetes.arc_writer import KubernetesScalerWriter
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
 from tests.kubernetes import objects as o

@@ -1,4 +1,4 @@
-"""Statistics while blind (listener/statistics_refresh.py): the rule, the refresher, the wire.
+"""Statistics while blind (listener/arc/statistics_refresh.py): the rule, the refresher, the wire.
 
 Without it a listener whose demand comes from statistics only never learns of a job queued while
 every advertised slot is taken (0 at scale-to-zero): no message comes, so no statistics come.
@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from listener.statistics_refresh import MAX_BACKOFF, StatisticsRefresher
+from listener.arc.statistics_refresh import MAX_BACKOFF, StatisticsRefresher
 from providers.actions.errors import TransportError
 from providers.actions.models import Statistics
 from providers.demand.statistics import StatisticsDemand, needs_refresh
@@ -150,7 +150,7 @@ def test_failures_back_off_log_once_and_recover(caplog: pytest.LogCaptureFixture
     subject, demand, clock, metrics = refresher(session)
     subject.observe(stats(available=0))
     delays = []
-    with caplog.at_level(logging.DEBUG, logger="listener.statistics_refresh"):
+    with caplog.at_level(logging.DEBUG, logger="listener.arc.statistics_refresh"):
         for _ in range(4):
             clock.now += 60.0
             run(subject.tick())

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from listener.http import StatusBoard
-from listener.status import render_status
+from listener.commands.status import render_status
+from listener.observability.http import StatusBoard
 from reconciler.capacity import CapacityLedger
 from state_machine.events import Kind
 from state_machine.states import PairState

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from listener.supervise import Backoff, supervised
+from listener.process.supervise import Backoff, supervised
 
 NO_WAIT = Backoff(first=0.0, cap=0.0)
 
@@ -26,7 +26,7 @@ def test_a_failing_task_is_logged_counted_and_restarted_until_stop(
             raise ValueError(f"boom {runs}")
         stop.set()
 
-    caplog.set_level(logging.ERROR, logger="listener.supervise")
+    caplog.set_level(logging.ERROR, logger="listener.process.supervise")
     asyncio.run(
         asyncio.wait_for(
             supervised("hud", task, stop, on_failure=failures.append, backoff=NO_WAIT), 5

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from listener.values import GRACE_SECONDS, LISTENER_RESOURCES, overlay
+from listener.commands.values import GRACE_SECONDS, LISTENER_RESOURCES, overlay
 
 ROOT = Path(__file__).resolve().parents[2]
 CURRENT = {

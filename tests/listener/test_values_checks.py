@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from listener.chart_values import load_values, problems, schema
-from listener.values import LISTENER_RESOURCES, main
+from listener.commands.chart_values import load_values, problems, schema
+from listener.commands.values import LISTENER_RESOURCES, main
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = {

@@ -8,8 +8,8 @@ import re
 
 import yaml
 
-from listener.metrics import ARC_FAMILIES, CAPACITY_FAMILIES, Family
-from listener.metrics.families import PROMHTTP_ERRORS
+from listener.observability.metrics import ARC_FAMILIES, CAPACITY_FAMILIES, Family
+from listener.observability.metrics.families import PROMHTTP_ERRORS
 from tests.monitoring.promtool import ROOT, alerts
 
 DASHBOARD = ROOT / "config" / "grafana-dashboard.json"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from listener.statistics_refresh import MAX_BACKOFF
-from listener.supervise import Backoff as RestartBackoff
+from listener.arc.statistics_refresh import MAX_BACKOFF
+from listener.process.supervise import Backoff as RestartBackoff
 from providers.actions.retry import RetryPolicy, backoff_delay
 from providers.backoff import Backoff
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from listener.gate import CapacityGate
-from listener.scaler import Scaler
+from listener.arc.gate import CapacityGate
+from listener.arc.scaler import Scaler
 from reconciler.capacity import compute_ledger
 from reconciler.max_runners import MAX_INT32, clamp_max_runners
 from reconciler.sizing import max_runners_headroom

@@ -29,8 +29,8 @@ from typing import Any
 from kubernetes import client as k8s
 from pydantic import SecretStr
 
-from listener.gate import CapacityGate
-from listener.loop import Listener, serve
+from listener.arc.gate import CapacityGate
+from listener.arc.message_loop import Listener
 from providers.actions.auth import PatAuth
 from providers.actions.client import ActionsClient
 from providers.actions.config_url import parse_config_url
@@ -62,6 +62,7 @@ from simulator.faults import (
     clear_actions_fault,
 )
 from tests.kubernetes import objects as o
+from tests.listener.arc_wiring import serve
 
 WAIT = 10.0
 

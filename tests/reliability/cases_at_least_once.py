@@ -12,17 +12,18 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from listener.arc_version import ArcVersion
-from listener.gate import CapacityGate
-from listener.kube_writer import KubernetesScalerWriter
-from listener.loop import Listener, serve
-from listener.scaler import Scaler
+from listener.arc.gate import CapacityGate
+from listener.arc.message_loop import Listener
+from listener.arc.scaler import Scaler
+from listener.arc.version import ArcVersion
 from providers.actions.models import JobStarted
 from providers.actions.session import MessageSession
+from providers.kubernetes.arc_writer import KubernetesScalerWriter
 from simulator.engine.store import ObjectStore
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 from simulator.faces.k8s import K8sFace
 from tests.kubernetes import objects as o
+from tests.listener.arc_wiring import serve
 from tests.reliability.cases import PAT, SCALE_SET_ID, WAIT, Outcome, Sleeps, _client
 
 RUNNER = "arc-runners-runner-00001"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from listener.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
+from listener.observability.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
 from providers.actions.redact import SecretRegistry
 
 RECORDED = [

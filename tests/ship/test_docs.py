@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from listener.metrics import ARC_FAMILIES, CAPACITY_FAMILIES, main, render_metrics_doc
+from listener.observability.metrics import ARC_FAMILIES, CAPACITY_FAMILIES, main, render_metrics_doc
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -25,7 +25,7 @@ GUIDES = (
 def test_metrics_doc_is_up_to_date() -> None:
     current = (DOCS / "metrics.md").read_text(encoding="utf-8")
     assert current == render_metrics_doc(), (
-        "docs/metrics.md is stale: run `python -m listener.metrics`"
+        "docs/metrics.md is stale: run `python -m listener.observability.metrics`"
     )
 
 

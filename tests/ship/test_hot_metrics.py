@@ -3,7 +3,7 @@ slot, from a real reconcile step."""
 
 from __future__ import annotations
 
-from listener.metrics import MetricsSubscriber
+from listener.observability.metrics import MetricsSubscriber
 from tests.reconciler.builders import runner
 from tests.reconciler.test_hot_keeper import confirmed_slot, world
 from tests.ship.test_metrics import SCALE_SET, make, value

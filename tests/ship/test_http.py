@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from listener.http import (
+from listener.observability.http import (
     DEFAULT_HEALTH_ADDR,
     HttpConfigError,
     ListenerHttpServer,
@@ -19,7 +19,7 @@ from listener.http import (
     parse_listen_address,
     resolve_http_settings,
 )
-from listener.metrics import PrometheusMetrics, ScaleSetIdentity
+from listener.observability.metrics import PrometheusMetrics, ScaleSetIdentity
 from reconciler.capacity import CapacityLedger
 from reconciler.clock import ManualClock
 from state_machine.record import PairRecord

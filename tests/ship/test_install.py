@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from listener import rbac, values
+from listener.commands import rbac, values
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
 from tools import alert_rules, install_manifests

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from listener.logging import (
+from listener.observability.logging import (
     REDACTED,
     LoggingConfigError,
     RedactionFilter,

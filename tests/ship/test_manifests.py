@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from listener.metrics import ARC_FAMILIES, CAPACITY_FAMILIES
+from listener.observability.metrics import ARC_FAMILIES, CAPACITY_FAMILIES
 from providers.kubernetes.labels import DEFAULT_PRIORITY_CLASSES
 from reconciler.settings import CapacityAwareSettings
 
@@ -189,7 +189,7 @@ def test_the_listener_reads_the_capacity_aware_configmap_it_mounts(tmp_path: Pat
         "the ConfigMap must live in the listener's (controller) namespace"
     )
     # The file the listener will read parses into valid settings with the lead's loader.
-    from listener.capacity_config import load_capacity_aware
+    from listener.process.capacity_config import load_capacity_aware
 
     text = configmap["data"][config_path.name]
     (tmp_path / config_path.name).write_text(text)
@@ -323,7 +323,7 @@ def test_dashboard_is_importable() -> None:
 
 
 def test_the_example_listener_config_loads_with_the_listeners_own_parser() -> None:
-    arc_config = pytest.importorskip("listener.arc_config")
+    arc_config = pytest.importorskip("listener.arc.config")
     config = arc_config.load_listener_config(CONFIG / "listener-config.example.json")
     assert config.ephemeral_runner_set_name == "arc-runners"
     assert config.metrics is None

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from listener.metrics import (
+from listener.observability.metrics import (
     ARC_FAMILIES,
     CAPACITY_FAMILIES,
     DEFAULT_BUCKETS,
@@ -272,7 +272,7 @@ def test_custom_config_replaces_the_default_set(caplog: pytest.LogCaptureFixture
             }
         },
     }
-    with caplog.at_level(logging.ERROR, logger="listener.metrics"):
+    with caplog.at_level(logging.ERROR, logger="listener.observability.metrics"):
         metrics = make(config)
     assert "gha_made_up_total" in caplog.text
     gha = {name for name in scrape(metrics) if name.startswith("gha_")}
@@ -316,7 +316,7 @@ def test_custom_histogram_without_buckets_gets_arcs_defaults() -> None:
 
 
 def test_a_name_under_the_wrong_kind_is_skipped(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR, logger="listener.metrics"):
+    with caplog.at_level(logging.ERROR, logger="listener.observability.metrics"):
         metrics = make({"counters": {"gha_assigned_jobs": {"labels": ["name"]}}})
     assert "gha_assigned_jobs" in caplog.text
     assert not [n for n in scrape(metrics) if n.startswith("gha_")]
@@ -570,7 +570,7 @@ def test_every_capacity_family_is_prefixed_and_labelled_with_the_scale_set() -> 
 
 
 def test_the_listener_configs_own_metrics_model_is_accepted() -> None:
-    arc_config = pytest.importorskip("listener.arc_config")
+    arc_config = pytest.importorskip("listener.arc.config")
     import json
     from pathlib import Path
 
@@ -584,9 +584,9 @@ def test_the_listener_configs_own_metrics_model_is_accepted() -> None:
 
 
 def test_implements_the_listener_loops_metrics_hooks() -> None:
-    loop = pytest.importorskip("listener.loop")
+    loop = pytest.importorskip("listener.arc.message_loop")
     hooks = [name for name in vars(loop.ListenerMetrics) if name.startswith("record_")]
-    assert hooks, "listener.loop.ListenerMetrics declares no hooks"
+    assert hooks, "listener.arc.message_loop.ListenerMetrics declares no hooks"
     metrics = make()
     for name in hooks:
         assert callable(getattr(metrics, name, None)), name

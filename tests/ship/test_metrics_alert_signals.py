@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from listener.metrics import PrometheusMetrics
+from listener.observability.metrics import PrometheusMetrics
 from providers.actions.retry import failure_kind
 from providers.demand.combine import Combine, CombinedDemand
 from providers.demand.statistics import StatisticsDemand

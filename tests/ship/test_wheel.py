@@ -45,7 +45,7 @@ def test_the_wheel_carries_the_shipped_scenarios_history_and_schema(wheel: Path)
         "simulator/scenarios/shipped/chaos.faults.yaml",
         "simulator/scenarios/placeholder-pdb.yaml",
         "tuning/history_data/sample-day.json",
-        "listener/data/gha-runner-scale-set-values.json",
+        "listener/commands/data/gha-runner-scale-set-values.json",
     }
     assert expected <= names, sorted(expected - names)
 
@@ -61,7 +61,7 @@ import simulator, tuning, listener
 assert all(m.__file__.startswith({str(target)!r}) for m in (simulator, tuning, listener))
 from simulator.scenarios.scenario import load_scenario, shipped
 from tuning.history import load_history
-from listener.chart_values import schema
+from listener.commands.chart_values import schema
 from simulator.scenarios.placeholder_pdb import placeholder_pdb
 print(len([load_scenario(p.stem) for p in shipped()]), len(load_history("sample-day").jobs),
       schema()["source"]["repository"], placeholder_pdb("ns", "set")["kind"])

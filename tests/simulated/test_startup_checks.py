@@ -72,8 +72,8 @@ def test_simulate_exits_2_with_the_refusal_on_stderr(
 
 
 def test_the_refusal_is_word_for_word_what_run_raises() -> None:
-    """listener.app refuses the same world's objects with the same text (FatalError)."""
-    from listener.startup import FatalError, refuse_to_start
+    """listener.process.app refuses the same world's objects with the same text (FatalError)."""
+    from listener.process.startup import FatalError, refuse_to_start
     from providers.kubernetes.checks import run_startup_checks
 
     world = World(parse_scenario(classic_mode(), where="t"), CAPACITY_AWARE)

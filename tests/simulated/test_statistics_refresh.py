@@ -3,7 +3,7 @@
 Statistics come with job messages, and none come while 0 is advertised, so with
 ``proactiveCapacity: 0`` and statistics as the only demand source every job queued after the
 start waited forever (bench/demand_sources.py measured 0 of 15 jobs run). The statistics
-refresh (``demand.statisticsRefresh``, listener/statistics_refresh.py) reads them by a session
+refresh (``demand.statisticsRefresh``, listener/arc/statistics_refresh.py) reads them by a session
 refresh while blind.
 """
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from listener import rbac
-from listener.verify.cli import main
-from listener.verify.probe import Clock
-from listener.verify.shapes import LABEL_VERIFY
+from listener.commands import rbac
+from listener.commands.verify.cli import main
+from listener.commands.verify.probe import Clock
+from listener.commands.verify.shapes import LABEL_VERIFY
 from simulator.engine.store import KINDS
 from simulator.faces.live_spec import LiveSpec
 from simulator.faces.live_world import LiveWorld

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from listener.verify.cli import main
-from listener.verify.report import Report, failed, passed, skipped
-from listener.verify.shapes import HookTemplateError, read_hook_template
+from listener.commands.verify.cli import main
+from listener.commands.verify.report import Report, failed, passed, skipped
+from listener.commands.verify.shapes import HookTemplateError, read_hook_template
 
 PATH = "/home/runner/hook-template/workflow-pod.yaml"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from listener.verify.limits import limit_range_problems, quota_problems
+from listener.commands.verify.limits import limit_range_problems, quota_problems
 
 
 def pod(

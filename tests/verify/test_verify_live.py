@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from listener.verify.probe import Clock
+from listener.commands.verify.probe import Clock
 from providers.kubernetes import labels as L
 from simulator.faces.live_world import LiveWorld
 from tests.verify.conftest import NAMESPACE, SCALE_SET, labelled_by_verify, objects, run_verify
@@ -347,7 +347,7 @@ def test_each_row_is_printed_as_it_completes(
     the verdict comes last (prevents a run that printed nothing until it ended, issue 32)."""
     import json as json_module
 
-    from listener.verify.cli import main
+    from listener.commands.verify.cli import main
 
     printed_before_first_wait: list[str] = []
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from simulator.driver.capacity_aware import launch_limit
+from simulator.driver.step_log import launch_limit
 from simulator.measurement.breakdown import attribute, table
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from listener.gate import CapacityGate
+from listener.arc.gate import CapacityGate
 from simulator.engine.store import ObjectStore
 from simulator.workload.actions import ActionsService
 from simulator.workload.jobs import JobSpec

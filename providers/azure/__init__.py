@@ -1,0 +1,1 @@
+"""Azure: GitHub credentials held in Azure Key Vault (``keyvault.py``), read as ARC reads them."""
