@@ -373,4 +373,3 @@ class Informers:
             self.on_change(kind)
         except Exception:
             log.exception("on_change callback failed for %s", kind)
-

@@ -54,6 +54,7 @@ class LeaseLostError(Exception):
 #: The message session of the holder (hand-over note, step 4).
 SESSION_ANNOTATION = "arc-capacity.dev/message-session"
 
+
 @dataclass(frozen=True, slots=True)
 class LeaseTiming:
     """client-go's defaults (15 s / 10 s / 2 s); ``renew_deadline`` < ``duration``."""

@@ -43,9 +43,7 @@ def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     return meta.get("namespace") or "", meta.get("name") or ""
 
 
-def objects_differ(
-    old: Mapping[tuple[str, str], Obj], new: Mapping[tuple[str, str], Obj]
-) -> bool:
+def objects_differ(old: Mapping[tuple[str, str], Obj], new: Mapping[tuple[str, str], Obj]) -> bool:
     """A relist changed the target: objects came, went, or changed resourceVersion."""
     if old.keys() != new.keys():
         return True

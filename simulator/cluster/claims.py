@@ -128,9 +128,7 @@ def nodeclaim_object(
     }
 
 
-def claim_event(
-    claim_name: str, seq: int, uid: str, reason: str, message: str, now: str
-) -> Obj:
+def claim_event(claim_name: str, seq: int, uid: str, reason: str, message: str, now: str) -> Obj:
     """A Warning Event on NodeClaim ``claim_name`` (``seq``: this lifecycle's event count)."""
     return {
         "apiVersion": "v1",

@@ -71,6 +71,7 @@ def static_reason(pod: PodInfo, node: NodeInfo) -> str | None:
     memo[key] = reason
     return reason
 
+
 def free_room(pod: PodInfo, node: NodeInfo) -> tuple[int, int, int, int]:
     """Free (cpu, memory, gpu, pods) for ``pod``: allocatable minus requests of pods
     holding resources minus pods nominated here with priority >= the pod's."""
@@ -86,8 +87,10 @@ def free_room(pod: PodInfo, node: NodeInfo) -> tuple[int, int, int, int]:
                 cpu, mem, gpu, pods = cpu - r.cpu, mem - r.memory, gpu - r.gpu, pods - 1
     return cpu, mem, gpu, pods
 
+
 def free_room_for(pod: PodInfo, node: NodeInfo) -> Resources:
     return Resources(*free_room(pod, node))
+
 
 def find_node(
     pod: PodInfo, nodes: list[NodeInfo], by_name: Mapping[str, NodeInfo], most: bool

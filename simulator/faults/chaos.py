@@ -286,28 +286,27 @@ class WorldChaos:
     def _second_start(self, fault: Fault) -> None:
         """A second listener pod for the same scale set (a rolling update, a stuck pod): its
         session is refused (409) so it advertises nothing, but its reconciler runs."""
-        from reconciler.controller import ScaleSetController, controller_timings
-        from reconciler.subscribers import PlaceholderSubscriber
+        from listener.process.assembly import ScaleSetPorts, assemble_scale_set
 
         for driver in self.drivers:
             instance = "".join(self.rng.choice("abcdefghij0123456789") for _ in range(5))
             _, writer = driver.process_writer(instance)
+            # The same assembly as every listener, without metrics (it advertises nothing).
+            runtime = assemble_scale_set(
+                driver.settings,
+                ScaleSetPorts(
+                    target=driver.target,
+                    writer=writer,
+                    snapshots=driver.snapshots,
+                    demand=driver.scale_set_demand,
+                    clock=self.world.loop,
+                    instance=instance,
+                ),
+            )
             second = _SecondListener(
                 driver,
-                ScaleSetController(
-                    driver.config,
-                    controller_timings(driver.settings),
-                    instance=instance,
-                    started_at=self.world.loop.now(),
-                ),
-                [
-                    PlaceholderSubscriber(
-                        writer,
-                        namespace=driver.namespace,
-                        clock=self.world.loop,
-                        config=driver.config,
-                    )
-                ],
+                runtime.controller,
+                list(runtime.subscribers),
                 interval=driver.settings.recalculate_interval,
             )
             self.seconds.append(second)

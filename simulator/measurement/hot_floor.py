@@ -66,9 +66,7 @@ def hot_floor_cdf(x: float, hook: Uniform, start: Uniform, reads: Sequence[float
     return sum(w * hook.cdf(x - at) for at, w in read_weights(start, reads))
 
 
-def hot_floor_quantile(
-    q: float, hook: Uniform, start: Uniform, *, timeout: float = 600.0
-) -> float:
+def hot_floor_quantile(q: float, hook: Uniform, start: Uniform, *, timeout: float = 600.0) -> float:
     """The ``q`` quantile of a hot-slot job's wait when nothing before JobStarted takes time
     (seconds, to 1 ms)."""
     if not 0 < q < 1:

@@ -214,8 +214,16 @@ class TestScalerRateLimit:
             ({"scaler": {"qps": 75, "burst": None}}, (75, 100)),
             ({"scaler": {"qps": 1, "burst": 1}}, (1, 1)),
         ],
-        ids=["absent", "empty", "null-scaler", "empty-scaler", "both", "burst-only",
-             "null-burst", "smallest"],
+        ids=[
+            "absent",
+            "empty",
+            "null-scaler",
+            "empty-scaler",
+            "both",
+            "burst-only",
+            "null-burst",
+            "smallest",
+        ],
     )
     def test_unset_means_50_and_100(
         self, listener_config: Any, expected: tuple[int, int], caplog: pytest.LogCaptureFixture
