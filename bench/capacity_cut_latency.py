@@ -2,7 +2,7 @@
 
 The real listener loop and httpx client run against the loopback Actions face (long-poll
 window 50 s, so only a cut can explain a fast re-poll). A "reconciler" thread lowers the
-capacity N times (``set_max_runners`` from another thread, as the reconciler does); each
+capacity N times (``advertise`` from another thread, as the reconciler does); each
 latency is the time from that call to the face receiving a GetMessage whose
 ``X-ScaleSetMaxCapacity`` carries the new value. Requirement (issue 5): within 1 s.
 
@@ -81,7 +81,7 @@ def measure(changes: int, *, debounce: float, cut: bool, window: float) -> list[
                 value = start_value - n
                 seen_before = len(face.requests)
                 called = time.monotonic()
-                gate.set_max_runners(value)
+                gate.advertise(value)
                 face.wait_for(
                     lambda rs, v=value, k=seen_before: any(r.capacity == v for r in rs[k:]),
                     window + 10,

@@ -91,9 +91,10 @@ class PlaceholderWriter(Protocol):
 
 
 class CapacitySink(Protocol):
-    """Receives the advertised capacity; the latest value wins."""
+    """Receives the capacity to advertise (the ``X-ScaleSetMaxCapacity`` header); the latest value
+    wins. Not ARC's maxRunners: the live maxRunners reaches the gate as ``set_live_max_runners``."""
 
-    def set_max_runners(self, capacity: int) -> None: ...
+    def advertise(self, capacity: int) -> None: ...
 
 
 __all__ = [

@@ -78,7 +78,7 @@ class CapacityGate:
     def advertised(self) -> int | None:
         return self._advertised
 
-    def set_max_runners(self, capacity: int) -> None:
+    def advertise(self, capacity: int) -> None:
         """The reconciler's capacity (latest wins); thread-safe."""
         with self._lock:
             self._requested = capacity

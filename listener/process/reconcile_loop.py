@@ -101,7 +101,7 @@ class ReconcileLoop:
                 output = self.controller.check_drop(now, snapshot, stale_for=observe.stale_for())
         errors = notify_subscribers(self.subscribers, output.events, output.commands)
         if output.capacity is not None:
-            self.sink.set_max_runners(output.capacity)
+            self.sink.advertise(output.capacity)
         if self.on_output is not None:
             self.on_output(output, self.clock.now() - started, errors)
         return output

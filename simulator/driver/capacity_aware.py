@@ -344,7 +344,7 @@ class CapacityAwareDriver:
     def set_capacity(self, capacity: int) -> None:
         gate = self.ctx.listener.gate
         before = gate.value
-        gate.set_max_runners(capacity)
+        gate.advertise(capacity)
         if gate.value != before:
             self.ctx.listener.capacity_changed()
 
@@ -380,7 +380,7 @@ class CapacityAware(Strategy):
             settings.cut_poll_debounce,
             settings.cut_poll_when_full,
         )
-        gate.set_max_runners(0)  # nothing is confirmed before the first step
+        gate.advertise(0)  # nothing is confirmed before the first step
         driver = CapacityAwareDriver(
             ctx,
             settings,

@@ -26,7 +26,7 @@ def test_failing_closed_sets_the_gauge_and_the_advertised_value_and_recovery_cle
         loop = part.build(types.SimpleNamespace())  # type: ignore[arg-type]
         assert loop.on_output is not None
         app.metrics.record_advertised(4)  # the last step's value
-        app.gate.set_max_runners(0)  # what the loop publishes before telling us
+        app.gate.advertise(0)  # what the loop publishes before telling us
         loop.on_output(Output(capacity=0, failing_closed=True), 0.0, 0)
         assert value(app.metrics, "arc_capacity_failing_closed", name=o.ERS) == 1
         assert value(app.metrics, "arc_capacity_advertised", name=o.ERS) == 0

@@ -290,7 +290,7 @@ class TestOrderOfOperations:
     def test_the_capacity_header_is_read_fresh_on_every_poll(self) -> None:
         gate = CapacityGate(10, cut_on_drop=False)
         loop, source, journal = listener([None, None], gate=gate)
-        gate.set_max_runners(4)  # before the loop binds: just stored
+        gate.advertise(4)  # before the loop binds: just stored
         run(run_until_idle(loop, source))
         assert [e for e in journal.entries if e[0] == "get"] == [("get", 0, 4)] * 3
 
@@ -356,11 +356,11 @@ class TestCapacityGate:
     def test_value_is_clamped_to_zero_and_the_live_max(self) -> None:
         gate = CapacityGate(5)
         assert gate.value == 5  # ARC's behaviour until the reconciler speaks
-        gate.set_max_runners(9)
+        gate.advertise(9)
         assert gate.value == 5
-        gate.set_max_runners(-3)
+        gate.advertise(-3)
         assert gate.value == 0
-        gate.set_max_runners(3)
+        gate.advertise(3)
         gate.set_live_max_runners(0)  # a drain: 0 is a hard cap
         assert gate.value == 0
         gate.set_live_max_runners(8)
@@ -387,7 +387,7 @@ class TestCapacityGate:
 
     def test_set_from_other_threads(self) -> None:
         gate = CapacityGate(1000)
-        threads = [threading.Thread(target=gate.set_max_runners, args=(n,)) for n in range(50)]
+        threads = [threading.Thread(target=gate.advertise, args=(n,)) for n in range(50)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -409,7 +409,7 @@ class TestCutWithAnIdlePoll:
             task = asyncio.ensure_future(loop.run())
             await source.idle.wait()
             for value in changes:
-                threading.Thread(target=gate.set_max_runners, args=(value,)).start()
+                threading.Thread(target=gate.advertise, args=(value,)).start()
             await asyncio.to_thread(lambda: None)  # the setter threads have run
             await settle()
             task.cancel()
@@ -470,7 +470,7 @@ class TestCutWithAnIdlePoll:
             task = asyncio.ensure_future(loop.run())
             await source.idle.wait()
             for value in (8, 6, 3):
-                gate.set_max_runners(value)
+                gate.advertise(value)
             source.idle.clear()
             await source.idle.wait()  # the re-issued poll
             task.cancel()
@@ -491,9 +491,9 @@ class TestCutWithAnIdlePoll:
         async def story() -> None:
             task = asyncio.ensure_future(loop.run())
             await source.idle.wait()
-            gate.set_max_runners(2)
+            gate.advertise(2)
             await settle()
-            gate.set_max_runners(10)
+            gate.advertise(10)
             await settle()
             assert gate._timer is not None  # armed by the drop...
             fired = asyncio.get_running_loop().create_future()
@@ -517,7 +517,7 @@ class TestCutWithAnIdlePoll:
         async def racing_get(last: int, capacity: int) -> DecodedMessage | None:
             journal.add("get", last, capacity)
             if last == 0:
-                gate.set_max_runners(1)  # the cut fires on the next iteration...
+                gate.advertise(1)  # the cut fires on the next iteration...
                 answered.set()
                 return msg  # ...but the answer is already here
             source.idle.set()
@@ -657,7 +657,7 @@ class TestCapacityCutOnTheWire:
             async def story() -> None:
                 task = await h.start()
                 changed_at = time.monotonic()
-                threading.Thread(target=h.gate.set_max_runners, args=(3,)).start()
+                threading.Thread(target=h.gate.advertise, args=(3,)).start()
                 seen = await asyncio.to_thread(
                     face.wait_for, lambda rs: any(r.capacity == 3 for r in rs), 1.0
                 )
@@ -684,7 +684,7 @@ class TestCapacityCutOnTheWire:
 
             async def story() -> None:
                 task = await h.start()
-                h.gate.set_max_runners(3)
+                h.gate.advertise(3)
                 assert await asyncio.to_thread(
                     face.wait_for, lambda rs: any(r.capacity == 3 for r in rs), 5
                 )
@@ -707,7 +707,7 @@ class TestCapacityCutOnTheWire:
                 feed.add_job(SCALE_SET)
                 # the face has packed the message and is about to answer...
                 assert await asyncio.to_thread(face.wait_until, lambda f: bool(f.unacked()), 5)
-                h.gate.set_max_runners(2)  # ...when the capacity drops: cut
+                h.gate.advertise(2)  # ...when the capacity drops: cut
                 assert await asyncio.to_thread(face.wait_until, lambda f: bool(f.acked()), 5)
                 await h.stop(task)
 
@@ -731,7 +731,7 @@ class TestCapacityCutOnTheWire:
                 for n in range(80):
                     if stop.wait(0.012):
                         return
-                    gate.set_max_runners(3 + (n % 5))
+                    gate.advertise(3 + (n % 5))
                     if n % 5 == 0:
                         for _ in range(2):
                             feed.add_job(SCALE_SET)
@@ -816,7 +816,7 @@ def test_a_listener_wired_from_arcs_config_file_runs_against_the_face() -> None:
             assert await asyncio.to_thread(
                 face.wait_for, lambda rs: any(r.route == "get_message" for r in rs), 5
             )
-            loop.gate.set_max_runners(2)
+            loop.gate.advertise(2)
             assert await asyncio.to_thread(
                 face.wait_for, lambda rs: any(r.capacity == 2 for r in rs), 5
             )

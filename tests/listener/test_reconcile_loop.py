@@ -18,7 +18,7 @@ class Sink:
     def __init__(self) -> None:
         self.value: int | None = None
 
-    def set_max_runners(self, capacity: int) -> None:
+    def advertise(self, capacity: int) -> None:
         self.value = capacity
 
 

@@ -44,7 +44,7 @@ def test_ledger_sizing_gate_and_scaler_apply_the_same_rule(live: int, clamped: i
     assert max_runners_headroom(snap) == clamped  # no runner holds room here
     gate = CapacityGate(10)
     gate.set_live_max_runners(live)
-    gate.set_max_runners(MAX_INT32)  # the reconciler asks for everything
+    gate.advertise(MAX_INT32)  # the reconciler asks for everything
     assert gate.value == clamped
     s: Scaler = scaler(RecordingWriter())
     s.set_max_runners(live)

@@ -116,7 +116,7 @@ class CapacityRecorder:
         self.values: list[tuple[float, int]] = []
         self.on_publish: list[Callable[[float, int], None]] = []
 
-    def set_max_runners(self, capacity: int) -> None:
+    def advertise(self, capacity: int) -> None:
         self.values.append((self.clock(), capacity))
         for callback in self.on_publish:
             callback(self.clock(), capacity)
@@ -227,7 +227,7 @@ class SimCluster:
             output = process.controller.step(self.loop.now(), self.snapshot(), stale_for=0.0)
             notify_subscribers(process.subscribers, output.events, output.commands)
             if output.capacity is not None:
-                process.sink.set_max_runners(output.capacity)
+                process.sink.advertise(output.capacity)
             if output.error is not None:
                 raise output.error
             result = output.result
