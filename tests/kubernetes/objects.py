@@ -303,6 +303,30 @@ def priority_class(name: str, value: int, policy: str = "PreemptLowerPriority") 
     }
 
 
+def cluster_admin(account: str = "admin", namespace: str = "kube-system") -> list[Obj]:
+    """A ClusterRole allowed everything and its binding to ``namespace/account``: the face's
+    administrator, for tests that apply RBAC and then act as the account it grants."""
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "cluster-admin"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": account},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cluster-admin",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        },
+    ]
+
+
 def ladder() -> list[Obj]:
     return [
         priority_class("arc-placeholder-runner", -10, "Never"),

@@ -24,6 +24,7 @@ from providers.kubernetes.permissions import (
 )
 from simulator.engine.store import KINDS, ObjectStore
 from simulator.faces.k8s import K8sFace
+from tests.kubernetes import objects as o
 from tests.kubernetes.test_rbac_and_permissions import ADMIN, kubeconfig, listener_api
 from tests.ship.test_install import INSTALL, KUBECTL, WHY_NOT, kustomize
 
@@ -40,27 +41,8 @@ SCALING = [
 @pytest.fixture
 def face() -> Iterator[K8sFace]:
     store = ObjectStore(time.time, history=1000)
-    store.create(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": "cluster-admin"},
-            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
-        }
-    )
-    store.create(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "admin"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "cluster-admin",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "admin", "namespace": "kube-system"}],
-        }
-    )
+    for obj in o.cluster_admin():
+        store.create(obj)
     with K8sFace(store, tokens={ADMIN: "kube-system/admin", OWN: ACCOUNT}) as running:
         yield running
 

@@ -22,6 +22,7 @@ from providers.kubernetes.permissions import (
 )
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
+from tests.kubernetes import objects as o
 
 ADMIN, LISTENER = "admin-token-0123", "listener-token-4567"
 SA = "arc-runners-754b578d-listener"  # ARC: <ARS>-<hash of its namespace>-listener
@@ -45,27 +46,8 @@ def service_account(name: str, namespace: str, scale_set: str, ns: str) -> dict[
 @pytest.fixture
 def store() -> ObjectStore:
     s = ObjectStore(time.time, history=1000)
-    s.create(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": "cluster-admin"},
-            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
-        }
-    )
-    s.create(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "admin"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "cluster-admin",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "admin", "namespace": "kube-system"}],
-        }
-    )
+    for obj in o.cluster_admin():
+        s.create(obj)
     s.create(service_account(SA, "arc-systems", "arc-runners", "arc-runners"))
     # Another scale set's listener, and one of the same name in another namespace: not ours.
     s.create(service_account("gpu-754b578d-listener", "arc-systems", "gpu", "arc-runners"))
