@@ -105,6 +105,20 @@ class CapacitySide:
         # loop; remote ones attach once the session (our labels) is open.
         self.demand: ScaleSetDemand = scale_set_demand(capacity, self._wake_reconciler)
 
+    def new_part(self, api_client: k8s.ApiClient) -> CapacityAwarePart:
+        """The provider, runtime and loop of this process's scale set, not started yet."""
+        return CapacityAwarePart(
+            api_client,
+            self.config,
+            self.capacity,
+            instance=self.instance,
+            clock=self.clock,
+            gate=self.gate,
+            metrics=self.metrics,
+            status=self.status,
+            demand=self.demand,
+        )
+
     async def start(
         self,
         api_client: k8s.ApiClient,
@@ -117,17 +131,7 @@ class CapacitySide:
     ) -> list[asyncio.Task[Any]]:
         """Phase D: permissions, the cache's first sync, the start-up checks, the runtime
         and its loop, the demand pollers. Returns the background tasks (none if stopped)."""
-        part = CapacityAwarePart(
-            api_client,
-            self.config,
-            self.capacity,
-            instance=self.instance,
-            clock=self.clock,
-            gate=self.gate,
-            metrics=self.metrics,
-            status=self.status,
-            demand=self.demand,
-        )
+        part = self.new_part(api_client)
         if not await self.await_permissions(api_client, part.namespaces):
             return []  # stopped while waiting for permissions
         self.part = part.start()

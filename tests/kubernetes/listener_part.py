@@ -32,15 +32,5 @@ def started_part(
     )
     capacity = parse_capacity_aware(capacity_block, where="test")
     app = ListenerApp(config, capacity, {})
-    part = CapacityAwarePart(
-        api,
-        config,
-        capacity,
-        instance=app.instance,
-        clock=app.clock,
-        gate=app.gate,
-        metrics=app.metrics,
-        status=app.status,
-        demand=app.side.demand,
-    ).start()
+    part = app.side.new_part(api).start()
     return app, part
