@@ -45,9 +45,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from simulator.cluster.images import ALWAYS, default_pull_policy
 from simulator.engine.world import World
-from simulator.measurement.hot_floor import Uniform, hot_floor_quantile
+from simulator.measurement.hot_floor import Delay, Uniform, UniformSum, hot_floor_quantile
 from simulator.scenarios.scenario import Scenario, parse_scenario
+from simulator.workload.container_hook import WORKFLOW_IMAGE
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCENARIO = ROOT / "config" / "scenarios" / "merge-queue.yaml"
@@ -148,12 +150,14 @@ def breakdown(events: list[dict[str, Any]], jobs: set[int]) -> list[tuple[float,
 def floor_p50(scenario: Scenario) -> float:
     """The hot-slot p50 the world allows when nothing before JobStarted takes time
     (:mod:`simulator.measurement.hot_floor`), from the scenario's hook delay, its first
-    cluster's pod start latency and the prepare-job timeout."""
+    cluster's pod start latency (with the job image on the node: only the registry's round
+    trip of an ``Always`` policy before it) and the prepare-job timeout."""
     arc = scenario.arc
-    start = scenario.clusters[0].spec.latencies.pod_start
-    return hot_floor_quantile(
-        0.5, Uniform(*arc.hook_delay), Uniform(*start), timeout=arc.prepare_job_timeout
-    )
+    latencies = scenario.clusters[0].spec.latencies
+    start: Delay = Uniform(*latencies.pod_start)
+    if default_pull_policy(WORKFLOW_IMAGE) == ALWAYS:
+        start = UniformSum(Uniform(*latencies.image_resolve), Uniform(*latencies.pod_start))
+    return hot_floor_quantile(0.5, Uniform(*arc.hook_delay), start, timeout=arc.prepare_job_timeout)
 
 
 def p50(waits: list[float]) -> float:

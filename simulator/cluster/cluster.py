@@ -103,6 +103,7 @@ class Cluster:
             self.state,
             self.emit,
             start_latency=spec.latencies.pod_start,
+            pull_times=spec.latencies.pull_times(),
             streams=streams,
         )
         self.lifecycle = ClaimLifecycle(

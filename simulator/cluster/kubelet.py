@@ -1,7 +1,9 @@
-"""kubelet: admission of pinned pods, start latency, endings, deadlines and graceful removal.
+"""kubelet: admission of pinned pods, images, start latency, endings, deadlines and removal.
 
-* A pod bound by the scheduler starts after a latency drawn from ``latencies.pod_start``
-  (one seeded stream per pod category and image, so a placeholder's start never shifts a
+* A pod bound by the scheduler first waits for its images (:mod:`simulator.cluster.images`:
+  pulls of images the node lacks, one at a time per node, and the registry round trip of an
+  ``Always`` policy), then starts after a latency drawn from ``latencies.pod_start`` (one
+  seeded stream per pod category and image, so a placeholder's start never shifts a
   runner's: :mod:`simulator.engine.streams`): phase Running, ``startTime`` (= binding time,
   when the kubelet acknowledged it), ``Ready``/``ContainersReady``/``Initialized``
   conditions, running container statuses.
@@ -30,6 +32,7 @@ from simulator.cluster.conditions import iso_cached as iso
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
 from simulator.cluster.errors import PodStateError
+from simulator.cluster.images import NodeImages, PullTimes, pod_images, seeded_draw
 from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 from simulator.cluster.state import ClusterState
 from simulator.engine.loop import EventLoop
@@ -45,6 +48,7 @@ class Kubelet(Observer):
         emit: Emitter,
         *,
         start_latency: tuple[float, float],
+        pull_times: PullTimes,
         streams: Streams,
     ) -> None:
         self.loop = loop
@@ -53,6 +57,9 @@ class Kubelet(Observer):
         self.emit = emit
         self.start_latency = start_latency
         self.streams = streams
+        self.pull_times = pull_times
+        self._draw_pull = seeded_draw(streams)
+        self._images: dict[str, NodeImages] = {}  # node uid -> its images
         self.rejections = 0
         state.admit_pinned = self.admit
 
@@ -119,9 +126,14 @@ class Kubelet(Observer):
         lo, hi = self.start_latency
         containers = pod.obj.get("spec", {}).get("containers") or [{}]
         stream = self.streams("pod-start", pod.category, str(containers[0].get("image", "")))
-        pod.timers.append(self.loop.call_later(stream.uniform(lo, hi), self._start, pod))
+        images = self._images.setdefault(node.obj["metadata"]["uid"], NodeImages())
+        wait = images.ensure(self.loop.now(), pod_images(pod.obj), self.pull_times, self._draw_pull)
+        pod.timers.append(self.loop.call_later(wait + stream.uniform(lo, hi), self._start, pod))
         if pod.active_deadline is not None:
             pod.timers.append(self.loop.call_later(pod.active_deadline, self._deadline, pod))
+
+    def node_removed(self, node: NodeInfo, orphans: list[PodInfo]) -> None:
+        self._images.pop(node.obj["metadata"]["uid"], None)
 
     def _start(self, pod: PodInfo) -> None:
         if not pod.counted or pod.terminating or pod.phase != "Pending":

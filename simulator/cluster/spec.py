@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from providers.kubernetes.labels import DEFAULT_PRIORITY_CLASSES
+from simulator.cluster.images import PullTimes
 from simulator.cluster.quantity import (
     GPU,
     QuantityError,
@@ -177,7 +178,15 @@ class IceWindow(_Frozen):
 class Latencies(_Frozen):
     """Delays of the machines (seconds). Ranges are drawn uniformly from the seeded RNG."""
 
-    pod_start: tuple[float, float] = (2.0, 5.0)  # binding -> Running (image pull, start)
+    #: Binding -> Running once the pod's images are on the node (sandbox, network, containers).
+    pod_start: tuple[float, float] = (1.0, 3.0)
+    #: Pulling an image the node lacks (download and unpack), unless ``image_pulls`` names it.
+    image_pull: tuple[float, float] = (10.0, 30.0)
+    image_pulls: dict[str, tuple[float, float]] = Field(
+        default_factory=lambda: {"registry.k8s.io/pause:3.10": (0.5, 1.5)}
+    )
+    #: ``imagePullPolicy: Always`` with the image present: the registry's manifest round trip.
+    image_resolve: tuple[float, float] = (0.3, 1.0)
     launch: tuple[float, float] = (30.0, 60.0)  # NodeClaim created -> Launched
     registration: float = 15.0  # Launched -> Registered (the Node object appears, NotReady)
     initialize: float = 5.0  # Registered -> Initialized (Node Ready, schedulable)
@@ -185,12 +194,25 @@ class Latencies(_Frozen):
     ice_failure: float = 2.0
     failed_claim_delete: float = 1.0  # failed NodeClaim -> removed
 
-    @field_validator("pod_start", "launch")
+    @field_validator("pod_start", "launch", "image_pull", "image_resolve")
     @classmethod
     def _range(cls, v: tuple[float, float]) -> tuple[float, float]:
         if not 0 <= v[0] <= v[1]:
             raise ValueError(f"latency range {v} must satisfy 0 <= low <= high")
         return v
+
+    @field_validator("image_pulls")
+    @classmethod
+    def _ranges(cls, v: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        for image, span in v.items():
+            if not 0 <= span[0] <= span[1]:
+                raise ValueError(f"image_pulls[{image}] {span} must satisfy 0 <= low <= high")
+        return v
+
+    def pull_times(self) -> PullTimes:
+        return PullTimes(
+            pull=self.image_pull, resolve=self.image_resolve, per_image=self.image_pulls
+        )
 
 
 class Timings(_Frozen):

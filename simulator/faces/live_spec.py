@@ -127,6 +127,9 @@ def cluster_spec(spec: LiveSpec) -> ClusterSpec:
         ),
         latencies=Latencies(
             pod_start=(0.3, 0.8),
+            image_pull=(1.0, 2.0),
+            image_pulls={"registry.k8s.io/pause:3.10": (0.1, 0.2)},
+            image_resolve=(0.1, 0.3),
             launch=(1.5, 2.5),
             registration=0.5,
             initialize=0.5,

@@ -34,6 +34,9 @@ from simulator.workload.pods import (
 )
 from simulator.workload.service_records import Job, JobState
 
+#: The job container every simulated workflow runs (``:latest``: pulled with policy Always).
+WORKFLOW_IMAGE = "ghcr.io/acme/ci:latest"
+
 
 class ContainerHook:
     """The runner's container hook for one scale set: after the hook delay it creates the
@@ -83,7 +86,7 @@ class ContainerHook:
             "containers": [
                 {
                     "name": "job",
-                    "image": "ghcr.io/acme/ci:latest",
+                    "image": WORKFLOW_IMAGE,
                     "resources": {"requests": requests, "limits": dict(requests)},
                 }
             ],

@@ -121,14 +121,28 @@ def world(spec: ClusterSpec, seed: int = 1, start: bool = True) -> World:
     return World(loop, store, cluster, log)
 
 
+def latencies(**given: Any) -> Latencies:
+    """Machine delays with every image already on every node (no pull, no registry round
+    trip), so a test times only what it is about; the image tests set the pulls they need."""
+    quiet: dict[str, Any] = {
+        "image_pull": (0.0, 0.0),
+        "image_pulls": {},
+        "image_resolve": (0.0, 0.0),
+    }
+    return Latencies(**(quiet | given))
+
+
 def static_world(nodes: int = 1, cpu: int = 4, seed: int = 1, **spec: Any) -> World:
-    """Static nodes only (no Karpenter), instant pod start for crisp timing."""
+    """Static nodes only (no Karpenter), instant pod start and no image pulls for crisp
+    timing; ``latencies={...}`` sets any delay (the rest stay quiet)."""
     defaults: dict[str, Any] = {
         "instance_types": (small_type(cpu=cpu),),
         "static_nodes": (StaticNodeGroup(name="n", count=nodes, instance_type="box"),),
-        "latencies": Latencies(pod_start=(0.0, 0.0)),
     }
     defaults.update(spec)
+    defaults["latencies"] = latencies(
+        **({"pod_start": (0.0, 0.0)} | dict(spec.get("latencies", {})))
+    )
     return world(ClusterSpec(**defaults), seed=seed)
 
 
@@ -139,7 +153,7 @@ def karpenter_world(seed: int = 1, **pool: Any) -> World:
             small_type("large", cpu=8, memory="32Gi", price=0.4),
         ),
         nodepools=(NodePoolSpec(name="default", **pool),),
-        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
+        latencies=latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
     )
     return world(spec, seed=seed)
 

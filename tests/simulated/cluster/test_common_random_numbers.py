@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from providers.kubernetes.labels import COMPONENT_PLACEHOLDER, LABEL_COMPONENT
-from simulator.cluster import ClusterSpec, Latencies, NodePoolSpec
+from simulator.cluster import ClusterSpec, NodePoolSpec
 from simulator.engine.streams import Streams
-from tests.simulated.cluster.builders import World, pod, small_type, static_world, world
+from tests.simulated.cluster.builders import World, latencies, pod, small_type, static_world, world
 
 
 def test_streams_are_repeatable_per_key_and_independent_of_each_other() -> None:
@@ -49,7 +49,7 @@ def _two_pool_world() -> World:
             NodePoolSpec(name="a", labels={"pool": "a"}),
             NodePoolSpec(name="b", labels={"pool": "b"}),
         ),
-        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 60.0)),
+        latencies=latencies(pod_start=(1.0, 1.0), launch=(30.0, 60.0)),
     )
     return world(spec)
 

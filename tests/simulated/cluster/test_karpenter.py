@@ -9,13 +9,20 @@ import pytest
 from simulator.cluster import (
     ClusterSpec,
     IceWindow,
-    Latencies,
     NodeNotFound,
     NodePoolSpec,
     StaticNodeGroup,
     Taint,
 )
-from tests.simulated.cluster.builders import NS, World, karpenter_world, pod, small_type, world
+from tests.simulated.cluster.builders import (
+    NS,
+    World,
+    karpenter_world,
+    latencies,
+    pod,
+    small_type,
+    world,
+)
 
 # karpenter_world: types "small" (2 cpu, $0.1) and "large" (8 cpu, $0.4); a NodeClaim is
 # Launched when its CreateFleet call returns (2 s after creation), its Node registers at
@@ -33,7 +40,7 @@ def mixed_world(seed: int = 1, **pool: Any) -> World:
         instance_types=(small_type("box"), small_type("small", cpu=2, memory="8Gi", price=0.1)),
         static_nodes=(StaticNodeGroup(name="sys", instance_type="box"),),
         nodepools=(NodePoolSpec(name="default", **pool),),
-        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
+        latencies=latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
     )
     return world(spec, seed=seed)
 
@@ -170,7 +177,7 @@ def test_one_fleet_call_tries_every_offering_before_failing() -> None:
         ),
         nodepools=(NodePoolSpec(name="default", zones=("us-east-1a",), consolidate_after=None),),
         ice_windows=(IceWindow(instance_type="small", start=0, end=1000),),
-        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
+        latencies=latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
     )
     w = world(spec)
     w.create(pod("first", cpu=1))
@@ -207,7 +214,7 @@ def test_a_claim_whose_every_override_is_out_of_capacity_is_deleted_with_an_even
         instance_types=(small_type("small", cpu=2, memory="8Gi", price=0.1),),
         nodepools=(NodePoolSpec(name="default", zones=("us-east-1a",), consolidate_after=None),),
         ice_windows=(IceWindow(instance_type="small", start=0, end=1000),),
-        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
+        latencies=latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
     )
     w = world(spec)
     conditions: list[Any] = []

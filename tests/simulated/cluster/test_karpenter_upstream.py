@@ -15,9 +15,16 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from simulator.cluster import ClusterSpec, Latencies, NodePoolSpec
+from simulator.cluster import ClusterSpec, NodePoolSpec
 from simulator.engine.store import Obj
-from tests.simulated.cluster.builders import World, karpenter_world, pod, small_type, world
+from tests.simulated.cluster.builders import (
+    World,
+    karpenter_world,
+    latencies,
+    pod,
+    small_type,
+    world,
+)
 
 
 def claims(w: World) -> list[dict[str, Any]]:
@@ -115,7 +122,7 @@ def test_a_capped_pool_reserves_each_new_claims_largest_option_and_fills_over_ba
             small_type("medium", cpu=6, memory="24Gi", price=0.3),
         ),
         nodepools=(NodePoolSpec(name="default", limits={"cpu": 12}, consolidate_after=None),),
-        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
+        latencies=latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
     )
     w = world(spec)
     for i in range(4):

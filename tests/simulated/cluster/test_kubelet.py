@@ -20,27 +20,6 @@ def test_pods_start_after_a_seeded_latency_within_the_configured_range() -> None
     assert all(2.0 <= t <= 5.0 for t in starts) and len(set(starts)) > 1
 
 
-def test_an_image_already_on_the_node_does_not_start_a_pod_sooner() -> None:
-    """kubernetes/kubernetes pkg/kubelet/images/image_manager.go skips the pull of an image the
-    node already has (IfNotPresent); the simulated kubelet has no image cache: its start
-    latency is one draw per pod, so a pod whose image another pod on the node already runs
-    waits as long. Pre-pulling an image (a hot slot's placeholder running the job image)
-    therefore saves nothing in the simulated world, and no bench may claim it does."""
-    w = static_world(nodes=1, latencies={"pod_start": (2.0, 5.0)})
-    w.create(pod("first", cpu="100m"))
-    w.run(6.0)
-    assert w.phase("first") == "Running"
-    for i in range(5):
-        w.create(pod(f"same-image-{i}", cpu="100m"))
-    w.run(1.9)
-    assert all(w.phase(f"same-image-{i}") == "Pending" for i in range(5))
-    w.run(3.2)
-    bound = {e["pod"]: e["t"] for e in w.events("pod_bound")}
-    started = {e["pod"]: e["t"] for e in w.events("pod_running")}
-    waits = [started[f"same-image-{i}"] - bound[f"same-image-{i}"] for i in range(5)]
-    assert all(2.0 <= wait <= 5.0 for wait in waits)
-
-
 def test_a_scheduler_bound_pod_sits_pending_on_its_node_until_the_kubelet_starts_it() -> None:
     """kubernetes/kubernetes pkg/kubelet/lifecycle/predicate.go: the kubelet admits a pod the
     scheduler bound by re-running the scheduler's fit (GeneralPredicates) against the pods it

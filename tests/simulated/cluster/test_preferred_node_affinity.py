@@ -18,12 +18,19 @@ from typing import Any
 from simulator.cluster import (
     ClusterSpec,
     IceWindow,
-    Latencies,
     NodePoolSpec,
     StaticNodeGroup,
 )
 from simulator.cluster.matching import compile_placement
-from tests.simulated.cluster.builders import NS, World, pod, small_type, static_world, world
+from tests.simulated.cluster.builders import (
+    NS,
+    World,
+    latencies,
+    pod,
+    small_type,
+    static_world,
+    world,
+)
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 PREFERRED = ("c5.4xlarge", "m5.4xlarge")
@@ -173,7 +180,7 @@ def karpenter_world(
                 consolidate_after=None,
             ),
         ),
-        latencies=Latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
+        latencies=latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
         **spec,
     )
     return world(cluster)

@@ -10,6 +10,7 @@ import pytest
 
 from simulator.measurement.hot_floor import (
     Uniform,
+    UniformSum,
     hot_floor_cdf,
     hot_floor_quantile,
     read_weights,
@@ -85,3 +86,33 @@ def test_the_floor_agrees_with_drawing_the_steps() -> None:
 def test_bad_ranges_get_one_clear_error(call: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [(0.0, 0.0), (0.5, 0.125), (1.0, 0.5), (1.5, 0.875), (2.0, 1.0), (3.0, 1.0)],
+)
+def test_the_sum_of_two_uniform_delays_has_the_triangular_cdf(x: float, expected: float) -> None:
+    assert UniformSum(Uniform(0.0, 1.0), Uniform(0.0, 1.0)).cdf(x) == pytest.approx(expected)
+
+
+def test_a_fixed_part_of_a_sum_shifts_the_other() -> None:
+    total = UniformSum(Uniform(0.5, 0.5), Uniform(1.0, 3.0))
+    assert [total.cdf(x) for x in (1.5, 2.5, 3.5)] == pytest.approx([0.0, 0.5, 1.0])
+    assert hot_floor_quantile(
+        0.5, Uniform(3.5, 3.5), UniformSum(Uniform(0.5, 0.5), Uniform(2, 2))
+    ) == (pytest.approx(6.5, abs=2e-3))
+
+
+def test_the_floor_with_a_registry_round_trip_agrees_with_drawing_the_steps() -> None:
+    """The world's defaults with the job image on the node: hook 2-5 s, then the ``Always``
+    policy's round trip (0.3-1 s) and the start (1-3 s) before the hook's read."""
+    rng = random.Random(11)
+    hook, start = Uniform(2.0, 5.0), UniformSum(Uniform(0.3, 1.0), Uniform(1.0, 3.0))
+    waits = []
+    for _ in range(20_000):
+        k = rng.uniform(0.3, 1.0) + rng.uniform(1.0, 3.0)
+        waits.append(rng.uniform(hook.low, hook.high) + min(at for at in READS if at >= k))
+    for x in (4.0, 6.0, 7.0, 9.0, 11.0):
+        sampled = sum(w <= x for w in waits) / len(waits)
+        assert sampled == pytest.approx(hot_floor_cdf(x, hook, start, READS), abs=0.01)

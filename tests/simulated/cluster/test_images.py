@@ -1,0 +1,106 @@
+"""The simulated kubelet's images: pull policy, the per-node cache and the serial puller."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.cluster.images import (
+    ALWAYS,
+    IF_NOT_PRESENT,
+    NEVER,
+    NodeImages,
+    PullTimes,
+    default_pull_policy,
+    pod_images,
+)
+from tests.simulated.cluster.builders import pod, static_world
+
+TIMES = PullTimes(pull=(20.0, 20.0), resolve=(0.5, 0.5), per_image={"pause:3.10": (1.0, 1.0)})
+
+
+def midpoint(what: str, image: str, span: tuple[float, float]) -> float:
+    return (span[0] + span[1]) / 2
+
+
+@pytest.mark.parametrize(
+    ("image", "policy"),
+    [
+        ("busybox", ALWAYS),  # no tag is "latest"
+        ("busybox:latest", ALWAYS),
+        ("ghcr.io/acme/ci:latest", ALWAYS),
+        ("busybox:1.36", IF_NOT_PRESENT),
+        ("registry.local:5000/ci", ALWAYS),  # a registry port is not a tag
+        ("registry.local:5000/ci:2", IF_NOT_PRESENT),
+        ("ghcr.io/acme/ci@sha256:" + "0" * 64, IF_NOT_PRESENT),
+    ],
+)
+def test_the_pull_policy_defaults_like_the_api_server(image: str, policy: str) -> None:
+    """pkg/apis/core/v1/defaults.go SetDefaults_Container: Always for latest or no tag."""
+    assert default_pull_policy(image) == policy
+
+
+def test_init_containers_are_ensured_before_containers_and_a_set_policy_wins() -> None:
+    obj = {
+        "spec": {
+            "initContainers": [{"image": "init:1"}],
+            "containers": [{"image": "main:1", "imagePullPolicy": ALWAYS}, {"name": "no-image"}],
+        }
+    }
+    assert pod_images(obj) == [("init:1", IF_NOT_PRESENT), ("main:1", ALWAYS)]
+
+
+@pytest.mark.parametrize(
+    ("held", "policy", "wait"),
+    [
+        (False, IF_NOT_PRESENT, 20.0),  # absent: a full pull
+        (False, ALWAYS, 20.0),
+        (True, IF_NOT_PRESENT, 0.0),  # present: the image manager skips the pull
+        (True, ALWAYS, 0.5),  # present: the runtime only resolves the tag
+        (False, NEVER, 0.0),  # ErrImageNeverPull is not modelled: Never never waits
+    ],
+)
+def test_a_pod_waits_for_what_its_image_policy_needs(held: bool, policy: str, wait: float) -> None:
+    node = NodeImages(present_at={"ci": 0.0} if held else {})
+    assert node.ensure(100.0, [("ci", policy)], TIMES, midpoint) == wait
+
+
+def test_pulls_on_one_node_are_served_one_at_a_time() -> None:
+    """serializeImagePulls (default true): a pod whose image is absent waits behind the pull
+    another pod queued first, then for its own."""
+    node = NodeImages()
+    assert node.ensure(0.0, [("runner", IF_NOT_PRESENT)], TIMES, midpoint) == 20.0
+    assert node.ensure(5.0, [("ci", IF_NOT_PRESENT)], TIMES, midpoint) == 35.0
+    assert node.ensure(50.0, [("pause:3.10", IF_NOT_PRESENT)], TIMES, midpoint) == 1.0
+
+
+def test_two_pods_that_find_an_image_absent_pull_it_once() -> None:
+    """Both requests are queued; the second is served after the first put the image on the
+    node, so the runtime only resolves it."""
+    node = NodeImages()
+    first = node.ensure(0.0, [("ci", IF_NOT_PRESENT)], TIMES, midpoint)
+    second = node.ensure(1.0, [("ci", IF_NOT_PRESENT)], TIMES, midpoint)
+    assert (first, second) == (20.0, 19.5)  # served at 20 s, resolved by 20.5 s
+    assert node.ensure(30.0, [("ci", IF_NOT_PRESENT)], TIMES, midpoint) == 0.0
+
+
+def test_an_image_already_on_the_node_starts_the_next_pod_sooner() -> None:
+    """kubernetes/kubernetes pkg/kubelet/images/image_manager.go: the first pod on a node pays
+    the pull, a later pod with the same IfNotPresent image only the start latency. This is
+    what lets a placeholder that ran an image pre-pull it for the real pod."""
+    w = static_world(nodes=1, latencies={"pod_start": (1.0, 1.0), "image_pull": (20.0, 20.0)})
+    image = {"image": "ghcr.io/acme/ci:2"}
+    first = pod("first", cpu="100m")
+    first["spec"]["containers"][0].update(image)
+    w.create(first)
+    w.run(20.9)
+    assert w.phase("first") == "Pending"
+    w.run(0.2)
+    assert w.phase("first") == "Running"
+    second = pod("second", cpu="100m")
+    second["spec"]["containers"][0].update(image)
+    w.create(second)
+    w.run(1.1)
+    started = {e["pod"]: e["t"] for e in w.events("pod_running")}
+    bound = {e["pod"]: e["t"] for e in w.events("pod_bound")}
+    assert started["first"] - bound["first"] == pytest.approx(21.0)
+    assert started["second"] - bound["second"] == pytest.approx(1.0)
