@@ -9,6 +9,7 @@
   free idle runners with slots that wait for one.
 - :func:`decide_hot`: the active moves (time out, release, mend) and the new slots.
 - :func:`scaler_hot_runners`: what the scaler adds to its EphemeralRunnerSet target.
+- :func:`assigned_net_of_hot`: the assigned jobs the target's replicas say, less those.
 - :func:`confirmed_hot`: the slots advertised like READY pairs.
 
 Nothing here reads a clock or does I/O; the caller passes ``now`` and the observations.
@@ -56,6 +57,19 @@ def hot_wanted(hot: int, *, max_runners: int, assigned_jobs: int) -> int:
     """Hot slots wanted now: the scaler's target is ``assigned + hot`` within maxRunners, as
     ARC's minRunners, so no more than maxRunners headroom; 0 when maxRunners is 0."""
     return max(0, min(hot, max_runners - assigned_jobs))
+
+
+def assigned_net_of_hot(assigned_jobs: int | None, hot_in_target: int) -> int | None:
+    """The jobs assigned to the scale set, from ``assigned_jobs`` as read off the
+    EphemeralRunnerSet's replicas (less minRunners: providers/kubernetes/translate.py) when
+    the scaler's target held ``hot_in_target`` idle runners for hot slots on top of them
+    (listener/arc/scaler.py: ``min(minRunners + hot + jobs, maxRunners)``). Never below 0:
+    maxRunners may have cut the hot runners out of the target. None (unknown) stays None."""
+    if hot_in_target < 0:
+        raise ValueError(f"hot_in_target must be >= 0, got {hot_in_target}")
+    if assigned_jobs is None:
+        return None
+    return max(0, assigned_jobs - hot_in_target)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
-from reconciler.hot_slots import HotTimings, hot_wanted, split_reserve
+from reconciler.hot_slots import HotTimings, assigned_net_of_hot, hot_wanted, split_reserve
 from reconciler.hot_step import HotKeeper, HotStep
 from reconciler.ports import Command, DeleteOrphan
 from reconciler.settings import ReconcilerConfig
@@ -168,10 +168,11 @@ class Reconciler:
             now,
             starting=max(0, snapshot.starting_runners - len(snapshot.idle_runner_names)),
         )
-        if snapshot.assigned_jobs is not None and self._hot_in_target:
-            snapshot = replace(
-                snapshot, assigned_jobs=max(0, snapshot.assigned_jobs - self._hot_in_target)
-            )
+        # The ERS replicas the assigned jobs are read from include the idle runners the last
+        # step asked the scaler to keep: they are no job's.
+        assigned = assigned_net_of_hot(snapshot.assigned_jobs, self._hot_in_target)
+        if assigned != snapshot.assigned_jobs:
+            snapshot = replace(snapshot, assigned_jobs=assigned)
         config, hot = self._hot_step(snapshot, self._step_config(now), now)
         plan = reconcile(
             self.store.view(),

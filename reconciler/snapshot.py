@@ -261,7 +261,8 @@ class ClusterSnapshot:
     idle_runner_names: frozenset[str] = frozenset()
     busy_runner_names: frozenset[str] = frozenset()
     #: Jobs GitHub assigned to the scale set (the EphemeralRunnerSet's replicas less
-    #: minRunners); None when unknown.
+    #: minRunners; a step also takes off the hot runners its last step had the scaler add);
+    #: None when unknown.
     assigned_jobs: int | None = None
     demand: Demand = field(default_factory=Demand)
     fit: FitEstimate | None = None

@@ -123,14 +123,6 @@ class Listener:
         #: The unit the handler is working on (None: waiting for one).
         self._current: _Work | None = None
 
-    def set_live_max_runners(self, max_runners: int) -> None:
-        """Follow a live ``maxRunners`` (ARS) change: the advertised capacity and the scaler's
-        clamp both follow it. Thread-safe (one atomic attribute write on the scaler side)."""
-        self.gate.set_live_max_runners(max_runners)
-        set_scaler_max = getattr(self.scaler, "set_max_runners", None)
-        if callable(set_scaler_max):
-            set_scaler_max(max_runners)
-
     async def run(self) -> None:
         """Runs until an error or cancellation (both end the run, as in ARC)."""
         session = self.source.session

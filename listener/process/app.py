@@ -248,7 +248,7 @@ class ListenerApp:
                 side_tasks = await self.side.start(
                     api_client,
                     session,
-                    listener,
+                    scaler,
                     fence=self.fence,
                     refresher=self.refresher,
                     check_lease=self._check_lease,

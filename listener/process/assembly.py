@@ -37,7 +37,7 @@ from kubernetes import client as k8s
 
 from listener.arc.config import ListenerConfig
 from listener.arc.gate import CapacityGate
-from listener.arc.message_loop import Listener
+from listener.arc.loop_ports import ScalerControls
 from listener.observability.http import StatusBoard
 from listener.observability.metrics import MetricsSubscriber, PrometheusMetrics
 from listener.process.reconcile_loop import Observation, ReconcileLoop
@@ -260,8 +260,9 @@ class CapacityAwarePart:
         if self.loop is not None:
             self.loop.changed(leading=verdict.rise, lost=verdict.lost)
 
-    def build(self, listener: Listener) -> ReconcileLoop:
-        """The runtime and its loop (after the first sync and the start-up checks)."""
+    def build(self, scaler: ScalerControls) -> ReconcileLoop:
+        """The runtime and its loop (after the first sync and the start-up checks); each
+        step's outcome reaches ``scaler`` (ARC's scaler) and the gate."""
         self.writer = writer = self.provider.writer
         self.runtime = runtime = assemble_scale_set(
             self.capacity,
@@ -288,18 +289,17 @@ class CapacityAwarePart:
                 self.metrics.record_advertised(self.gate.value)  # the fail-closed value
             # Switched off by ARC (runners Outdated), as the snapshot of this step or drop
             # check saw it: the scaler asks for no runner either.
-            set_off = getattr(getattr(listener, "scaler", None), "set_switched_off", None)
-            if callable(set_off):
-                set_off(self.provider.switched_off is not None)
+            scaler.set_switched_off(self.provider.switched_off is not None)
             if output.result is None:
                 return
-            # ARC's scaler clamps desired runners by the live maxRunners the step saw.
-            listener.set_live_max_runners(output.result.ledger.max_runners)
+            # The live maxRunners the step saw caps the advertised capacity and ARC's scaler's
+            # desired runners alike (0 is a drain).
+            live_max = output.result.ledger.max_runners
+            self.gate.set_live_max_runners(live_max)
+            scaler.set_max_runners(live_max)
             # Hot slots: the scaler keeps one idle runner per live slot (one attribute write,
             # read by the scaler's next ERS patch after a poll; docs/design.md#hot-runners).
-            set_hot = getattr(listener.scaler, "set_hot_runners", None)
-            if callable(set_hot):
-                set_hot(output.result.hot_runners)
+            scaler.set_hot_runners(output.result.hot_runners)
             metrics_subscriber.observe_step(
                 replace(output.result, subscriber_errors=errors), duration
             )

@@ -22,7 +22,7 @@ from kubernetes import client as k8s
 
 from listener.arc.config import ListenerConfig
 from listener.arc.gate import CapacityGate
-from listener.arc.message_loop import Listener
+from listener.arc.loop_ports import ScalerControls
 from listener.arc.statistics_refresh import StatisticsRefresher
 from listener.observability.http import StatusBoard
 from listener.observability.metrics import PrometheusMetrics
@@ -123,7 +123,7 @@ class CapacitySide:
         self,
         api_client: k8s.ApiClient,
         session: MessageSession,
-        listener: Listener,
+        scaler: ScalerControls,
         *,
         fence: LeaseFence | None,
         refresher: StatisticsRefresher | None,
@@ -143,7 +143,7 @@ class CapacitySide:
                 "server is slow or unreachable from this pod"
             )
         refuse_to_start(part.startup_checks())
-        reconcile_loop = part.build(listener)
+        reconcile_loop = part.build(scaler)
         if part.writer is not None:
             part.writer.fence = fence
         log.info(

@@ -144,7 +144,11 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod 
 def assigned_jobs(ers: Obj | None, min_runners: int) -> int | None:
     """Jobs GitHub has assigned to the scale set, from the EphemeralRunnerSet's
     ``spec.replicas``: ARC's scaler writes ``min(minRunners + totalAssignedJobs, maxRunners)``
-    on every poll (listener/arc/scaler.py, as ARC's listener does). None without an ERS."""
+    on every poll (listener/arc/scaler.py, as ARC's listener does). None without an ERS.
+
+    With hot slots the scaler adds the idle runners it keeps for them; no object says how
+    many, so the reconcile step takes them off (reconciler/hot_slots.py
+    ``assigned_net_of_hot``, with the count its last step gave the scaler)."""
     replicas = ((ers or {}).get("spec") or {}).get("replicas")
     if ers is None or not isinstance(replicas, int):
         return None

@@ -1,9 +1,10 @@
 """A listener process's capacity-aware part over the Kubernetes face, as ListenerApp builds it
 in phase D (listener/process/capacity_side.py), for the tests that need the real wiring
-without a session."""
+without a session; and a recording stand-in for what the part sets on ARC's scaler."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
@@ -34,3 +35,20 @@ def started_part(
     app = ListenerApp(config, capacity, {})
     part = app.side.new_part(api).start()
     return app, part
+
+
+@dataclass
+class RecordedControls:
+    """The ``ScalerControls`` port (listener/arc/loop_ports.py) of ARC's scaler, recording
+    each call in order as ``(method, value)``."""
+
+    calls: list[tuple[str, int | bool]] = field(default_factory=list)
+
+    def set_max_runners(self, max_runners: int) -> None:
+        self.calls.append(("set_max_runners", max_runners))
+
+    def set_hot_runners(self, hot_runners: int) -> None:
+        self.calls.append(("set_hot_runners", hot_runners))
+
+    def set_switched_off(self, switched_off: bool) -> None:
+        self.calls.append(("set_switched_off", switched_off))

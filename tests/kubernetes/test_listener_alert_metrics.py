@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import types
-
 from kubernetes import client
 
 from reconciler.controller import Output
 from tests.kubernetes import objects as o
-from tests.kubernetes.listener_part import started_part
+from tests.kubernetes.listener_part import RecordedControls, started_part
 from tests.ship.test_metrics import value
 
 WAIT = 10.0
@@ -23,7 +21,8 @@ def test_failing_closed_sets_the_gauge_and_the_advertised_value_and_recovery_cle
     app, part = started_part(api, {"enabled": True})
     try:
         assert part.provider.cache.wait_synced(WAIT)
-        loop = part.build(types.SimpleNamespace())  # type: ignore[arg-type]
+        scaler = RecordedControls()
+        loop = part.build(scaler)
         assert loop.on_output is not None
         app.metrics.record_advertised(4)  # the last step's value
         app.gate.advertise(0)  # what the loop publishes before telling us
@@ -33,5 +32,7 @@ def test_failing_closed_sets_the_gauge_and_the_advertised_value_and_recovery_cle
 
         loop.on_output(Output(failing_closed=False), 0.0, 0)
         assert value(app.metrics, "arc_capacity_failing_closed", name=o.ERS) == 0
+        # No step result: ARC's scaler only hears that the set is on, no maxRunners or hot runners.
+        assert scaler.calls == [("set_switched_off", False)] * 2
     finally:
         part.stop(timeout=1.0)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import time
-import types
 
 import pytest
 from kubernetes import client
 
-from tests.kubernetes.listener_part import started_part
+from tests.kubernetes.listener_part import RecordedControls, started_part
 
 WAIT = 10.0
 
@@ -23,7 +22,7 @@ def test_stepping_the_wall_clock_back_an_hour_does_not_postpone_the_periodic_rec
     app, part = started_part(api, {"enabled": True})
     try:
         assert part.provider.cache.wait_synced(WAIT)
-        loop = part.build(types.SimpleNamespace())  # type: ignore[arg-type]
+        loop = part.build(RecordedControls())
         schedule = loop.controller.schedule
         schedule.ran(loop.clock.now())
         due_in = schedule.due_at() - loop.clock.now()

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import types
-
 from kubernetes import client
 
 from reconciler.ports import PairSpec
 from simulator.engine.store import NotFound, ObjectStore
 from state_machine.record import pod_names
 from tests.kubernetes import objects as o
-from tests.kubernetes.listener_part import started_part
+from tests.kubernetes.listener_part import RecordedControls, started_part
 
 PLACEHOLDERS = "arc-placeholders"  # not the ERS's namespace: no owner reference, no GC
 WAIT = 10.0
@@ -27,7 +25,7 @@ def test_placeholders_are_deleted_at_shutdown_after_the_ephemeral_runner_set_is_
     try:
         cache = part.provider.cache
         assert cache.wait_synced(WAIT)
-        part.build(types.SimpleNamespace())  # type: ignore[arg-type]
+        part.build(RecordedControls())
         assert part.writer is not None
         names = pod_names(o.ERS, f"{app.instance}-1")
         part.writer.create_pair(PairSpec(f"{app.instance}-1", o.ERS, *names, o.T0 + 600))

@@ -1,5 +1,6 @@
-"""The listener's capacity side hands "ARC switched this scale set off" to the scaler and the
-gate (CapacityAwarePart.build's on_output), over the Kubernetes face and the real watch."""
+"""The listener's capacity side hands "ARC switched this scale set off" and the live maxRunners
+to ARC's scaler and the gate (CapacityAwarePart.build's on_output), over the Kubernetes face and
+the real watch."""
 
 from __future__ import annotations
 
@@ -16,26 +17,14 @@ from tests.listener.test_scaler import RecordingWriter
 WAIT = 10.0
 
 
-class FakeListener:
-    """What on_output calls on the listener: the live maxRunners, and the scaler."""
-
-    def __init__(self, scaler: Scaler) -> None:
-        self.scaler = scaler
-        self.live_max: list[int] = []
-
-    def set_live_max_runners(self, max_runners: int) -> None:
-        self.live_max.append(max_runners)
-
-
 def test_an_outdated_set_reaches_the_scaler_and_the_gate_and_back(
     api: client.ApiClient, store: ObjectStore
 ) -> None:
     """Prevents the scaler asking for minRunners + assigned jobs, and the header advertising
     capacity, for a scale set ARC pinned at zero (runners Outdated, #4652)."""
-    _app, part = started_part(api, {"enabled": True})
+    app, part = started_part(api, {"enabled": True})
     writer = RecordingWriter()
     scaler = Scaler(writer, namespace=o.NS, name=o.ERS, min_runners=1, max_runners=10)
-    listener = FakeListener(scaler)
 
     def set_phase(phase: str) -> None:
         rv = store.mutate(
@@ -51,21 +40,25 @@ def test_an_outdated_set_reaches_the_scaler_and_the_gate_and_back(
 
     try:
         assert part.provider.cache.wait_synced(WAIT)
-        loop = part.build(listener)  # type: ignore[arg-type]
+        loop = part.build(scaler)
         set_phase("Outdated")
         assert loop.run_once() is not None
-        assert scaler.switched_off and listener.live_max[-1] == 0
+        assert scaler.switched_off
         assert scaler.handle_desired_runner_count(3) == 0
+        app.gate.advertise(5)
+        assert app.gate.value == 0  # the step's live maxRunners is 0: a hard cap
 
         set_phase("Running")
         loop.changed(lost=True)  # a drop check first: the scaler follows it at once
         assert loop.run_once() is not None
         assert not scaler.switched_off
-        assert scaler.handle_desired_runner_count(3) == 4
-        # The next periodic step gives the gate its live maxRunners back.
+        # The next periodic step gives the gate and the scaler their live maxRunners back.
         later = loop.clock.now() + part.capacity.recalculate_interval + 1
         loop.clock = types.SimpleNamespace(now=lambda: later)  # type: ignore[assignment]
         assert loop.run_once() is not None
-        assert listener.live_max[-1] == 10
+        assert scaler.max_runners == 10
+        assert scaler.handle_desired_runner_count(3) == 4
+        app.gate.advertise(5)
+        assert app.gate.value == 5
     finally:
         part.stop(timeout=1.0)

@@ -366,22 +366,6 @@ class TestCapacityGate:
         gate.set_live_max_runners(8)
         assert gate.value == 3  # the requested value comes back
 
-    def test_the_listener_forwards_live_max_runners_to_gate_and_scaler(self) -> None:
-        from listener.arc.scaler import Scaler
-
-        class NoWrites:
-            def patch_ephemeral_runner_set(self, namespace: str, name: str, body: bytes) -> None:
-                pass
-
-            def patch_ephemeral_runner_status(self, *args: object) -> None:
-                pass
-
-        scaler = Scaler(NoWrites(), namespace="ns", name="ers", min_runners=0, max_runners=10)
-        loop = Listener(ScriptedSource(Journal(), []), scaler, CapacityGate(10))
-        loop.set_live_max_runners(0)  # a drain
-        assert loop.gate.value == 0
-        assert scaler.handle_desired_runner_count(5) == 0
-
     def test_initial_value_can_be_given(self) -> None:
         assert CapacityGate(5, initial=0).value == 0
 

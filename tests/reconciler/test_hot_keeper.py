@@ -250,3 +250,16 @@ def test_auto_counts_hot_refills_and_not_the_idle_runners_it_keeps() -> None:
         now=70.0,
     )
     assert rec.reconciler.warm_window.observation(70.0).taken == 1
+
+
+def test_the_hot_runners_in_the_scalers_target_are_not_taken_for_assigned_jobs() -> None:
+    """Regression: the ERS replicas (the snapshot's assigned jobs) include the idle runners
+    the last step had the scaler keep for hot slots; read as jobs, each looked like a job
+    about to take a warm pair, and the step asked for a pair more per hot runner."""
+    pairs: list[int] = []
+    for assigned in (0, 1):  # the ERS replicas without, then with, the hot runner
+        rec = Engine(config(reserve=2, hot=1), instance="i0")
+        assert rec.step(world(0.0), now=0.0).hot_runners == 1
+        rec.step(replace(world(5.0), assigned_jobs=assigned), now=5.0)
+        pairs.append(len(list(rec.reconciler.store.records())))
+    assert pairs == [1, 1]  # the reserve's one warm pair (the other is the hot slot), no more

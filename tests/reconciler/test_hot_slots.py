@@ -15,6 +15,7 @@ from reconciler.hot_slots import (
     ReserveSplit,
     RunnerSeen,
     apply,
+    assigned_net_of_hot,
     confirmed_hot,
     decide_hot,
     hot_wanted,
@@ -81,6 +82,29 @@ def test_hot_slots_wanted_stay_within_max_runners(
     hot: int, max_runners: int, assigned: int, expected: int
 ) -> None:
     assert hot_wanted(hot, max_runners=max_runners, assigned_jobs=assigned) == expected
+
+
+@pytest.mark.parametrize(
+    ("read", "hot_in_target", "expected"),
+    [
+        (None, 2, None),  # no ERS: unknown stays unknown
+        (None, 0, None),
+        (5, 0, 5),  # no hot slot: the replicas' count as read
+        (5, 2, 3),  # 2 idle runners kept on top of 3 jobs
+        (2, 2, 0),  # only the hot runners: no job
+        (1, 2, 0),  # maxRunners cut the target below the hot runners: never negative
+        (0, 3, 0),
+    ],
+)
+def test_assigned_jobs_are_the_replicas_less_the_hot_runners_in_the_target(
+    read: int | None, hot_in_target: int, expected: int | None
+) -> None:
+    assert assigned_net_of_hot(read, hot_in_target) == expected
+
+
+def test_a_negative_hot_count_is_refused() -> None:
+    with pytest.raises(ValueError, match="hot_in_target must be >= 0, got -1"):
+        assigned_net_of_hot(3, -1)
 
 
 # --- sync: what one snapshot proves ----------------------------------------------------------
