@@ -23,11 +23,14 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m listener demo
 
+# pytest on one worker per core (pytest-xdist; 2 on the CI machine), a test file's tests all on
+# one worker: module- and session-scoped fixtures (the fault matrix's ~100 s of cases) are then
+# computed once, not once per worker. One file alone: $(BIN)/python -m pytest tests/<area>/<file>.
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict state_machine reconciler providers listener
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 # Builds the real Dockerfile with buildah on a debootstrap'd base and runs it with podman
 # (minutes; skipped, saying why, where those tools are missing). .ci/run runs it after make test.
