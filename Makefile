@@ -23,11 +23,16 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m listener demo
 
+# pytest on one worker per core (pytest-xdist; 2 on the CI machine), a test file's tests all on
+# one worker: module- and session-scoped fixtures (the fault matrix's ~100 s of cases) are then
+# computed once, not once per worker. Files go out in collection order: xdist's default (most
+# tests first) left the few-test, real-time e2e files for last, on one worker while the other
+# idled. One file alone: $(BIN)/python -m pytest tests/<area>/<file>.py (docs/benchmarks.md).
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict state_machine reconciler providers listener
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # Builds the real Dockerfile with buildah on a debootstrap'd base and runs it with podman
 # (minutes; skipped, saying why, where those tools are missing). .ci/run runs it after make test.

@@ -13,12 +13,15 @@ without the registry.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,12 +47,29 @@ def _client_installed() -> bool:
     return (CACHE / "node_modules" / "@kubernetes" / "client-node" / "package.json").exists()
 
 
+@contextmanager
+def cache_lock() -> Iterator[None]:
+    """One process at a time installs into, and copies the driver into, the shared cache:
+    pytest-xdist workers (or two test runs in one checkout) would otherwise race there."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE.parent / "npm-hooks.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="module")
 def driver_dir() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node/npm are not installed")
+    with cache_lock():
+        return _installed_driver()
+
+
+def _installed_driver() -> Path:
     if not _client_installed():
-        CACHE.mkdir(parents=True, exist_ok=True)
         try:
             done = subprocess.run(
                 [
@@ -71,7 +91,10 @@ def driver_dir() -> Path:
             pytest.skip("npm install of @kubernetes/client-node timed out (registry unreachable?)")
         if done.returncode != 0 or not _client_installed():
             pytest.skip(f"npm registry unavailable: {done.stderr.strip()[:300]}")
-    shutil.copy(DRIVER, CACHE / DRIVER.name)  # so the bare import resolves in the cache
+    # In the cache so the bare import resolves; replaced whole, never seen half-written.
+    staged = CACHE / f".{DRIVER.name}.{os.getpid()}"
+    shutil.copy(DRIVER, staged)
+    staged.replace(CACHE / DRIVER.name)
     return CACHE
 
 

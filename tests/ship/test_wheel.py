@@ -10,6 +10,7 @@ from the installed copy.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -24,11 +25,31 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
+#: What a build or a run leaves in the checkout: not part of the sources a wheel is built from.
+NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "build",
+    "*.egg-info",
+    "out",
+    ".cache",
+    "__pycache__",
+    ".*_cache",
+    ".hypothesis",
+)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built from a copy of the tree: setuptools builds in the source directory (build/,
+    *.egg-info), so two pytest-xdist workers building this tree at once failed with "File
+    exists: build/bdist.linux-x86_64/wheel/...dist-info", and an old build/lib could leak
+    deleted modules into the wheel."""
+    source = tmp_path_factory.mktemp("source") / "tree"
+    shutil.copytree(ROOT, source, symlinks=True, ignore=NOT_SOURCES)
     out = tmp_path_factory.mktemp("wheel")
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=240,
