@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_camel
 from reconciler.demand_settings import DemandSettings, HudSettings
 from reconciler.settings_types import (
     DoNotDisrupt,
+    ImageRef,
     Quantity,
     ResourceName,
     Seconds,
@@ -162,6 +163,12 @@ class CapacityAwareSettings(SettingsModel):
         default_factory=lambda: {"cpu": "1", "memory": "2Gi"}
     )
     image: str = Field(default="registry.k8s.io/pause:3.10", min_length=1)
+    #: Images the workflow placeholder pulls onto its node before its pause container runs
+    #: (one init container each, running ``sh -c :``: job containers need a shell for the
+    #: container hook anyway), so a workflow pod that later takes that room starts without the
+    #: pull. The job image comes from the workflow, not from ARC: list the ones your jobs use.
+    #: Empty (default): placeholders pull only ``image``.
+    pre_pull_images: tuple[ImageRef, ...] = Field(default=(), max_length=8)
     #: Placeholder pods end by themselves after this long (activeDeadlineSeconds), jittered.
     placeholder_lifetime: Seconds = Field(default=4 * 3600.0, ge=60, le=7 * 86_400)
     lifetime_jitter: float = Field(default=0.2, ge=0, le=0.5)

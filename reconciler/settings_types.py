@@ -51,6 +51,21 @@ def _do_not_disrupt(value: Any) -> Any:
 
 DoNotDisrupt = Annotated[bool | float | Literal["auto"], BeforeValidator(_do_not_disrupt)]
 
+#: A container image reference as a pod spec takes it: no whitespace, no leading dash.
+_IMAGE = re.compile(r"[A-Za-z0-9][^\s]*")
+
+
+def _image(value: Any) -> str:
+    if not isinstance(value, str) or not _IMAGE.fullmatch(value):
+        raise ValueError(
+            "an image reference like ghcr.io/acme/ci:2024-06 or ghcr.io/acme/ci@sha256:... "
+            "(no spaces)"
+        )
+    return value
+
+
+ImageRef = Annotated[str, BeforeValidator(_image)]
+
 
 def duration_seconds(value: str | float) -> float:
     """The settings' duration rule for command lines (``"60s"``, ``"2m"``, ``90``)."""

@@ -329,9 +329,31 @@ class PlaceholderPodBuilder:
         }
         if role is Role.WORKFLOW and self.preferred_types:
             _add_preference(pod_spec, preference_term(self.preferred_types))
+        if role is Role.WORKFLOW and self.settings.pre_pull_images:
+            pod_spec["initContainers"] = pre_pull_containers(
+                self.settings.pre_pull_images, pod_spec["containers"][0]
+            )
         if self.image_pull_secrets:
             pod_spec["imagePullSecrets"] = copy.deepcopy(self.image_pull_secrets)
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+
+
+def pre_pull_containers(images: tuple[str, ...], main: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One init container per image, each running ``sh -c :`` (a job container has a shell:
+    the container hook runs its steps through one), so the kubelet pulls the image onto the
+    node before the pause container starts. Each asks for the main container's resources
+    and limits: a pod's effective request is the larger of its largest init container and
+    its containers, so the placeholder reserves exactly what it did without them."""
+    return [
+        {
+            "name": f"pre-pull-{i}",
+            "image": image,
+            "command": ["sh", "-c", ":"],
+            "resources": copy.deepcopy(main["resources"]),
+            "securityContext": copy.deepcopy(main["securityContext"]),
+        }
+        for i, image in enumerate(images)
+    ]
 
 
 def _add_preference(pod_spec: dict[str, Any], term: dict[str, Any]) -> None:

@@ -222,3 +222,41 @@ def test_do_not_disrupt_goes_on_the_workflow_placeholder_only_as_true_or_a_durat
     key = "karpenter.sh/do-not-disrupt"
     assert key not in runner["metadata"]["annotations"]
     assert workflow["metadata"]["annotations"].get(key) == expected
+
+
+def test_pre_pull_images_become_init_containers_of_the_workflow_half_only():
+    """``prePullImages``: the workflow placeholder pulls each image onto its node (an init
+    container running ``sh -c :``) so the workflow pod that takes the room starts without the
+    pull; the runner half is unchanged, and the pod reserves exactly what it did without them
+    (each init container asks for the main container's requests and limits)."""
+    images = ["ghcr.io/acme/ci:2024-06", "ghcr.io/acme/tools@sha256:" + "0" * 64]
+    plain = builder(o.runner_template()).build(pair())
+    runner, workflow = builder(o.runner_template(), settings={"prePullImages": images}).build(
+        pair()
+    )
+    assert runner == plain[0]
+    init = workflow["spec"]["initContainers"]
+    main = workflow["spec"]["containers"][0]
+    assert [c["image"] for c in init] == images
+    assert [c["name"] for c in init] == ["pre-pull-0", "pre-pull-1"]
+    assert all(c["command"] == ["sh", "-c", ":"] for c in init)
+    assert all(c["resources"] == main["resources"] for c in init)
+    assert all(c["securityContext"] == main["securityContext"] for c in init)
+    without = {k: v for k, v in workflow["spec"].items() if k != "initContainers"}
+    assert without == plain[1]["spec"]
+
+
+@pytest.mark.parametrize(
+    ("images", "message"),
+    [
+        (["ghcr.io/acme/ci latest"], "no spaces"),
+        ([""], "image reference"),
+        ([7], "image reference"),
+        (["-rm"], "image reference"),
+        ([f"img:{i}" for i in range(9)], "at most 8"),
+    ],
+)
+def test_a_bad_pre_pull_image_is_one_clear_error(images: list, message: str) -> None:
+    with pytest.raises(Exception, match=message) as caught:
+        parse_capacity_aware({"prePullImages": images}, where="listener.yaml")
+    assert "prePullImages" in str(caught.value)
