@@ -175,6 +175,12 @@ class IceWindow(_Frozen):
         )
 
 
+def _latency_range(span: tuple[float, float], what: str) -> tuple[float, float]:
+    if not 0 <= span[0] <= span[1]:
+        raise ValueError(f"{what} {span} must satisfy 0 <= low <= high")
+    return span
+
+
 class Latencies(_Frozen):
     """Delays of the machines (seconds). Ranges are drawn uniformly from the seeded RNG."""
 
@@ -197,16 +203,13 @@ class Latencies(_Frozen):
     @field_validator("pod_start", "launch", "image_pull", "image_resolve")
     @classmethod
     def _range(cls, v: tuple[float, float]) -> tuple[float, float]:
-        if not 0 <= v[0] <= v[1]:
-            raise ValueError(f"latency range {v} must satisfy 0 <= low <= high")
-        return v
+        return _latency_range(v, "latency range")
 
     @field_validator("image_pulls")
     @classmethod
     def _ranges(cls, v: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
         for image, span in v.items():
-            if not 0 <= span[0] <= span[1]:
-                raise ValueError(f"image_pulls[{image}] {span} must satisfy 0 <= low <= high")
+            _latency_range(span, f"image_pulls[{image}]")
         return v
 
     def pull_times(self) -> PullTimes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.cluster import Latencies
 from simulator.cluster.images import (
     ALWAYS,
     IF_NOT_PRESENT,
@@ -104,3 +105,16 @@ def test_an_image_already_on_the_node_starts_the_next_pod_sooner() -> None:
     bound = {e["pod"]: e["t"] for e in w.events("pod_bound")}
     assert started["first"] - bound["first"] == pytest.approx(21.0)
     assert started["second"] - bound["second"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"image_pull": (30.0, 10.0)}, r"latency range \(30.0, 10.0\)"),
+        ({"image_resolve": (-1.0, 1.0)}, r"latency range \(-1.0, 1.0\)"),
+        ({"image_pulls": {"ci:1": (2.0, 1.0)}}, r"image_pulls\[ci:1\] \(2.0, 1.0\)"),
+    ],
+)
+def test_a_pull_range_must_be_ordered_and_not_negative(given: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Latencies(**given)
