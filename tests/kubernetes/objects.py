@@ -368,3 +368,15 @@ class DictSource:
             for o in self.objects.get(kind, [])
             if namespace is None or o["metadata"].get("namespace") == namespace
         ]
+
+
+def set_ers_phase(store: Any, cache: Any, phase: str, timeout: float) -> None:
+    """Write the EphemeralRunnerSet's ``status.phase`` through the face's store (ARC's
+    ``Outdated``: #4652) and wait until the provider's watch cache holds that version."""
+    rv = store.mutate(
+        "EphemeralRunnerSet", NS, ERS, lambda ers: ers.setdefault("status", {}).update(phase=phase)
+    )["metadata"]["resourceVersion"]
+    assert cache.wait_until(
+        lambda c: c.get("EphemeralRunnerSet", NS, ERS)["metadata"]["resourceVersion"] == rv,
+        timeout,
+    )

@@ -27,16 +27,7 @@ def test_an_outdated_set_reaches_the_scaler_and_the_gate_and_back(
     scaler = Scaler(writer, namespace=o.NS, name=o.ERS, min_runners=1, max_runners=10)
 
     def set_phase(phase: str) -> None:
-        rv = store.mutate(
-            "EphemeralRunnerSet",
-            o.NS,
-            o.ERS,
-            lambda ers: ers.setdefault("status", {}).update(phase=phase),
-        )["metadata"]["resourceVersion"]
-        assert part.provider.cache.wait_until(
-            lambda c: c.get("EphemeralRunnerSet", o.NS, o.ERS)["metadata"]["resourceVersion"] == rv,
-            WAIT,
-        )
+        o.set_ers_phase(store, part.provider.cache, phase, WAIT)
 
     try:
         assert part.provider.cache.wait_synced(WAIT)

@@ -189,16 +189,7 @@ def test_a_scale_set_arc_switched_off_is_seen_through_the_watch_and_logged_once_
     provider.start()
 
     def set_phase(phase: str) -> None:
-        rv = store.mutate(
-            "EphemeralRunnerSet",
-            o.NS,
-            o.ERS,
-            lambda ers: ers.setdefault("status", {}).update(phase=phase),
-        )["metadata"]["resourceVersion"]
-        assert provider.cache.wait_until(
-            lambda c: c.get("EphemeralRunnerSet", o.NS, o.ERS)["metadata"]["resourceVersion"] == rv,
-            10,
-        )
+        o.set_ers_phase(store, provider.cache, phase, 10)
 
     try:
         assert provider.wait_synced(10)
