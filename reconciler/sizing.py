@@ -6,7 +6,7 @@
                              ``handover_headroom`` adds, while jobs wait, the bound runners
                              whose workflow half nothing backs yet.
 2. ``desired_pairs``         proactiveCapacity + queued jobs + the slots assigned jobs take
-                             from READY pairs (``pairs_taken``, at most proactiveCapacity)
+                             from READY pairs (``pairs_taken``; none without a warm pool)
                              within that headroom (the warm
                              pairs on top of it while jobs wait), at most maxRunners; a
                              failed demand source falls back to the configured floor.
@@ -58,11 +58,15 @@ def desired_pairs(
     # with no queue it only confirms room the assigned job's own pods will bind into.
     free = 0 if queued > 0 else free_slots
     taken = pairs_taken(snapshot.slots_taken_from_pairs(unserved_runners), free)
-    # The refill restores the warm pool, never more: with proactiveCapacity 0 a job's pair
-    # was requested for it while queued, and counting its slot again at the assignment made
-    # extra pairs and nodes on scale-to-zero (a queue count that still holds the assigned
-    # job, e.g. the HUD's 30 s poll, is the likely double count).
-    taken = min(taken, config.proactive_capacity)
+    # The refill keeps proactiveCapacity slots free for the next jobs, however many assigned
+    # jobs still hold pairs: capped at proactiveCapacity, a merge-queue batch (8-11 s from
+    # assignment to the workflow pod's binding, a job a second) left no free slot and each
+    # next job waited for its own pair. With proactiveCapacity 0 there is no warm pool to
+    # refill: a job's pair was requested for it while queued, and counting its slot again at
+    # the assignment made extra pairs and nodes on scale-to-zero (a queue count that still
+    # holds the assigned job, e.g. the HUD's 30 s poll, is the likely double count).
+    if config.proactive_capacity == 0:
+        taken = 0
     proactive, queued = config.proactive_capacity, max(0, queued) + taken
     # While jobs wait beyond the headroom, the warm pairs stay on top of it (hand-over pairs).
     ceiling = room + proactive if queued > 0 else room
