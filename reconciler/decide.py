@@ -190,8 +190,9 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     free = free_pair_slots(inp.snapshot, decision.unbound_in_flight)
     want = desired_pairs(inp.snapshot, inp.config, headroom, unserved, free)
     # Pairs already there for a slot its job's pods may bind beside are kept, not flapped
-    # away: only new requests leave the free room out (sizing.pairs_taken).
-    hold = desired_pairs(inp.snapshot, inp.config, headroom, unserved)
+    # away: only new requests leave the free room out (sizing.pairs_taken), and only new
+    # requests skip the refill without a warm pool.
+    hold = desired_pairs(inp.snapshot, inp.config, headroom, unserved, standing=True)
     live = len(decision.in_states(*LIVE)) + len(survivors.repaired)
     target = packed_target(
         want, live, inp.snapshot, inp.config, headroom, decision.unbound_in_flight

@@ -29,9 +29,12 @@ def desired_pairs(
     headroom: int | None = None,
     unserved_runners: int = 0,
     free_slots: int = 0,
+    *,
+    standing: bool = False,
 ) -> int:
     """proactiveCapacity + queued jobs, within maxRunners headroom, never above maxRunners;
-    while jobs are queued the warm pairs may stand on top of the headroom.
+    while jobs are queued the warm pairs may stand on top of the headroom. ``standing``: the
+    count that keeps pairs already there rather than one that requests new ones.
 
     A pair for a job GitHub cannot hand out only costs a node, so the queued part never passes the
     headroom. But when running jobs fill maxRunners and more wait, the next job is handed out the
@@ -64,8 +67,10 @@ def desired_pairs(
     # next job waited for its own pair. With proactiveCapacity 0 there is no warm pool to
     # refill: a job's pair was requested for it while queued, and counting its slot again at
     # the assignment made extra pairs and nodes on scale-to-zero (a queue count that still
-    # holds the assigned job, e.g. the HUD's 30 s poll, is the likely double count).
-    if config.proactive_capacity == 0:
+    # holds the assigned job, e.g. the HUD's 30 s poll, is the likely double count). A pair
+    # already standing for an assigned job is still kept until the job's pods bind: released
+    # at the assignment, the room GitHub was told about was free for any other pod.
+    if config.proactive_capacity == 0 and not standing:
         taken = 0
     proactive, queued = config.proactive_capacity, max(0, queued) + taken
     # While jobs wait beyond the headroom, the warm pairs stay on top of it (hand-over pairs).

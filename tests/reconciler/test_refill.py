@@ -163,3 +163,36 @@ def test_the_refill_keeps_the_warm_pool_free_and_there_is_none_without_one(
     snap = replace(snapshot(runners=pending, queued=queued, max_runners=20), assigned_jobs=assigned)
     config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=proactive)
     assert desired_pairs(snap, config) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "assigned", "queued", "released", "new_pairs"),
+    [
+        # the job GitHub was handed for this pair: its runner pod is not bound yet
+        ("an assigned job's pair is kept until its pods bind", 1, 0, 0, 0),
+        # a lagging queue count still holds the job: kept, and no second pair for it
+        ("kept, and no second pair for a lagging queue count", 1, 1, 0, 0),
+        ("no job assigned: the pair is released", 0, 0, 1, 0),
+    ],
+)
+def test_without_a_warm_pool_the_pair_of_an_assigned_job_is_kept(
+    name: str, assigned: int, queued: int, released: int, new_pairs: int
+) -> None:
+    """Regression (issue 31, scale-to-zero): with proactiveCapacity 0 the pair requested for
+    a queued job was released in the step after GitHub assigned the job, before the job's
+    runner pod had bound: the room just advertised was free for any pod, and the runner pod
+    was left to find its own."""
+    del name
+    records, pods = ready_pool(1)
+    pending = tuple(runner(f"job-{i}", node=None) for i in range(assigned))
+    snap = replace(
+        snapshot(now=NOW, placeholders=pods, runners=pending, queued=queued),  # type: ignore[arg-type]
+        assigned_jobs=assigned,
+        fit=FitEstimate(new_pairs=50, on_existing_nodes=0),
+    )
+    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=0, launch_group_size=1)
+    ids = (f"new-{i}" for i in itertools.count(1))
+    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), ids)
+    assert sum(isinstance(c, NewPair) for c in decision.changes) == new_pairs
+    deleted = [c for c in decision.changes if getattr(c, "target", None) is S.DELETED]
+    assert len(deleted) == released
