@@ -63,6 +63,11 @@ class DemandSettings(SettingsModel):
     #: interval, only while blind and stale); 0 turns it off (statistics come with messages
     #: only, as in ARC). Without it a statistics-only listener at 0 never sees a new job.
     statistics_refresh: Seconds = Field(default=2.0, ge=0, le=3600)
+    #: The same refresh while jobs are assigned to the scale set (a batch in flight, every
+    #: slot taken): the next job is likely, and a second of blindness is a second of its
+    #: wait (measured on the merge queue: docs/benchmarks.md). Idle scale sets keep
+    #: ``statisticsRefresh``; 0 there turns both off.
+    statistics_refresh_busy: Seconds = Field(default=1.0, ge=1, le=3600)
     github: GitHubDemandSettings = Field(default_factory=GitHubDemandSettings)
     http: HttpDemandSettings = Field(default_factory=HttpDemandSettings)
 

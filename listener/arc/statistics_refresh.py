@@ -7,11 +7,13 @@ slots assigned) a newly queued job produces no message and the listener would ne
 A session refresh (``PATCH .../sessions/{id}``, docs/protocol.md#sessions) answers with the session
 and its current statistics; ARC itself only refreshes on a 401.
 
-Rules, one tick every ``interval`` seconds (``demand.statisticsRefresh``; 0 = off):
+Rules, one tick every ``interval`` seconds (``demand.statisticsRefresh``; 0 = off), or every
+``busy_interval`` (``demand.statisticsRefreshBusy``) if that is shorter:
 
 1. Nothing before the first statistics (the session's own, observed when the listener starts).
 2. Refresh only when :func:`providers.demand.statistics.needs_refresh` says so: the latest
-   statistics are at least ``interval`` old and no slot is free (the header the next poll
+   statistics are at least ``interval`` old (``busy_interval`` while jobs are assigned: a
+   batch in flight) and no slot is free (the header the next poll
    sends <= ``totalAssignedJobs``). With a free slot a new job is assigned at once and its
    message brings the statistics, so a busy or warm listener makes no extra request.
 3. The answer's statistics go to the demand source like a message's (which wakes the
@@ -34,7 +36,7 @@ from typing import Protocol
 from providers.actions.errors import ActionsError
 from providers.actions.models import Statistics
 from providers.backoff import Backoff
-from providers.demand.statistics import needs_refresh
+from providers.demand.statistics import needs_refresh, refresh_tick
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ class StatisticsRefresher:
         forward: Callable[[Statistics], None],
         *,
         interval: float,
+        busy_interval: float | None = None,
         metrics: RefreshMetrics | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -75,6 +78,7 @@ class StatisticsRefresher:
         self.gate = gate
         self.forward = forward
         self.interval = interval
+        self.busy_interval = busy_interval
         self.metrics = metrics
         self._monotonic = monotonic
         self._latest: Statistics | None = None
@@ -98,6 +102,7 @@ class StatisticsRefresher:
             assigned_jobs=latest.total_assigned_jobs,
             age=self._monotonic() - self._latest_at,
             interval=self.interval,
+            busy_interval=self.busy_interval,
         )
 
     async def tick(self) -> bool:
@@ -119,10 +124,12 @@ class StatisticsRefresher:
         return True
 
     def next_delay(self) -> float:
-        """``interval``, doubled per consecutive failure up to :data:`MAX_BACKOFF`."""
+        """The tick (the shorter interval), doubled per consecutive failure up to
+        :data:`MAX_BACKOFF`."""
+        tick = refresh_tick(self.interval, self.busy_interval)
         if not self._failures:
-            return self.interval
-        return Backoff(self.interval, MAX_BACKOFF).delay(self._failures)
+            return tick
+        return Backoff(tick, MAX_BACKOFF).delay(self._failures)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick every :meth:`next_delay` seconds until ``stop`` is set (off when interval <= 0)."""

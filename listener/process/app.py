@@ -225,6 +225,7 @@ class ListenerApp:
             self.gate,
             self.side.demand.statistics.observe_statistics,
             interval=self.capacity.demand.statistics_refresh,
+            busy_interval=self.capacity.demand.statistics_refresh_busy,
             metrics=self.metrics,
         )
         listener = Listener(

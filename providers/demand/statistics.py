@@ -13,7 +13,8 @@ Messages only come when something happens to *this* scale set's jobs. While ever
 slot is taken (0 advertised at scale-to-zero, or all slots assigned), a newly queued job changes
 nothing the broker would tell us, so the statistics go stale exactly when they matter. Then the
 listener refreshes its message session (PATCH, docs/protocol.md#sessions: the answer carries
-statistics) every ``demand.statisticsRefresh`` seconds; :func:`needs_refresh` is that rule, shared
+statistics) every ``demand.statisticsRefresh`` seconds (``demand.statisticsRefreshBusy`` while
+jobs are assigned); :func:`needs_refresh` is that rule, shared
 by the listener (listener/arc/statistics_refresh.py) and the simulated world.
 """
 
@@ -37,18 +38,40 @@ class StatisticsView:
     total_running_jobs: int = 0
 
 
-def needs_refresh(*, advertised: int, assigned_jobs: int, age: float, interval: float) -> bool:
+def needs_refresh(
+    *,
+    advertised: int,
+    assigned_jobs: int,
+    age: float,
+    interval: float,
+    busy_interval: float | None = None,
+) -> bool:
     """True when the statistics should be read by a session refresh now.
 
     1. ``interval`` <= 0 turns the refresh off.
-    2. Fresh enough (``age < interval``): a message or a refresh carried them recently.
-    3. Blind: ``advertised <= assigned_jobs``: no free slot, so a newly queued job would not
+    2. The interval in force is ``busy_interval`` while jobs are assigned to the scale set
+       (a batch in flight: the next job is likely, and while every slot is taken only a
+       refresh shows it), else ``interval`` (None: ``interval`` always).
+    3. Fresh enough (``age`` below that interval): a message or a refresh carried them.
+    4. Blind: ``advertised <= assigned_jobs``: no free slot, so a newly queued job would not
        be assigned here and no message would carry the news. With a free slot the broker
        assigns the job at once and its ``JobAvailable`` message brings new statistics.
     """
-    if interval <= 0 or age < interval:
+    if interval <= 0:
+        return False
+    if busy_interval is not None and assigned_jobs > 0:
+        interval = busy_interval
+    if age < interval:
         return False
     return advertised <= assigned_jobs
+
+
+def refresh_tick(interval: float, busy_interval: float | None) -> float:
+    """How often :func:`needs_refresh` is asked: the shorter of the two intervals; 0 (off)
+    when ``interval`` is 0."""
+    if interval <= 0:
+        return 0.0
+    return interval if busy_interval is None else min(interval, busy_interval)
 
 
 class StatisticsDemand:

@@ -35,6 +35,7 @@ from listener.process.assembly import (
     scale_set_demand,
 )
 from providers.demand import FailureMode
+from providers.demand.statistics import refresh_tick
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.scale_set import ScaleSetTarget
 from reconciler.clock import Clock
@@ -254,12 +255,16 @@ class CapacityAwareDriver:
         self._assemble(instance, writer, clock)
 
     def _refresh_statistics(self) -> None:
-        """Every ``demand.statisticsRefresh``: read statistics by a session refresh when no
-        message can bring them (the listener's StatisticsRefresher, same rule)."""
-        every = self.settings.demand.statistics_refresh
+        """Every ``demand.statisticsRefresh`` (``statisticsRefreshBusy`` while jobs are
+        assigned): read statistics by a session refresh when no message can bring them (the
+        listener's StatisticsRefresher, same rule and tick)."""
+        demand = self.settings.demand
+        busy = demand.statistics_refresh_busy
         if not self.paused:
-            self.ctx.listener.refresh_statistics(every)
-        self.ctx.loop.call_later(every, self._refresh_statistics)
+            self.ctx.listener.refresh_statistics(demand.statistics_refresh, busy)
+        self.ctx.loop.call_later(
+            refresh_tick(demand.statistics_refresh, busy), self._refresh_statistics
+        )
 
     def _poll_hud(self) -> None:
         ctx = self.ctx

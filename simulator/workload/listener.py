@@ -157,7 +157,7 @@ class ListenerModel:
             observer(stats)
         return stats
 
-    def refresh_statistics(self, interval: float) -> bool:
+    def refresh_statistics(self, interval: float, busy_interval: float | None = None) -> bool:
         """A capacity-aware listener's statistics refresh (listener/arc/statistics_refresh.py): a
         session refresh whose answer carries statistics, made only when
         :func:`~providers.demand.statistics.needs_refresh` says no message can bring them.
@@ -170,6 +170,7 @@ class ListenerModel:
             assigned_jobs=latest["totalAssignedJobs"],
             age=self.loop.now() - self.statistics_at,
             interval=interval,
+            busy_interval=busy_interval,
         ):
             return False
         self.statistics_refreshes += 1

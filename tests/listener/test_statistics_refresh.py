@@ -14,7 +14,7 @@ import pytest
 from listener.arc.statistics_refresh import MAX_BACKOFF, StatisticsRefresher
 from providers.actions.errors import TransportError
 from providers.actions.models import Statistics
-from providers.demand.statistics import StatisticsDemand, needs_refresh
+from providers.demand.statistics import StatisticsDemand, needs_refresh, refresh_tick
 from tests.actions.conftest import run
 
 # --- the rule (shared with the simulated world) ----------------------------------------------
@@ -39,6 +39,38 @@ def test_needs_refresh(
         advertised=advertised, assigned_jobs=assigned, age=age, interval=interval
     )
     assert result is expected, why
+
+
+@pytest.mark.parametrize(
+    ("advertised", "assigned", "age", "expected", "why"),
+    [
+        (6, 6, 0.9, False, "a batch in flight, a tenth of a second before the busy interval"),
+        (6, 6, 1.0, True, "a batch in flight: the busy interval (1 s) is in force"),
+        (0, 0, 1.0, False, "nothing assigned: the idle interval (2 s) is in force"),
+        (0, 0, 2.0, True, "nothing assigned, stale at the idle interval"),
+        (7, 6, 1.5, False, "a free slot: a new job comes as a message, busy or not"),
+    ],
+)
+def test_jobs_in_flight_refresh_at_the_busy_interval(
+    advertised: int, assigned: int, age: float, expected: bool, why: str
+) -> None:
+    """Regression (issue 31, merge queue): with every slot of a batch taken the listener read
+    statistics only every 2 s, so a job queued in a batch waited up to 2 s before its pair was
+    even requested."""
+    result = needs_refresh(
+        advertised=advertised, assigned_jobs=assigned, age=age, interval=2.0, busy_interval=1.0
+    )
+    assert result is expected, why
+
+
+@pytest.mark.parametrize(
+    ("interval", "busy", "tick"),
+    [(2.0, 1.0, 1.0), (2.0, None, 2.0), (1.0, 5.0, 1.0), (0.0, 1.0, 0.0)],
+)
+def test_the_refresher_ticks_at_the_shorter_interval_and_never_when_off(
+    interval: float, busy: float | None, tick: float
+) -> None:
+    assert refresh_tick(interval, busy) == tick
 
 
 # --- the refresher against an in-memory session ----------------------------------------------
@@ -123,6 +155,17 @@ def test_no_refresh_before_the_first_statistics_or_while_fresh() -> None:
     clock.now += 1.0
     assert run(subject.tick()) is False  # one second before the interval
     assert session.calls == 0
+
+
+def test_a_batch_in_flight_is_refreshed_every_busy_interval() -> None:
+    session = FakeSession([stats(available=2, assigned=3)])
+    subject, demand, clock, _ = refresher(session, advertised=3)
+    subject.busy_interval = 1.0
+    subject.observe(stats(available=0, assigned=3))  # every advertised slot assigned
+    assert subject.next_delay() == 1.0
+    clock.now += 1.0
+    assert run(subject.tick()) is True
+    assert demand.current.queued_jobs == 2
 
 
 def test_a_listener_with_a_free_slot_makes_no_request() -> None:
