@@ -6,7 +6,8 @@
                              ``handover_headroom`` adds, while jobs wait, the bound runners
                              whose workflow half nothing backs yet.
 2. ``desired_pairs``         proactiveCapacity + queued jobs + the slots assigned jobs take
-                             from READY pairs (``pairs_taken``; none without a warm pool)
+                             from READY pairs (``pairs_taken``; none without a warm pool;
+                             free room left out only while some READY pair is free)
                              within that headroom (the warm
                              pairs on top of it while jobs wait), at most maxRunners; a
                              failed demand source falls back to the configured floor.
@@ -89,6 +90,19 @@ def pairs_taken(slots_taken: int, free_slots: int) -> int:
     one short-lived pair per job on drain, extra node launches on scale-to-zero and the merge
     queue)."""
     return max(0, slots_taken - max(0, free_slots))
+
+
+def warm_pool_spoken_for(
+    snapshot: ClusterSnapshot, unserved_runners: int, ready_pairs: int
+) -> bool:
+    """Every READY pair is spoken for by an assigned job: no slot is free for the next one.
+
+    GitHub sends no message for a job queued now, so the demand cannot show it (a merge-queue
+    batch: a job a second, each assigned job holding its pair for 8-11 s). The free room the
+    assigned jobs' pods will bind into is then refilled as if jobs were queued: a pair in it is
+    how that room reaches the next job."""
+    taken = snapshot.slots_taken_from_pairs(unserved_runners)
+    return taken > 0 and taken >= ready_pairs
 
 
 def free_pair_slots(snapshot: ClusterSnapshot, unbound_in_flight: int) -> int:

@@ -93,6 +93,10 @@ def ready_pool(count: int) -> tuple[dict[str, PairRecord], dict[str, object]]:
         # the queue emptied while the refill pairs stand: they are kept, not released and
         # requested again on the next queued job (the flapping that made 6 083 pairs/seed)
         ("queue emptied: refill pairs kept while slots are taken", 2, 5, 0, 8, 0, 0),
+        # every READY pair spoken for: no slot is free and no message can show the next
+        # job, so the free room is refilled as if jobs were queued (up to maxRunners, 10)
+        ("every warm pair spoken for: free room refilled", 6, 6, 0, 6, 4, 0),
+        ("all but one spoken for: the free slot shows the next job", 5, 6, 0, 6, 0, 0),
         # the assigned jobs' pods bound: the refill pairs are not wanted any more
         ("nothing taken any more: extra pairs released", 0, 5, 0, 8, 0, 2),
     ],
