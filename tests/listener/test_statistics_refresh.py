@@ -122,7 +122,7 @@ def stats(available: int, assigned: int = 0) -> Statistics:
 
 
 def refresher(
-    session: FakeSession, advertised: int = 0
+    session: FakeSession, advertised: int = 0, busy_interval: float | None = None
 ) -> tuple[StatisticsRefresher, StatisticsDemand, Clock, Recorded]:
     clock, metrics = Clock(), Recorded()
     demand = StatisticsDemand()
@@ -131,6 +131,7 @@ def refresher(
         Gate(advertised),
         demand.observe_statistics,
         interval=2.0,
+        busy_interval=busy_interval,
         metrics=metrics,
         monotonic=clock,
     )
@@ -159,8 +160,7 @@ def test_no_refresh_before_the_first_statistics_or_while_fresh() -> None:
 
 def test_a_batch_in_flight_is_refreshed_every_busy_interval() -> None:
     session = FakeSession([stats(available=2, assigned=3)])
-    subject, demand, clock, _ = refresher(session, advertised=3)
-    subject.busy_interval = 1.0
+    subject, demand, clock, _ = refresher(session, advertised=3, busy_interval=1.0)
     subject.observe(stats(available=0, assigned=3))  # every advertised slot assigned
     assert subject.next_delay() == 1.0
     clock.now += 1.0

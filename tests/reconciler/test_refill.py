@@ -75,6 +75,29 @@ def ready_pool(count: int) -> tuple[dict[str, PairRecord], dict[str, object]]:
     return records, pods
 
 
+def refill_step(
+    *, live: int, assigned: int, queued: int, free_room: int, proactive: int
+) -> tuple[int, int]:
+    """One decide over ``live`` READY pairs and ``assigned`` jobs whose runners are not bound
+    yet: (pairs requested, pairs released). One node holds one pair, so no rounding up to
+    node-sized groups."""
+    records, pods = ready_pool(live)
+    pending = tuple(runner(f"job-{i}", node=None) for i in range(assigned))
+    snap = replace(
+        snapshot(now=NOW, placeholders=pods, runners=pending, queued=queued),  # type: ignore[arg-type]
+        assigned_jobs=assigned,
+        fit=FitEstimate(new_pairs=50, on_existing_nodes=free_room),
+    )
+    config = ReconcilerConfig(
+        scale_set=SCALE_SET, proactive_capacity=proactive, launch_group_size=1
+    )
+    ids = (f"new-{i}" for i in itertools.count(1))
+    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), ids)
+    requested = sum(isinstance(c, NewPair) for c in decision.changes)
+    released = sum(getattr(c, "target", None) is S.DELETED for c in decision.changes)
+    return requested, released
+
+
 @pytest.mark.parametrize(
     ("name", "assigned", "free_room", "queued", "live", "new_pairs", "released"),
     [
@@ -117,20 +140,10 @@ def test_assigned_jobs_binding_into_free_room_do_not_refill_the_warm_pool(
     bound there: one short-lived pair per job on drain, and node launches above stock ARC's on
     scale-to-zero and merge-queue (docs/benchmarks.md, the warm path)."""
     del name
-    records, pods = ready_pool(live)
-    pending = tuple(runner(f"job-{i}", node=None) for i in range(assigned))
-    snap = replace(
-        snapshot(now=NOW, placeholders=pods, runners=pending, queued=queued),  # type: ignore[arg-type]
-        assigned_jobs=assigned,
-        fit=FitEstimate(new_pairs=50, on_existing_nodes=free_room),
+    step = refill_step(
+        live=live, assigned=assigned, queued=queued, free_room=free_room, proactive=6
     )
-    # One node holds one pair: no rounding up to node-sized groups in these cases.
-    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=6, launch_group_size=1)
-    ids = (f"new-{i}" for i in itertools.count(1))
-    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), ids)
-    assert sum(isinstance(c, NewPair) for c in decision.changes) == new_pairs
-    deleted = [c for c in decision.changes if getattr(c, "target", None) is S.DELETED]
-    assert len(deleted) == released
+    assert step == (new_pairs, released)
 
 
 @pytest.mark.parametrize(
@@ -187,16 +200,5 @@ def test_without_a_warm_pool_the_pair_of_an_assigned_job_is_kept(
     runner pod had bound: the room just advertised was free for any pod, and the runner pod
     was left to find its own."""
     del name
-    records, pods = ready_pool(1)
-    pending = tuple(runner(f"job-{i}", node=None) for i in range(assigned))
-    snap = replace(
-        snapshot(now=NOW, placeholders=pods, runners=pending, queued=queued),  # type: ignore[arg-type]
-        assigned_jobs=assigned,
-        fit=FitEstimate(new_pairs=50, on_existing_nodes=0),
-    )
-    config = ReconcilerConfig(scale_set=SCALE_SET, proactive_capacity=0, launch_group_size=1)
-    ids = (f"new-{i}" for i in itertools.count(1))
-    decision = decide(DecideInput(records, snap, config, NOW, INSTANCE, False), ids)
-    assert sum(isinstance(c, NewPair) for c in decision.changes) == new_pairs
-    deleted = [c for c in decision.changes if getattr(c, "target", None) is S.DELETED]
-    assert len(deleted) == released
+    step = refill_step(live=1, assigned=assigned, queued=queued, free_room=0, proactive=0)
+    assert step == (new_pairs, released)
