@@ -169,6 +169,14 @@ class CapacityAwareSettings(SettingsModel):
     #: pull. The job image comes from the workflow, not from ARC: list the ones your jobs use.
     #: Empty (default): placeholders pull only ``image``.
     pre_pull_images: tuple[ImageRef, ...] = Field(default=(), max_length=8)
+    #: The workflow placeholder also pulls, first, the runner template's images (a job's
+    #: runner lands beside its workflow room on a new node and needs them before anything
+    #: else), then the job images this scale set's workflow pods used last (at most
+    #: ``providers.kubernetes.job_images.LEARNED``), learned from the hook's ``job`` container
+    #: of workflow pods that carry no pull secret of their own. Only on workflow halves that
+    #: confirm at binding, so a slow or failing pull never holds a pair's confirmation; an
+    #: image whose pull or ``sh -c :`` failed in a placeholder is not pulled again.
+    pre_pull_auto: bool = True
     #: Placeholder pods end by themselves after this long (activeDeadlineSeconds), jittered.
     placeholder_lifetime: Seconds = Field(default=4 * 3600.0, ge=60, le=7 * 86_400)
     lifetime_jitter: float = Field(default=0.2, ge=0, le=0.5)

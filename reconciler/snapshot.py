@@ -92,6 +92,9 @@ class PlaceholderPod:
     #: Binding is enough to confirm it (providers/kubernetes/admission.py: it requests only
     #: what kubelet admission checks as the scheduler did, and ``confirmAtBinding`` is on).
     confirm_at_binding: bool = False
+    #: ``(image, reason)`` of each pre-pull init container the kubelet could not pull or run
+    #: (providers/kubernetes/job_images.py: such an image is not pulled again).
+    failed_pre_pulls: tuple[tuple[str, str], ...] = ()
     #: Derived from the fields above in ``__post_init__``; never passed in.
     half: Half = field(init=False, repr=False, compare=False)
 
@@ -180,6 +183,10 @@ class WorkflowPod:
     node_name: str | None
     phase: PodPhase
     deleting: bool = False
+    #: The image of the container hook's ``job`` container (None: no such container).
+    job_image: str | None = None
+    #: Names in the pod's ``imagePullSecrets`` (the hook adds one for a job's credentials).
+    pull_secrets: tuple[str, ...] = ()
 
     @property
     def holds_slot(self) -> bool:

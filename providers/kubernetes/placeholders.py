@@ -31,6 +31,10 @@ Choices made here (and why):
   it allows types that hold workflow pods poorly, the workflow half carries a preferred node
   affinity for the well-fitting ones (:mod:`providers.kubernetes.capped_pools`), so Karpenter
   launches those for a lone pair while the limit has room for one.
+- **Pre-pulls**: the workflow half pulls, in init containers, the images the job's pods will
+  need on its node: the runner's, the declared ``prePullImages``, the job images learned from
+  workflow pods (:mod:`providers.kubernetes.job_images` says which, in which order, and the
+  guards).
 - Lifetime: ``activeDeadlineSeconds`` = ``placeholderLifetime`` jittered by a stable hash of
   the pair id within ``±lifetimeJitter``, so a warm pool does not expire all at once.
 """
@@ -48,6 +52,7 @@ from providers.kubernetes import labels as L
 from providers.kubernetes.admission import AT_BINDING, binding_confirms
 from providers.kubernetes.capped_pools import preference_term
 from providers.kubernetes.churn_guard import DoNotDisruptSetting, resolved_annotation
+from providers.kubernetes.job_images import PRE_PULL_PREFIX, JobImages, pull_secret_names
 from providers.kubernetes.resources import (
     QuantityError,
     Resources,
@@ -57,6 +62,7 @@ from providers.kubernetes.resources import (
 )
 from reconciler.ports import PairSpec
 from reconciler.settings import CapacityAwareSettings
+from reconciler.snapshot import ClusterSnapshot
 from state_machine.states import Role
 
 __all__ = [
@@ -177,6 +183,14 @@ class PlaceholderPodBuilder:
             else self.runner_placement
         )
         self.image_pull_secrets = copy.deepcopy(list(template.get("imagePullSecrets") or ()))
+        #: The runner template's images, which workflow halves pull first (``prePullAuto``).
+        self.runner_images = tuple(
+            dict.fromkeys(
+                str(c["image"]) for c in template.get("containers") or () if c.get("image")
+            )
+        )
+        #: Job images learned from workflow pods, and refused ones (``prePullAuto``).
+        self.job_images = JobImages(pull_secret_names(template))
         self.owner_reference = self._owner_reference(owner)
         #: Instance types the workflow half prefers (``capped_pools.preferred_types``), set by
         #: :class:`~providers.kubernetes.placement.PlacementBounds` from the NodePools.
@@ -184,6 +198,21 @@ class PlaceholderPodBuilder:
         #: The most workflow pods one node of the hosting NodePools' types holds, for
         #: ``doNotDisrupt: auto`` (None: unknown, so auto protects), set by PlacementBounds.
         self.workflow_pods_per_node: int | None = None
+
+    def observe(self, snapshot: ClusterSnapshot) -> None:
+        """Learn job images and refuse failed pre-pulls from a snapshot of this scale set."""
+        self.job_images.observe(snapshot)
+
+    def pre_pulls(self, spec: PairSpec) -> tuple[str, ...]:
+        """The images the workflow half of ``spec`` pulls, in order (docs/design.md#pre-pulls):
+        the runner's (not for a hot slot: its runner runs already), the declared ones, the
+        learned ones; automatic ones only where the half confirms at binding."""
+        declared = self.settings.pre_pull_images
+        auto = self.settings.pre_pull_auto and self.settings.confirm_at_binding
+        if not auto or not binding_confirms(self.workflow_requests):
+            return self.job_images.usable(declared)
+        runner = () if spec.workflow_only else self.runner_images
+        return self.job_images.usable((*runner, *declared, *self.job_images.learned))
 
     @property
     def do_not_disrupt(self) -> DoNotDisruptSetting:
@@ -329,10 +358,9 @@ class PlaceholderPodBuilder:
         }
         if role is Role.WORKFLOW and self.preferred_types:
             _add_preference(pod_spec, preference_term(self.preferred_types))
-        if role is Role.WORKFLOW and self.settings.pre_pull_images:
-            pod_spec["initContainers"] = pre_pull_containers(
-                self.settings.pre_pull_images, pod_spec["containers"][0]
-            )
+        pre_pulls = self.pre_pulls(spec) if role is Role.WORKFLOW else ()
+        if pre_pulls:
+            pod_spec["initContainers"] = pre_pull_containers(pre_pulls, pod_spec["containers"][0])
         if self.image_pull_secrets:
             pod_spec["imagePullSecrets"] = copy.deepcopy(self.image_pull_secrets)
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
@@ -340,14 +368,18 @@ class PlaceholderPodBuilder:
 
 def pre_pull_containers(images: tuple[str, ...], main: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One init container per image, each running ``sh -c :`` (a job container has a shell:
-    the container hook runs its steps through one), so the kubelet pulls the image onto the
-    node before the pause container starts. Each asks for the main container's resources
-    and limits: a pod's effective request is the larger of its largest init container and
-    its containers, so the placeholder reserves exactly what it did without them."""
+    the container hook runs its steps through one; so has the runner image), so the kubelet
+    pulls the image onto the node before the pause container starts. ``IfNotPresent``: an
+    image already on the node costs no registry round trip in the node's one-at-a-time
+    puller, where a real pod may wait behind it. Each asks for the main container's
+    resources and limits: a pod's effective request is the larger of its largest init
+    container and its containers, so the placeholder reserves exactly what it did without
+    them."""
     return [
         {
-            "name": f"pre-pull-{i}",
+            "name": f"{PRE_PULL_PREFIX}{i}",
             "image": image,
+            "imagePullPolicy": "IfNotPresent",
             "command": ["sh", "-c", ":"],
             "resources": copy.deepcopy(main["resources"]),
             "securityContext": copy.deepcopy(main["securityContext"]),

@@ -169,6 +169,7 @@ class KubernetesProvider:
         """A snapshot from the cache (no API call). Raises ProviderNotReady before sync."""
         if not self.cache.has_synced:
             raise ProviderNotReady(f"cache not synced yet: {', '.join(self.cache.unsynced())}")
+        builder: PlaceholderPodBuilder | None = None
         try:
             builder = self._builder()
             placement = self._placement
@@ -189,6 +190,8 @@ class KubernetesProvider:
             launches=launches,
             hot=self.settings.hot_runners != 0,
         )
+        if builder is not None:
+            builder.observe(snapshot)
         self._note_switched_off(snapshot.switched_off)
         return snapshot
 

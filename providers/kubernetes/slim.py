@@ -33,8 +33,10 @@ _POD_SPEC = (
     "resources",
     "schedulerName",
     "nodeSelector",
+    "imagePullSecrets",
 )
-_CONTAINER = ("name", "resources", "restartPolicy")
+#: ``image``: the job images placeholders pre-pull (providers/kubernetes/job_images.py).
+_CONTAINER = ("name", "image", "resources", "restartPolicy")
 _OWNER = ("kind", "name", "uid", "controller")
 _CONDITION = ("type", "status", "reason", "message")
 #: Only these pod conditions are read (translate: disruption, unschedulable message).
@@ -61,7 +63,7 @@ def _pick(obj: Mapping[str, Any], keys: Iterable[str]) -> Obj:
 
 
 def slim_pod(pod: Mapping[str, Any]) -> Obj:
-    """Keep what translation, fit estimates and writes read; drop the rest (images, env...).
+    """Keep what translation, fit estimates and writes read; drop the rest (env, volumes...).
 
     Annotations are kept only for our prefix and ``karpenter.sh/do-not-disrupt`` (others,
     e.g. ``kubectl.kubernetes.io/last-applied-configuration``, can be large); conditions
@@ -85,6 +87,9 @@ def slim_pod(pod: Mapping[str, Any]) -> Obj:
             out_spec[field] = [_pick(c, _CONTAINER) for c in spec[field] or ()]
     status = pod.get("status") or {}
     out_status: Obj = _pick(status, ("phase", "nominatedNodeName"))
+    init_statuses = [_init_status(c) for c in status.get("initContainerStatuses") or ()]
+    if init_statuses:
+        out_status["initContainerStatuses"] = init_statuses
     conditions = [
         _pick(c, _CONDITION)
         for c in status.get("conditions") or ()
@@ -99,6 +104,17 @@ def slim_pod(pod: Mapping[str, Any]) -> Obj:
         "spec": out_spec,
         "status": out_status,
     }
+
+
+def _init_status(status: Mapping[str, Any]) -> Obj:
+    """An init container's name and what failed pre-pulls read of its state."""
+    state = status.get("state") or {}
+    kept: Obj = {}
+    if "waiting" in state:
+        kept["waiting"] = _pick(state["waiting"] or {}, ("reason",))
+    if "terminated" in state:
+        kept["terminated"] = _pick(state["terminated"] or {}, ("exitCode",))
+    return {"name": _compact(status.get("name", "")), "state": kept}
 
 
 def drop_managed_fields(obj: Mapping[str, Any], kind: str, api_version: str) -> Obj:

@@ -35,6 +35,11 @@ from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.admission import AT_BINDING, binding_confirms, pod_resource_names
+from providers.kubernetes.job_images import (
+    failed_pre_pulls,
+    job_container_image,
+    pull_secret_names,
+)
 from providers.kubernetes.memo import ObjectMemo
 from providers.kubernetes.nodes import (
     LazyNodeStates,
@@ -138,6 +143,7 @@ def placeholder_pod(pod: Obj, nodes: Mapping[str, NodeState]) -> PlaceholderPod 
         # binding whatever its annotation says.
         confirm_at_binding=annotations.get(L.ANNOTATION_CONFIRM) == AT_BINDING
         and binding_confirms(pod_resource_names(pod)),
+        failed_pre_pulls=failed_pre_pulls(pod),
     )
 
 
@@ -208,6 +214,8 @@ class PodView:
                 node_name=node_name,
                 phase=pod_phase(pod),
                 deleting=deleting,
+                job_image=job_container_image(spec),
+                pull_secrets=pull_secret_names(spec),
             )
         self.runner_owners = tuple(owners_of(pod, "EphemeralRunner"))
         self.ephemeral = lab.get(L.LABEL_EPHEMERAL_RUNNER)

@@ -17,6 +17,10 @@ init containers first (kubernetes/kubernetes ``pkg/kubelet/images/image_manager.
   (``pkg/kubelet/images/puller.go``). Two pods that both found an image absent queue two
   requests; the second is served after the first has put the image on the node, so it only
   resolves.
+* Init containers run one at a time, and each image is asked for only when its container is
+  next to start (``pkg/kubelet/kuberuntime/kuberuntime_manager.go``, ``computePodActions``
+  starts the next init container once the previous one exited): a pod's later images queue
+  behind whatever other pods asked for meanwhile.
 
 Not modelled: a pull cancelled because its pod was deleted (a queued pull here always
 completes and leaves its image on the node), image garbage collection (the world's nodes
@@ -49,9 +53,22 @@ def default_pull_policy(image: str) -> str:
 def pod_images(pod: Obj) -> list[tuple[str, str]]:
     """``(image, pull policy)`` of every container the kubelet starts, in the order it
     ensures them: init containers, then containers."""
-    spec = pod.get("spec", {})
+    return [*init_images(pod), *container_images(pod)]
+
+
+def init_images(pod: Obj) -> list[tuple[str, str]]:
+    """``(image, pull policy)`` of the init containers, in order."""
+    return _images(pod.get("spec", {}).get("initContainers") or ())
+
+
+def container_images(pod: Obj) -> list[tuple[str, str]]:
+    """``(image, pull policy)`` of the containers, in order."""
+    return _images(pod.get("spec", {}).get("containers") or ())
+
+
+def _images(containers: Iterable[Obj]) -> list[tuple[str, str]]:
     out = []
-    for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+    for c in containers:
         image = str(c.get("image") or "")
         if image:
             out.append((image, str(c.get("imagePullPolicy") or default_pull_policy(image))))

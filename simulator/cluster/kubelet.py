@@ -32,12 +32,22 @@ from simulator.cluster.conditions import iso_cached as iso
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
 from simulator.cluster.errors import PodStateError
-from simulator.cluster.images import NodeImages, PullTimes, pod_images, seeded_draw
+from simulator.cluster.images import (
+    NodeImages,
+    PullTimes,
+    container_images,
+    init_images,
+    seeded_draw,
+)
 from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 from simulator.cluster.state import ClusterState
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, StoreError
 from simulator.engine.streams import Streams
+
+#: An init container that only pulls its image (``sh -c :``) ends at once; the kubelet sees
+#: the exit at its next PLEG relist (every second) and only then starts the next container.
+INIT_CONTAINER_RUN = 1.0
 
 
 class Kubelet(Observer):
@@ -123,14 +133,32 @@ class Kubelet(Observer):
     # --- running ----------------------------------------------------------------------
 
     def pod_bound(self, pod: PodInfo, node: NodeInfo) -> None:
+        images = self._images.setdefault(node.obj["metadata"]["uid"], NodeImages())
+        self._next_init(pod, images, init_images(pod.obj), 0)
+        if pod.active_deadline is not None:
+            pod.timers.append(self.loop.call_later(pod.active_deadline, self._deadline, pod))
+
+    def _next_init(
+        self, pod: PodInfo, images: NodeImages, inits: list[tuple[str, str]], index: int
+    ) -> None:
+        """Init containers one at a time, each image asked for only when the one before has
+        run, then the containers' images and the start latency."""
+        if not pod.counted or pod.terminating or pod.phase != "Pending":
+            return
+        now = self.loop.now()
+        if index < len(inits):
+            wait = images.ensure(now, inits[index : index + 1], self.pull_times, self._draw_pull)
+            pod.timers.append(
+                self.loop.call_later(
+                    wait + INIT_CONTAINER_RUN, self._next_init, pod, images, inits, index + 1
+                )
+            )
+            return
         lo, hi = self.start_latency
         containers = pod.obj.get("spec", {}).get("containers") or [{}]
         stream = self.streams("pod-start", pod.category, str(containers[0].get("image", "")))
-        images = self._images.setdefault(node.obj["metadata"]["uid"], NodeImages())
-        wait = images.ensure(self.loop.now(), pod_images(pod.obj), self.pull_times, self._draw_pull)
+        wait = images.ensure(now, container_images(pod.obj), self.pull_times, self._draw_pull)
         pod.timers.append(self.loop.call_later(wait + stream.uniform(lo, hi), self._start, pod))
-        if pod.active_deadline is not None:
-            pod.timers.append(self.loop.call_later(pod.active_deadline, self._deadline, pod))
 
     def node_removed(self, node: NodeInfo, orphans: list[PodInfo]) -> None:
         self._images.pop(node.obj["metadata"]["uid"], None)

@@ -42,7 +42,9 @@ class StoreSnapshots:
     def full(self, now: float, demand: Demand) -> ClusterSnapshot:
         """What a step reads: the store's view with the fit estimate."""
         fit, launches = self._bounds(now)
-        return self._build(now, demand, fit, launches)
+        snapshot = self._build(now, demand, fit, launches)
+        self.builder().observe(snapshot)
+        return snapshot
 
     def cheap(self, now: float, demand: Demand) -> ClusterSnapshot:
         """What a drop check reads: no fit estimate."""

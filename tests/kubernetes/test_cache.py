@@ -212,11 +212,29 @@ def test_pods_are_slimmed_to_what_the_listener_reads():
         "arc-capacity.dev/expires-at": "1",
     }
     pod["spec"]["containers"][0]["env"] = [{"name": "SECRET", "value": "x"}]
+    pod["spec"]["imagePullSecrets"] = [{"name": "registry"}]
+    pod["status"]["initContainerStatuses"] = [
+        {
+            "name": "pre-pull-0",
+            "image": "x",
+            "imageID": "sha256:0",
+            "state": {"waiting": {"reason": "ImagePullBackOff", "message": "long text"}},
+        }
+    ]
     slim = slim_pod(pod)
     assert "managedFields" not in slim["metadata"]
     assert slim["metadata"]["annotations"] == {"arc-capacity.dev/expires-at": "1"}
-    assert slim["spec"]["containers"] == [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]
-    assert slim["status"] == {"phase": "Running"}
+    assert slim["spec"]["containers"] == [
+        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}
+    ]
+    assert slim["spec"]["imagePullSecrets"] == [{"name": "registry"}]
+    # Init container states only as far as failed pre-pulls read them (job_images.py).
+    assert slim["status"] == {
+        "phase": "Running",
+        "initContainerStatuses": [
+            {"name": "pre-pull-0", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+        ],
+    }
 
 
 def test_watch_targets_have_stable_keys():

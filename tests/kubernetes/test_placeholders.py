@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from providers.kubernetes.placeholders import (
 )
 from reconciler.ports import PairSpec
 from reconciler.settings import parse_capacity_aware
+from reconciler.snapshot import ClusterSnapshot, PodPhase, WorkflowPod
 from state_machine.record import pod_names
 from tests.kubernetes import objects as o
 
@@ -224,26 +226,95 @@ def test_do_not_disrupt_goes_on_the_workflow_placeholder_only_as_true_or_a_durat
     assert workflow["metadata"]["annotations"].get(key) == expected
 
 
-def test_pre_pull_images_become_init_containers_of_the_workflow_half_only():
-    """``prePullImages``: the workflow placeholder pulls each image onto its node (an init
-    container running ``sh -c :``) so the workflow pod that takes the room starts without the
-    pull; the runner half is unchanged, and the pod reserves exactly what it did without them
-    (each init container asks for the main container's requests and limits)."""
-    images = ["ghcr.io/acme/ci:2024-06", "ghcr.io/acme/tools@sha256:" + "0" * 64]
-    plain = builder(o.runner_template()).build(pair())
-    runner, workflow = builder(o.runner_template(), settings={"prePullImages": images}).build(
+RUNNER_IMAGE = "ghcr.io/actions/actions-runner:latest"
+JOB_IMAGE = "ghcr.io/acme/ci:latest"
+DECLARED = ["ghcr.io/acme/ci:2024-06", "ghcr.io/acme/tools@sha256:" + "0" * 64]
+
+
+def learned(image: str, *, secrets: tuple[str, ...] = (), at: float = o.T0) -> ClusterSnapshot:
+    """A snapshot holding one running workflow pod whose ``job`` container runs ``image``."""
+    pod = WorkflowPod(
+        name="r-1-workflow",
+        runner_pod="r-1",
+        node_name="n1",
+        phase=PodPhase.RUNNING,
+        job_image=image,
+        pull_secrets=secrets,
+    )
+    return ClusterSnapshot(taken_at=at, max_runners=10, workflow_pods=(pod,))
+
+
+def pre_pulled(b: PlaceholderPodBuilder, spec: PairSpec | None = None) -> list[str]:
+    workflow = b.build_pods(spec or pair())[-1]
+    return [c["image"] for c in workflow["spec"].get("initContainers", ())]
+
+
+def test_the_workflow_half_pulls_the_runners_image_then_declared_then_learned_ones():
+    """``prePullAuto`` (default): the runner lands beside a new workflow half and starts first,
+    and the kubelet pulls one image at a time, so its image comes first; then the declared
+    ``prePullImages``; then the job images learned from workflow pods, without repeats."""
+    b = builder(o.runner_template(), settings={"prePullImages": [*DECLARED, RUNNER_IMAGE]})
+    assert pre_pulled(b) == [RUNNER_IMAGE, *DECLARED]
+    b.observe(learned(JOB_IMAGE))
+    assert pre_pulled(b) == [RUNNER_IMAGE, *DECLARED, JOB_IMAGE]
+
+
+def test_pre_pull_init_containers_reserve_nothing_more_and_skip_images_on_the_node():
+    """Each init container runs ``sh -c :`` with the main container's requests, limits and
+    security context (a pod's effective request is the larger of its largest init container
+    and its containers: the placeholder reserves what it did without them); ``IfNotPresent``,
+    so an image already on the node makes no registry round trip in the node's serial
+    puller; the runner half is unchanged."""
+    plain = builder(o.runner_template(), settings={"prePullAuto": False}).build(pair())
+    runner, workflow = builder(o.runner_template(), settings={"prePullImages": DECLARED}).build(
         pair()
     )
     assert runner == plain[0]
     init = workflow["spec"]["initContainers"]
     main = workflow["spec"]["containers"][0]
-    assert [c["image"] for c in init] == images
-    assert [c["name"] for c in init] == ["pre-pull-0", "pre-pull-1"]
+    assert [c["name"] for c in init] == ["pre-pull-0", "pre-pull-1", "pre-pull-2"]
     assert all(c["command"] == ["sh", "-c", ":"] for c in init)
+    assert all(c["imagePullPolicy"] == "IfNotPresent" for c in init)
     assert all(c["resources"] == main["resources"] for c in init)
     assert all(c["securityContext"] == main["securityContext"] for c in init)
     without = {k: v for k, v in workflow["spec"].items() if k != "initContainers"}
     assert without == plain[1]["spec"]
+
+
+GPU = {"workflowResources": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}
+
+
+@pytest.mark.parametrize(
+    ("settings", "workflow_only", "expected"),
+    [
+        ({}, False, [RUNNER_IMAGE, *DECLARED, JOB_IMAGE]),
+        # A hot slot's runner runs already: nothing of it to pull.
+        ({}, True, [*DECLARED, JOB_IMAGE]),
+        # Off: only what the user declared.
+        ({"prePullAuto": False}, False, DECLARED),
+        # A half that waits for Running (GPUs) or a kubelet that may still refuse after
+        # binding: an automatic pull must never hold its confirmation back.
+        (GPU, False, DECLARED),
+        ({"confirmAtBinding": False}, False, DECLARED),
+    ],
+)
+def test_automatic_pre_pulls_only_where_binding_confirms_the_workflow_half(
+    settings: dict, workflow_only: bool, expected: list[str]
+) -> None:
+    b = builder(o.runner_template(), settings={"prePullImages": DECLARED, **settings})
+    b.observe(learned(JOB_IMAGE))
+    spec = replace(pair(), workflow_only=workflow_only)
+    assert pre_pulled(b, spec) == expected
+
+
+def test_a_job_image_behind_a_pull_secret_the_placeholder_lacks_is_not_learned():
+    """The hook adds a secret for a job's ``credentials``; the placeholder carries only the
+    runner template's, so its pull would fail: not learned. One the template has is fine."""
+    template = o.runner_template(imagePullSecrets=[{"name": "registry"}])
+    b = builder(template)
+    b.observe(learned("private/ci:1", secrets=("job-credentials-abc",)))
+    b.observe(learned("shared/ci:1", secrets=("registry",)))
+    assert pre_pulled(b) == [RUNNER_IMAGE, "shared/ci:1"]
 
 
 @pytest.mark.parametrize(

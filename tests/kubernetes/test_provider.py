@@ -212,3 +212,51 @@ def test_a_scale_set_arc_switched_off_is_seen_through_the_watch_and_logged_once_
         assert "switched off by ARC" in lines[0][1] and "on again" in lines[1][1]
     finally:
         provider.stop()
+
+
+def test_a_job_image_seen_through_the_watch_is_pulled_by_the_next_workflow_half_until_it_fails(
+    api: client.ApiClient, store: ObjectStore
+) -> None:
+    """``prePullAuto`` end to end over the real client: the watch cache keeps the job
+    container's image and the init container states (slim.py), the snapshot hands them to
+    the builder, the next workflow half pulls the runner's image then the job's; once a
+    placeholder reports that pull failed, later halves leave the image out."""
+    provider = _provider_on(api)
+    try:
+        name = "arc-runners-runner-a-workflow"  # the fixture's workflow pod
+
+        def job_container(pod: dict) -> None:
+            pod["spec"]["containers"][0].update(name="job", image="ghcr.io/acme/ci:7")
+
+        rv = store.mutate("Pod", o.NS, name, job_container)["metadata"]["resourceVersion"]
+        assert provider.cache.wait_until(
+            lambda c: c.get("Pod", o.NS, name)["metadata"]["resourceVersion"] == rv, 10
+        )
+        provider.snapshot(now=o.T0, demand=Demand())
+        spec = PairSpec("abcde-1", o.ERS, *pod_names(o.ERS, "abcde-1"), o.T0 + 60)
+        provider.writer.create_pair(spec)
+        _, workflow = pod_names(o.ERS, "abcde-1")
+        assert provider.cache.wait_until(lambda c: c.get("Pod", o.NS, workflow) is not None, 10)
+        created = store.get("Pod", o.NS, workflow)
+        images = [c["image"] for c in created["spec"]["initContainers"]]
+        assert images == ["ghcr.io/actions/actions-runner:latest", "ghcr.io/acme/ci:7"]
+
+        def pull_failed(pod: dict) -> None:
+            pod["status"]["initContainerStatuses"] = [
+                {"name": "pre-pull-0", "state": {"terminated": {"exitCode": 0}}},
+                {"name": "pre-pull-1", "state": {"waiting": {"reason": "ImagePullBackOff"}}},
+            ]
+
+        rv = store.mutate("Pod", o.NS, workflow, pull_failed)["metadata"]["resourceVersion"]
+        assert provider.cache.wait_until(
+            lambda c: c.get("Pod", o.NS, workflow)["metadata"]["resourceVersion"] == rv, 10
+        )
+        provider.snapshot(now=o.T0 + 1, demand=Demand())
+        _, rebuilt = provider.writer.builder.build(
+            PairSpec("abcde-2", o.ERS, *pod_names(o.ERS, "abcde-2"), o.T0)
+        )
+        assert [c["image"] for c in rebuilt["spec"]["initContainers"]] == [
+            "ghcr.io/actions/actions-runner:latest"
+        ]
+    finally:
+        provider.stop()
