@@ -47,7 +47,6 @@ from reconciler.sizing import (
     handover_headroom,
     max_runners_headroom,
     packed_target,
-    warm_pool_spoken_for,
 )
 from reconciler.snapshot import ClusterSnapshot, Half, PairPods, PlaceholderPod
 from reconciler.survivors import HalfMove, SurvivorPool, mend_or_release, release_repaired
@@ -189,9 +188,8 @@ def resize(inp: DecideInput, decision: Decision, ids: Iterator[str]) -> None:
     widened = headroom > max_runners_headroom(inp.snapshot)
     unserved = survivors.unserved if widened else 0
     free = free_pair_slots(inp.snapshot, decision.unbound_in_flight)
-    if warm_pool_spoken_for(inp.snapshot, unserved, len(decision.in_states(S.READY))):
-        free = 0
-    want = desired_pairs(inp.snapshot, inp.config, headroom, unserved, free)
+    ready = len(decision.in_states(S.READY))
+    want = desired_pairs(inp.snapshot, inp.config, headroom, unserved, free, ready_pairs=ready)
     # Pairs already there for a slot its job's pods may bind beside are kept, not flapped
     # away: only new requests leave the free room out (sizing.pairs_taken), and only new
     # requests skip the refill without a warm pool.

@@ -31,11 +31,13 @@ def desired_pairs(
     unserved_runners: int = 0,
     free_slots: int = 0,
     *,
+    ready_pairs: int | None = None,
     standing: bool = False,
 ) -> int:
     """proactiveCapacity + queued jobs, within maxRunners headroom, never above maxRunners;
     while jobs are queued the warm pairs may stand on top of the headroom. ``standing``: the
     count that keeps pairs already there rather than one that requests new ones.
+    ``ready_pairs``: the READY pairs now, for the spoken-for rule below (None: not known).
 
     A pair for a job GitHub cannot hand out only costs a node, so the queued part never passes the
     headroom. But when running jobs fill maxRunners and more wait, the next job is handed out the
@@ -59,9 +61,14 @@ def desired_pairs(
     # (``unserved_runners``): the ledger's workflow side holds its slot with a READY pair's
     # workflow half until its workflow pod binds, 8-11 s later.
     # While jobs wait, a pair in free room is how that room gets advertised to the next job;
-    # with no queue it only confirms room the assigned job's own pods will bind into.
-    free = 0 if queued > 0 else free_slots
-    taken = pairs_taken(snapshot.slots_taken_from_pairs(unserved_runners), free)
+    # with no queue it only confirms room the assigned job's own pods will bind into. Jobs
+    # may wait unseen too: while every READY pair is spoken for by an assigned job no slot is
+    # free, GitHub sends no message for a job queued now and the demand cannot show it (a
+    # merge-queue batch: a job a second, each holding its pair for 8-11 s).
+    slots_taken = snapshot.slots_taken_from_pairs(unserved_runners)
+    spoken_for = ready_pairs is not None and slots_taken > 0 and slots_taken >= ready_pairs
+    free = 0 if queued > 0 or spoken_for else free_slots
+    taken = pairs_taken(slots_taken, free)
     # The refill keeps proactiveCapacity slots free for the next jobs, however many assigned
     # jobs still hold pairs: capped at proactiveCapacity, a merge-queue batch (8-11 s from
     # assignment to the workflow pod's binding, a job a second) left no free slot and each
@@ -90,19 +97,6 @@ def pairs_taken(slots_taken: int, free_slots: int) -> int:
     one short-lived pair per job on drain, extra node launches on scale-to-zero and the merge
     queue)."""
     return max(0, slots_taken - max(0, free_slots))
-
-
-def warm_pool_spoken_for(
-    snapshot: ClusterSnapshot, unserved_runners: int, ready_pairs: int
-) -> bool:
-    """Every READY pair is spoken for by an assigned job: no slot is free for the next one.
-
-    GitHub sends no message for a job queued now, so the demand cannot show it (a merge-queue
-    batch: a job a second, each assigned job holding its pair for 8-11 s). The free room the
-    assigned jobs' pods will bind into is then refilled as if jobs were queued: a pair in it is
-    how that room reaches the next job."""
-    taken = snapshot.slots_taken_from_pairs(unserved_runners)
-    return taken > 0 and taken >= ready_pairs
 
 
 def free_pair_slots(snapshot: ClusterSnapshot, unbound_in_flight: int) -> int:
