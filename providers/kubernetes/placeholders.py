@@ -208,8 +208,7 @@ class PlaceholderPodBuilder:
         the runner's (not for a hot slot: its runner runs already), the declared ones, the
         learned ones; automatic ones only where the half confirms at binding."""
         declared = self.settings.pre_pull_images
-        auto = self.settings.pre_pull_auto and self.settings.confirm_at_binding
-        if not auto or not binding_confirms(self.workflow_requests):
+        if not (self.settings.pre_pull_auto and self.confirms_at_binding(Role.WORKFLOW)):
             return self.job_images.usable(declared)
         runner = () if spec.workflow_only else self.runner_images
         return self.job_images.usable((*runner, *declared, *self.job_images.learned))
@@ -259,6 +258,11 @@ class PlaceholderPodBuilder:
 
     def requests_for(self, role: Role) -> Mapping[str, Decimal]:
         return self.runner_requests if role is Role.RUNNER else self.workflow_requests
+
+    def confirms_at_binding(self, role: Role) -> bool:
+        """``confirmAtBinding`` is on and this half asks only for what kubelet admission
+        checks as the scheduler did (providers/kubernetes/admission.py)."""
+        return self.settings.confirm_at_binding and binding_confirms(self.requests_for(role))
 
     def build_pods(self, spec: PairSpec) -> tuple[dict[str, Any], ...]:
         """The pods to create for ``spec``: both halves of a pair, or only the workflow
@@ -324,7 +328,7 @@ class PlaceholderPodBuilder:
             # warm capacity is not evicted, relaunched and paid for twice. Scale-down still
             # frees the node: deleting the pair empties it and emptiness consolidation runs.
             metadata["annotations"][KARPENTER_DO_NOT_DISRUPT] = protect
-        if self.settings.confirm_at_binding and binding_confirms(self.requests_for(role)):
+        if self.confirms_at_binding(role):
             metadata["annotations"][L.ANNOTATION_CONFIRM] = AT_BINDING
         if self.owner_reference is not None:
             metadata["ownerReferences"] = [dict(self.owner_reference)]
