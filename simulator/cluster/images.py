@@ -50,12 +50,6 @@ def default_pull_policy(image: str) -> str:
     return ALWAYS if tag == "latest" else IF_NOT_PRESENT
 
 
-def pod_images(pod: Obj) -> list[tuple[str, str]]:
-    """``(image, pull policy)`` of every container the kubelet starts, in the order it
-    ensures them: init containers, then containers."""
-    return [*init_images(pod), *container_images(pod)]
-
-
 def init_images(pod: Obj) -> list[tuple[str, str]]:
     """``(image, pull policy)`` of the init containers, in order."""
     return _images(pod.get("spec", {}).get("initContainers") or ())

@@ -13,8 +13,9 @@ from simulator.cluster.images import (
     NEVER,
     NodeImages,
     PullTimes,
+    container_images,
     default_pull_policy,
-    pod_images,
+    init_images,
 )
 from tests.simulated.cluster.builders import pod, static_world
 
@@ -42,14 +43,15 @@ def test_the_pull_policy_defaults_like_the_api_server(image: str, policy: str) -
     assert default_pull_policy(image) == policy
 
 
-def test_init_containers_are_ensured_before_containers_and_a_set_policy_wins() -> None:
+def test_images_are_read_per_container_list_in_order_and_a_set_policy_wins() -> None:
     obj = {
         "spec": {
             "initContainers": [{"image": "init:1"}],
             "containers": [{"image": "main:1", "imagePullPolicy": ALWAYS}, {"name": "no-image"}],
         }
     }
-    assert pod_images(obj) == [("init:1", IF_NOT_PRESENT), ("main:1", ALWAYS)]
+    assert init_images(obj) == [("init:1", IF_NOT_PRESENT)]
+    assert container_images(obj) == [("main:1", ALWAYS)]
 
 
 @pytest.mark.parametrize(
