@@ -198,6 +198,7 @@ SUMMARY_HEADER = [
     "node-h x",
     "$ x",
     "$/job done x",
+    "done by hour",
     "$ budget met",
     "breaks/seed",
     "mends/seed",
@@ -215,8 +216,11 @@ def _median_finite(values: list[float | None]) -> float:
     return statistics.median([math.inf if v is None else v for v in values]) if values else math.nan
 
 
-def summary_row(scenario: Scenario, runs: list[dict[str, Any]], kth_max: str) -> list[str] | None:
-    """One row: capacity-aware's safety, and its figures as ratios to stock ARC's."""
+def summary_row(
+    scenario: Scenario, runs: list[dict[str, Any]], kth_max: str, done_by_hour: str = "-"
+) -> list[str] | None:
+    """One row: capacity-aware's safety, and its figures as ratios to stock ARC's;
+    ``done_by_hour``: its worst whole hour of jobs completed against stock ARC's."""
     cand = [r for r in runs if r["strategy"] == CAPACITY_AWARE]
     ref = [r for r in runs if r["strategy"] == BASELINE]
     if not cand or not ref:
@@ -256,6 +260,7 @@ def summary_row(scenario: Scenario, runs: list[dict[str, Any]], kth_max: str) ->
         _r(_ratio(total(res_c, "billed_node_hours"), total(res_b, "billed_node_hours"))),
         _r(_ratio(total(res_c, "billed_cost_usd"), total(res_b, "billed_cost_usd"))),
         _r(per_job),
+        done_by_hour,
         f"{met}/{len(logged)}" if logged else "-",
         f"{breaks / len(logged):,.1f}" if logged else "-",
         f"{mends / len(logged):,.1f}" if logged else "-",

@@ -25,10 +25,12 @@ Then **cost** (issue 24): capacity-aware's billed node-hours and dollars as rati
 ARC's per seed, the price of its warm pool's idle reserved capacity, and whether dollars <=
 1.1x stock ARC's + that price; **pair breaks by cause** read from each run's event log
 (definitions: bench/cost_report.py, simulator/measurement/pair_breaks.py, reserve_cost.py);
-and at the end one summary row per scenario (failed / stuck / over-advertised, worst k-th
-ratio, fair p50, T95, node-hours and dollars as ratios to stock ARC, dollars per completed job
-as a ratio (where stock ARC fails jobs it also pays for fewer of them), budget, breaks and
-mends per seed).
+then **jobs completed by every whole hour**, capacity-aware against stock ARC (issue 31's bar
+where stock ARC fails jobs: its worst hour mark over seeds, how many marks were short and how
+many seconds late it caught up; simulator/measurement/done_by_hour.py); and at the end one
+summary row per scenario (failed / stuck / over-advertised, worst k-th ratio, fair p50, T95,
+node-hours and dollars as ratios to stock ARC, dollars per completed job as a ratio (where stock
+ARC fails jobs it also pays for fewer of them), done by hour, budget, breaks and mends per seed).
 
 Run: ``.venv/bin/python bench/scenarios.py [--seeds 10] [--jobs 2] [--scenarios burst,drain]``
 (``--set cutPollOnRise=true`` measures a variant of every scenario's shared capacityAware
@@ -64,6 +66,7 @@ from bench.cost_report import (
     summary_row,
 )
 from simulator.engine.world import World
+from simulator.measurement.done_by_hour import HourlyGap, describe, hourly_gap, worst_of
 from simulator.measurement.kth import (
     JobTimes,
     Ratio,
@@ -76,6 +79,7 @@ from simulator.measurement.kth import (
 from simulator.scenarios.scenario import Scenario, ScenarioError, load_scenario, shipped
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION, STRATEGIES
 from simulator.workload.figures import episode_summary, fair_summary
+from simulator.workload.service_records import JobState
 
 EXCLUDED = ("chaos",)
 TARGET_RATIO = 1.10
@@ -93,12 +97,18 @@ def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
         (j.queued, j.running, list(j.labels))
         for j in job_times(world.service.jobs, world.loop.start)
     ]
+    completed = sorted(
+        j.finished_at - world.loop.start
+        for j in world.service.jobs
+        if j.state is JobState.SUCCEEDED and j.finished_at is not None
+    )
     return {
         "scenario": name,
         "seed": seed,
         "strategy": strategy,
         "results": {k: v for k, v in results.items() if k != "scale_sets"},
         "jobs": jobs,
+        "completed": completed,
         "episodes": world.accounting.episode_durations(),
         "log": log_figures(world),
     }
@@ -254,6 +264,25 @@ def kth_worst(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]])
     return format_ratio(max(ratios, key=lambda r: -1.0 if r.value is None else r.value))
 
 
+def done_by_hour(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]]]) -> str:
+    """Capacity-aware's worst whole hour of jobs completed against stock ARC over seeds
+    (simulator/measurement/done_by_hour.py; ``-`` for runs saved without completions)."""
+    gaps: list[HourlyGap] = [
+        hourly_gap(
+            runs[CAPACITY_AWARE]["completed"],
+            runs[BASELINE]["completed"],
+            scenario.duration,
+            seed,
+        )
+        for seed, runs in sorted(by_seed.items())
+        if CAPACITY_AWARE in runs
+        and BASELINE in runs
+        and "completed" in runs[BASELINE]
+        and "completed" in runs[CAPACITY_AWARE]
+    ]
+    return describe(worst_of(gaps))
+
+
 def set_block(parser: argparse.ArgumentParser, sets: list[str], names: list[str]) -> dict[str, Any]:
     """``--set KEY=VALUE`` options as one block, checked against every scenario up front."""
     block: dict[str, Any] = {}
@@ -360,7 +389,9 @@ def report(
         print("\n".join(cost_lines(by_seed)))
         print("pair breaks (capacity-aware; simulator/measurement/pair_breaks.py):")
         print("\n".join(pair_lines(mine)))
-        row = summary_row(scenario, mine, kth_worst(scenario, by_seed))
+        hourly = done_by_hour(scenario, by_seed)
+        print(f"jobs completed by every whole hour, capacity-aware - stock ARC: {hourly}")
+        row = summary_row(scenario, mine, kth_worst(scenario, by_seed), hourly)
         if row is not None:
             summary.append(row)
     if len(summary) > 1:
