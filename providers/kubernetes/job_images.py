@@ -20,8 +20,11 @@ Guards, because a placeholder must never break on an image it was not built for:
 * automatic pre-pulls only on workflow halves that confirm at binding: a slow or failing pull
   never holds a pair's confirmation;
 * an image whose pull failed (``ErrImagePull``, ``ImagePullBackOff``, ...) or whose
-  ``sh -c :`` exited non-zero in one of our placeholders is refused: never pulled again by
-  this builder (a restart or a changed runner template forgets it).
+  ``sh -c :`` exited non-zero in one of our placeholders is refused for
+  :data:`REFUSAL_BACKOFF`, doubled on each refusal of the same image up to
+  :data:`REFUSAL_BACKOFF_MAX`: a registry outage or a token that expired for a while does not
+  turn the pre-pull off for good, and an image that always fails (no ``sh``) is tried once a
+  day. A restart or a changed runner template forgets every refusal.
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ FAILED_WAITING = frozenset(
 )
 #: Prefix of the pre-pull init containers' names (providers/kubernetes/placeholders.py).
 PRE_PULL_PREFIX = "pre-pull-"
+#: How long an image is refused after its first failed pre-pull (seconds); each later
+#: refusal of the same image doubles it, up to :data:`REFUSAL_BACKOFF_MAX`.
+REFUSAL_BACKOFF = 3600.0
+REFUSAL_BACKOFF_MAX = 24 * 3600.0
 
 
 def job_container_image(spec: Mapping[str, Any]) -> str | None:
@@ -108,14 +115,19 @@ class JobImages:
         self.learned: tuple[str, ...] = ()
         #: image -> why it is refused.
         self.refused: Mapping[str, str] = {}
+        #: image -> (refused until, refusals so far).
+        self._refusals: dict[str, tuple[float, int]] = {}
 
     def observe(self, snapshot: ClusterSnapshot) -> None:
-        """Refuse the images of failed pre-pulls in the snapshot's placeholders; remember the
-        job images of its workflow pods."""
+        """In order: pull again the refused images whose backoff has passed; refuse the images
+        of failed pre-pulls in the snapshot's placeholders; remember the job images of its
+        workflow pods."""
+        now = snapshot.taken_at
+        self._forgive(now)
         halves = [h for pair in snapshot.placeholders.values() for h in pair.present()]
         for half in (*halves, *snapshot.hot_placeholders.values()):
             for failed, reason in half.failed_pre_pulls:
-                self._refuse(failed, f"{reason} in placeholder {half.name}")
+                self._refuse(failed, f"{reason} in placeholder {half.name}", now)
         for pod in snapshot.workflow_pods:
             image = pod.job_image
             if image is None or image in self.refused:
@@ -133,9 +145,22 @@ class JobImages:
         refused = self.refused
         return tuple(i for i in dict.fromkeys(images) if i not in refused)
 
-    def _refuse(self, image: str, why: str) -> None:
+    def _refuse(self, image: str, why: str, now: float) -> None:
         if image in self.refused:
             return
-        log.warning("placeholders stop pre-pulling image %s: %s", image, why)
+        _, before = self._refusals.get(image, (0.0, 0))
+        backoff = min(REFUSAL_BACKOFF * 2**before, REFUSAL_BACKOFF_MAX)
+        log.warning("placeholders stop pre-pulling image %s for %.0f s: %s", image, backoff, why)
+        self._refusals[image] = (now + backoff, before + 1)
         self.refused = {**self.refused, image: why}
         self._seen.pop(image, None)
+
+    def _forgive(self, now: float) -> None:
+        """Lift the refusals whose backoff has passed (their count is kept, so the next
+        refusal of the same image lasts twice as long)."""
+        due = [i for i in self.refused if self._refusals[i][0] <= now]
+        if not due:
+            return
+        for image in due:
+            log.info("placeholders pre-pull image %s again (refused until now)", image)
+        self.refused = {i: why for i, why in self.refused.items() if i not in due}

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from providers.kubernetes.job_images import (
+    REFUSAL_BACKOFF,
+    REFUSAL_BACKOFF_MAX,
     JobImages,
     failed_pre_pulls,
     job_container_image,
@@ -130,10 +132,10 @@ def test_workflow_pods_with_a_secret_the_placeholder_lacks_teach_nothing() -> No
     assert images.learned == ("shared:1",)
 
 
-def test_an_image_whose_pre_pull_failed_is_refused_and_never_learned_again() -> None:
+def test_an_image_whose_pre_pull_failed_is_refused_and_not_learned_while_refused() -> None:
     """A job image without ``sh``, or one the placeholder may not pull, would fail every
     workflow half built with it: refused once seen failing, it is dropped from what is
-    learned and from declared and runner images alike."""
+    learned and from declared and runner images alike (until its backoff passes, below)."""
     images = JobImages(())
     images.observe(snap(10.0, workflow("a", "ci:1")))
     assert images.learned == ("ci:1",)
@@ -143,3 +145,39 @@ def test_an_image_whose_pre_pull_failed_is_refused_and_never_learned_again() -> 
     images.observe(snap(30.0, workflow("c", "ci:1")))
     assert images.learned == ()
     assert images.usable(["runner:1", "ci:1", "runner:1", "tools:1"]) == ("runner:1", "tools:1")
+
+
+FAILED = (("ci:1", "ImagePullBackOff"),)
+
+
+@pytest.mark.parametrize(
+    ("since_refusal", "refused"),
+    [(REFUSAL_BACKOFF - 1, True), (REFUSAL_BACKOFF, False), (REFUSAL_BACKOFF + 1, False)],
+)
+def test_a_refused_image_is_pulled_again_once_its_backoff_has_passed(
+    since_refusal: float, refused: bool
+) -> None:
+    """A registry outage or an expired token must not turn the pre-pull off until the
+    listener restarts: one second before the backoff the image is still refused, from the
+    backoff on it is learned and pulled again."""
+    images = JobImages(())
+    images.observe(snap(100.0, workflow("a", "ci:1"), failed=FAILED))
+    images.observe(snap(100.0 + since_refusal, workflow("b", "ci:1")))
+    assert ("ci:1" in images.refused) is refused
+    assert images.learned == (() if refused else ("ci:1",))
+
+
+def test_each_refusal_of_the_same_image_lasts_twice_as_long_up_to_a_day() -> None:
+    """An image that always fails (no ``sh``) costs one failed placeholder per backoff, so
+    the backoff grows: 1 h, 2 h, 4 h, ... and never more than a day."""
+    images = JobImages(())
+    at, lasted = 0.0, []
+    for _ in range(7):
+        images.observe(snap(at, failed=FAILED))
+        refused_at = at
+        while "ci:1" in images.refused:
+            at += 1800.0
+            images.observe(snap(at))
+        lasted.append(at - refused_at)
+    assert lasted == [3600.0, 7200.0, 14400.0, 28800.0, 57600.0, 86400.0, 86400.0]
+    assert REFUSAL_BACKOFF_MAX == 86400.0
