@@ -29,8 +29,13 @@ node-affinity term, if it has one:
    will become ready) and in-flight NodeClaims (no Node yet: capacity of their offering),
    first fit, in name / creation order - so pods already waiting for a launching node do not
    launch another;
-2. NodeClaims opened earlier in this batch, if some candidate offering still fits the
-   claim's pods plus this one (the candidates narrow as pods are added);
+2. NodeClaims opened earlier in this batch, those holding the fewest pods first (``add``
+   sorts ``newNodeClaims`` by pod count before each pod; a stable sort here, as Go's
+   ``sort.Slice`` is for fewer than 12 claims), if some candidate offering still fits the
+   claim's pods plus this one (the candidates narrow as pods are added). So small pods
+   spread over the batch's claims instead of piling onto the first: three 0.5-cpu / 1Gi
+   pods after three 4-cpu / 8Gi ones would narrow one claim from c5.4xlarge to m5.4xlarge
+   (27 GiB > its 26.7 allocatable) where a claim holding one pod has room;
 3. a new NodeClaim from the first NodePool (weight desc, then name) whose taints the pod
    tolerates and whose offerings the pod's requirements accept, that fit
    the pod, are not in the ICE cache and whose capacity fits in the pool's *remaining*
@@ -335,6 +340,7 @@ class Provisioner(Observer):
         return False
 
     def _on_open_claim(self, batch: _Batch, placement: Placement, req: Resources) -> bool:
+        batch.new.sort(key=lambda nc: nc.pods)
         for nc in batch.new:
             if placement.untolerated(nc.pool.taints) is not None:
                 continue

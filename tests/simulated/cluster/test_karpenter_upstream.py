@@ -181,3 +181,28 @@ def test_a_gated_pod_is_neither_scheduled_nor_provisioned_until_its_gates_are_go
     w.run(60)
     assert len(claims(w)) == 1
     assert w.phase("job") == "Running"
+
+
+def test_a_batch_adds_each_pod_to_the_open_claim_holding_fewest_pods() -> None:
+    """``add`` sorts the batch's new NodeClaims by pod count before each pod: four 0.5-cpu
+    pods after four 4-cpu / 8Gi ones join the claim holding one big pod until it holds as
+    many as the other, so neither claim outgrows the cheaper type's memory (three of each
+    on one node is 27 GiB, more than its 26.7 GiB allocatable). First fit in creation order
+    narrowed the first claim to the pricier type."""
+    spec = ClusterSpec(
+        instance_types=(
+            small_type("lean", cpu=16, memory="32Gi", price=0.68, pods=234),
+            small_type("roomy", cpu=16, memory="64Gi", price=0.768, pods=234),
+        ),
+        nodepools=(NodePoolSpec(name="default", consolidate_after=None),),
+        latencies=latencies(pod_start=(1.0, 1.0), launch=(30.0, 30.0)),
+    )
+    w = world(spec)
+    for i in range(4):
+        w.create(pod(f"big{i}", cpu=4, memory="8Gi"))
+    for i in range(4):
+        w.create(pod(f"small{i}", cpu="500m", memory="1Gi"))
+    w.run(100)
+    assert sorted(e["pods"] for e in claims(w)) == [4, 4]
+    assert [e["instance_type"] for e in w.events("nodeclaim_launched")] == ["lean", "lean"]
+    assert all(w.phase(f"{kind}{i}") == "Running" for kind in ("big", "small") for i in range(4))
