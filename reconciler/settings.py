@@ -171,11 +171,11 @@ class CapacityAwareSettings(SettingsModel):
     pre_pull_images: tuple[ImageRef, ...] = Field(default=(), max_length=8)
     #: The workflow placeholder also pulls, first, the runner template's images (a job's
     #: runner lands beside its workflow room on a new node and needs them before anything
-    #: else), then the job images this scale set's workflow pods used last (at most
-    #: ``providers.kubernetes.job_images.LEARNED``), learned from the hook's ``job`` container
-    #: of workflow pods that carry no pull secret of their own. Only on workflow halves that
-    #: confirm at binding, so a slow or failing pull never holds a pair's confirmation; an
-    #: image whose pull or ``sh -c :`` failed in a placeholder is not pulled again.
+    #: else; only where the two halves share a placement), then the job images this scale
+    #: set's workflow pods used last (at most ``providers.kubernetes.job_images.LEARNED``),
+    #: learned from the hook's ``job`` container of workflow pods that carry no pull secret of
+    #: their own. A half confirmed only when Running (GPUs) is confirmed a pull later; an
+    #: image whose pull or ``sh -c :`` failed in a placeholder is refused for a while.
     pre_pull_auto: bool = True
     #: Placeholder pods end by themselves after this long (activeDeadlineSeconds), jittered.
     placeholder_lifetime: Seconds = Field(default=4 * 3600.0, ge=60, le=7 * 86_400)

@@ -7,8 +7,9 @@ node fits) and its workflow pod takes the half's room. Both would pull their ima
 one after the other, after GitHub assigned the job. The half pulls them first, while the job
 is being assigned, in the order the job needs them:
 
-1. the runner template's images (the runner starts first; the kubelet serves one pull at a
-   time, so a job image pulled before it would hold the runner back);
+1. the runner template's images where the runner may land beside the half (the same
+   placement; not for a hot slot): the runner starts first, and the kubelet serves one pull at
+   a time, so a job image pulled before it would hold the runner back;
 2. ``prePullImages`` (declared by the user);
 3. the job images this scale set's workflow pods used last (:class:`JobImages`), read from
    the container hook's ``job`` container, at most :data:`LEARNED`.
@@ -17,8 +18,9 @@ Guards, because a placeholder must never break on an image it was not built for:
 
 * learned only from workflow pods with no pull secret the placeholder lacks (the hook adds a
   secret for a job's ``credentials``; the placeholder carries the runner template's);
-* automatic pre-pulls only on workflow halves that confirm at binding: a slow or failing pull
-  never holds a pair's confirmation;
+* on a half confirmed only when Running (GPUs) the pulls hold its confirmation back by what
+  the job's workflow pod would otherwise pull after its assignment; a failing pull holds it
+  until the failure is seen (the refusal below), then the half is mended without the image;
 * an image whose pull failed (``ErrImagePull``, ``ImagePullBackOff``, ...) or whose
   ``sh -c :`` exited non-zero in one of our placeholders is refused for
   :data:`REFUSAL_BACKOFF`, doubled on each refusal of the same image up to

@@ -205,12 +205,13 @@ class PlaceholderPodBuilder:
 
     def pre_pulls(self, spec: PairSpec) -> tuple[str, ...]:
         """The images the workflow half of ``spec`` pulls, in order (docs/design.md#pre-pulls):
-        the runner's (not for a hot slot: its runner runs already), the declared ones, the
-        learned ones; automatic ones only where the half confirms at binding."""
+        the runner's where the runner may land beside it (the same placement; not for a hot
+        slot, whose runner runs already), the declared ones, the learned ones."""
         declared = self.settings.pre_pull_images
-        if not (self.settings.pre_pull_auto and self.confirms_at_binding(Role.WORKFLOW)):
+        if not self.settings.pre_pull_auto:
             return self.job_images.usable(declared)
-        runner = () if spec.workflow_only else self.runner_images
+        beside = not spec.workflow_only and self.runner_placement == self.workflow_placement
+        runner = self.runner_images if beside else ()
         return self.job_images.usable((*runner, *declared, *self.job_images.learned))
 
     @property

@@ -282,26 +282,41 @@ def test_pre_pull_init_containers_reserve_nothing_more_and_skip_images_on_the_no
 
 
 GPU = {"workflowResources": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}
+GPU_POOL = {
+    "nodeSelector": {"pool": "gpu"},
+    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+}
 
 
 @pytest.mark.parametrize(
-    ("settings", "workflow_only", "expected"),
+    ("settings", "workflow_spec", "workflow_only", "expected"),
     [
-        ({}, False, [RUNNER_IMAGE, *DECLARED, JOB_IMAGE]),
+        ({}, None, False, [RUNNER_IMAGE, *DECLARED, JOB_IMAGE]),
         # A hot slot's runner runs already: nothing of it to pull.
-        ({}, True, [*DECLARED, JOB_IMAGE]),
+        ({}, None, True, [*DECLARED, JOB_IMAGE]),
         # Off: only what the user declared.
-        ({"prePullAuto": False}, False, DECLARED),
+        ({"prePullAuto": False}, None, False, DECLARED),
         # A half that waits for Running (GPUs) or a kubelet that may still refuse after
-        # binding: an automatic pull must never hold its confirmation back.
-        (GPU, False, DECLARED),
-        ({"confirmAtBinding": False}, False, DECLARED),
+        # binding: the pulls hold its confirmation back, but the job's pods would pull the
+        # same images there after the assignment, so they are pulled all the same.
+        (GPU, None, False, [RUNNER_IMAGE, *DECLARED, JOB_IMAGE]),
+        ({"confirmAtBinding": False}, None, False, [RUNNER_IMAGE, *DECLARED, JOB_IMAGE]),
+        # The workflow half has a pool of its own: the runner never lands beside it.
+        (GPU, GPU_POOL, False, [*DECLARED, JOB_IMAGE]),
     ],
 )
-def test_automatic_pre_pulls_only_where_binding_confirms_the_workflow_half(
-    settings: dict, workflow_only: bool, expected: list[str]
+def test_the_runners_image_is_pulled_only_where_the_runner_may_land_beside_the_half(
+    settings: dict, workflow_spec: dict | None, workflow_only: bool, expected: list[str]
 ) -> None:
-    b = builder(o.runner_template(), settings={"prePullImages": DECLARED, **settings})
+    ers = o.ers(template=o.runner_template(), uid="ers-uid-1")
+    b = PlaceholderPodBuilder(
+        parse_capacity_aware({"prePullImages": DECLARED, **settings}, where="test"),
+        ers,
+        instance=o.INSTANCE,
+        namespace=o.NS,
+        owner=ers,
+        workflow_pod_spec=workflow_spec,
+    )
     b.observe(learned(JOB_IMAGE))
     spec = replace(pair(), workflow_only=workflow_only)
     assert pre_pulled(b, spec) == expected
