@@ -115,7 +115,7 @@ class WarmPoolSettings(SettingsModel):
     #: Starting runners are averaged, and pairs taken counted, over this window.
     window: Seconds = Field(default=180.0, ge=60, le=86_400)
     #: Target probability that a job finds no warm pair (reconciler/warm_pool.py).
-    miss_probability: float = Field(default=0.2, gt=0, lt=1)
+    miss_probability: float = Field(default=0.25, gt=0, lt=1)
     #: Quantile of recent created -> READY times used as the time to become READY; unset:
     #: their mean (reconciler/warm_pool.py: the Poisson count of refills takes the mean).
     ready_quantile: float | None = Field(default=None, gt=0, le=1)

@@ -89,7 +89,7 @@ class WarmPoolPolicy:
     #: Job starts are counted over this many seconds.
     window: float = 180.0
     #: Target probability that a job finds no warm pair (see module doc).
-    miss_probability: float = 0.2
+    miss_probability: float = 0.25
     #: W before any pair was seen to become READY.
     default_ready_seconds: float = 60.0
     #: Quantile of the recent created -> READY durations used as W; None: their mean (what
