@@ -44,7 +44,10 @@ def hour_marks(duration: float) -> list[float]:
 
 def completed_by(finished: Iterable[float], marks: Sequence[float]) -> list[int]:
     """Jobs finished at or before each mark (``finished``: seconds since the run's start)."""
-    ordered = sorted(finished)
+    return _counts(sorted(finished), marks)
+
+
+def _counts(ordered: Sequence[float], marks: Sequence[float]) -> list[int]:
     return [bisect.bisect_right(ordered, mark) for mark in marks]
 
 
@@ -60,7 +63,7 @@ def hourly_gap(
         return HourlyGap(0, 0, 0, 0, seed)
     done = sorted(candidate)
     wanted = completed_by(reference, marks)
-    gaps = [c - r for c, r in zip(completed_by(done, marks), wanted, strict=True)]
+    gaps = [c - r for c, r in zip(_counts(done, marks), wanted, strict=True)]
     late = [
         (done[r - 1] if r <= len(done) else math.inf) - mark
         for mark, r, gap in zip(marks, wanted, gaps, strict=True)

@@ -47,7 +47,12 @@ def assert_golden(name: str, manifests: Any) -> None:
 
 
 def builder(
-    template: dict, *, settings: dict | None = None, namespace: str = o.NS, owner: bool = True
+    template: dict,
+    *,
+    settings: dict | None = None,
+    namespace: str = o.NS,
+    owner: bool = True,
+    workflow_pod_spec: dict | None = None,
 ) -> PlaceholderPodBuilder:
     ers = o.ers(template=template, uid="ers-uid-1")
     return PlaceholderPodBuilder(
@@ -56,6 +61,7 @@ def builder(
         instance=o.INSTANCE,
         namespace=namespace,
         owner=ers if owner else None,
+        workflow_pod_spec=workflow_pod_spec,
     )
 
 
@@ -308,13 +314,9 @@ GPU_POOL = {
 def test_the_runners_image_is_pulled_only_where_the_runner_may_land_beside_the_half(
     settings: dict, workflow_spec: dict | None, workflow_only: bool, expected: list[str]
 ) -> None:
-    ers = o.ers(template=o.runner_template(), uid="ers-uid-1")
-    b = PlaceholderPodBuilder(
-        parse_capacity_aware({"prePullImages": DECLARED, **settings}, where="test"),
-        ers,
-        instance=o.INSTANCE,
-        namespace=o.NS,
-        owner=ers,
+    b = builder(
+        o.runner_template(),
+        settings={"prePullImages": DECLARED, **settings},
         workflow_pod_spec=workflow_spec,
     )
     b.observe(learned(JOB_IMAGE))
