@@ -22,6 +22,10 @@ class Rule:
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]
     verbs: tuple[str, ...]
+    #: Granted by ``rbac`` and config/rbac.yaml, but the listener runs without it (with the
+    #: fallback its reader names), so a missing grant never holds readiness back: an upgrade
+    #: that has not re-applied RBAC yet keeps working.
+    optional: bool = False
 
     def as_dict(self) -> dict[str, list[str]]:
         return {
@@ -47,6 +51,9 @@ NAMESPACED_RULES: tuple[Rule, ...] = (
     ),
     # The owner election (providers/kubernetes/lease.py): one Lease per scale set.
     Rule(("coordination.k8s.io",), ("leases",), ("get", "create", "update")),
+    # The hook template (providers/kubernetes/hook_template.py), which places workflow pods
+    # and so the workflow placeholders; without it they are placed like the runner pod.
+    Rule(("",), ("configmaps",), ("list", "watch"), optional=True),
 )
 
 
@@ -68,6 +75,8 @@ class Permission:
     resource: str
     #: None = cluster-wide.
     namespace: str | None = None
+    #: The listener runs without it (:attr:`Rule.optional`).
+    optional: bool = False
 
     def __str__(self) -> str:
         where = f"in namespace {self.namespace}" if self.namespace else "cluster-wide"
@@ -79,19 +88,22 @@ class CannotCheck(Exception):
     or the identity itself refused. Never reported as missing RBAC."""
 
 
-def required_permissions(namespaces: Iterable[str]) -> list[Permission]:
-    """Every (verb, resource, namespace) the listener needs, cluster rules first."""
+def required_permissions(namespaces: Iterable[str], *, optional: bool = False) -> list[Permission]:
+    """Every (verb, resource, namespace) the listener needs, cluster rules first; with
+    ``optional``, also those it runs without (:attr:`Rule.optional`)."""
     needed = [
-        Permission(verb, group, resource)
+        Permission(verb, group, resource, None, rule.optional)
         for rule in CLUSTER_RULES
+        if optional or not rule.optional
         for group in rule.api_groups
         for resource in rule.resources
         for verb in rule.verbs
     ]
     for namespace in dict.fromkeys(namespaces):  # ordered, no duplicates
         needed += [
-            Permission(verb, group, resource, namespace)
+            Permission(verb, group, resource, namespace, rule.optional)
             for rule in NAMESPACED_RULES
+            if optional or not rule.optional
             for group in rule.api_groups
             for resource in rule.resources
             for verb in rule.verbs

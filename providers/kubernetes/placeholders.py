@@ -9,11 +9,10 @@ Choices made here (and why):
   The overhead is folded into the container requests, so the placeholder deliberately does
   **not** copy ``runtimeClassName`` (the RuntimeClass admission would add the overhead twice).
 - **Workflow half** requests ``capacityAware.workflowResources``. Its placement
-  (nodeSelector / tolerations / node affinity / schedulerName) mirrors the *runner*
-  template, because in ``kubernetes-novolume`` mode the workflow pod's spec comes from the
-  hook template, which lives in the runner's filesystem and cannot be read through the API.
-  Callers that know the hook template's pod spec pass it as ``workflow_pod_spec`` and its
-  placement is used instead.
+  (nodeSelector / tolerations / node affinity / schedulerName) is the hook template's, where
+  the workflow pods get theirs: callers pass its pod spec as ``workflow_pod_spec``
+  (:mod:`providers.kubernetes.hook_template` reads it). Without it (None: it could not be
+  read) the half mirrors the *runner* template, right wherever the two templates agree.
 - Only *node* affinity is mirrored: pod (anti-)affinity and topology spread constraints of
   the runner refer to runner pods' labels and would make placeholders repel each other.
 - ``requests == limits`` (Guaranteed QoS; extended resources such as GPUs need it anyway).

@@ -14,6 +14,14 @@
 Reading a snapshot never builds the writer: both follow the same placeholder builder, and
 the writer is created on first use of :attr:`KubernetesProvider.writer`.
 
+The workflow half is placed like the hook template's pod spec (nodeSelector, tolerations,
+node affinity, schedulerName), read from the ConfigMap the runner template mounts at
+``ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE`` (:mod:`providers.kubernetes.hook_template`), since
+that is where the hook places workflow pods. When it cannot be read (no such variable, not a
+ConfigMap volume, the ConfigMap missing or not YAML, no RBAC to list ConfigMaps) the half is
+placed like the runner pod, as before that could be read, and a warning says why once per
+change. An edit of that ConfigMap rebuilds the builder like a template change does.
+
 The placeholder builder follows the EphemeralRunnerSet's runner template
 (``spec.ephemeralRunnerSpec``) and identity. ARC itself never edits that template in place:
 a Helm upgrade that changes it makes the AutoscalingRunnerSet controller create a new
@@ -36,7 +44,18 @@ from kubernetes import client
 
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.checks import Finding, run_startup_checks
-from providers.kubernetes.placeholders import PlaceholderPodBuilder, PlaceholderSpecError
+from providers.kubernetes.hook_template import (
+    HookSource,
+    HookTemplateError,
+    locate,
+    parse,
+    placement_text,
+)
+from providers.kubernetes.placeholders import (
+    PlaceholderPodBuilder,
+    PlaceholderSpecError,
+    runner_pod_template,
+)
 from providers.kubernetes.placement import PlacementBounds
 from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.translate import build_snapshot
@@ -52,11 +71,18 @@ class ProviderNotReady(RuntimeError):
     """The cache has not synced, or the EphemeralRunnerSet is not (yet) visible."""
 
 
-def template_key(ers: Mapping[str, Any]) -> str:
-    """What the placeholder builder is built from: the ERS's identity and runner template."""
+def template_key(ers: Mapping[str, Any], hook: str = "") -> str:
+    """What the placeholder builder is built from: the ERS's identity and runner template, and
+    the hook template's version (``hook``)."""
     meta = ers.get("metadata") or {}
     spec = (ers.get("spec") or {}).get("ephemeralRunnerSpec")
-    return json.dumps([meta.get("uid"), meta.get("name"), spec], sort_keys=True, default=str)
+    return json.dumps([meta.get("uid"), meta.get("name"), spec, hook], sort_keys=True, default=str)
+
+
+def hook_version(source: HookSource, configmap: Mapping[str, Any] | None) -> str:
+    """Changes when the hook template's ConfigMap (or where it is mounted from) does."""
+    version = ((configmap or {}).get("metadata") or {}).get("resourceVersion")
+    return f"{source.configmap}/{source.key}@{version}"
 
 
 class KubernetesProvider:
@@ -112,11 +138,60 @@ class KubernetesProvider:
             )
         return ers
 
+    def _hook(
+        self, ers: Mapping[str, Any]
+    ) -> tuple[HookSource | HookTemplateError, Mapping[str, Any] | None]:
+        """Where the hook template is mounted from (or why nowhere readable), and its
+        ConfigMap as the cache holds it (None: not there)."""
+        try:
+            source = locate(runner_pod_template(ers))
+        except HookTemplateError as exc:
+            return exc, None
+        return source, self.cache.get("ConfigMap", self.target.runner_namespace, source.configmap)
+
+    def _workflow_pod_spec(
+        self, source: HookSource | HookTemplateError, configmap: Mapping[str, Any] | None
+    ) -> Mapping[str, Any] | None:
+        """The hook template's pod spec, or None (placed like the runner) with a warning."""
+        try:
+            if isinstance(source, HookTemplateError):
+                raise source
+            hook = parse(source, configmap)
+        except HookTemplateError as exc:
+            problem = str(exc)
+            if isinstance(source, HookSource) and configmap is None and self._no_configmaps():
+                problem = (
+                    f"{source.where}: the listener may not list ConfigMaps in namespace "
+                    f"{self.target.runner_namespace}; grant it with `arc-capacity-listener rbac`"
+                )
+            log.warning(
+                "EphemeralRunnerSet %s: cannot read the hook template (%s); workflow "
+                "placeholders are placed like the runner pod, which is right only where the "
+                "hook template places workflow pods the same way",
+                self.target.ers_name,
+                problem,
+            )
+            return None
+        log.info(
+            "EphemeralRunnerSet %s: workflow placeholders are placed like the hook template's "
+            "workflow pods (%s): %s",
+            self.target.ers_name,
+            hook.where,
+            placement_text(hook.spec),
+        )
+        return hook.spec
+
+    def _no_configmaps(self) -> bool:
+        """The ConfigMap watch answered 403/404 (no RBAC): the cache holds none."""
+        return any(key.startswith("ConfigMap/") for key in self.cache.absent())
+
     def _builder(self) -> PlaceholderPodBuilder:
-        """The placeholder builder of the current EphemeralRunnerSet template (rebuilt only
-        when that changes; an existing writer gets the new one)."""
+        """The placeholder builder of the current EphemeralRunnerSet template and hook
+        template (rebuilt only when either changes; an existing writer gets the new one)."""
         ers = self.ers()
-        version = template_key(ers)
+        source, configmap = self._hook(ers)
+        hook = hook_version(source, configmap) if isinstance(source, HookSource) else str(source)
+        version = template_key(ers, hook)
         builder = self._current
         if builder is not None and version == self._template:
             return builder
@@ -128,6 +203,7 @@ class KubernetesProvider:
                 instance=self.instance,
                 namespace=self.target.placeholder_namespace,
                 owner=ers if same_ns else None,
+                workflow_pod_spec=self._workflow_pod_spec(source, configmap),
             )
         except PlaceholderSpecError as exc:
             if builder is None:

@@ -31,6 +31,7 @@ RESOURCES: dict[str, Resource] = {
         Resource("Node", "", "v1", "nodes", False),
         Resource("Event", "", "v1", "events", True),
         Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+        Resource("ConfigMap", "", "v1", "configmaps", True),
         Resource("AutoscalingRunnerSet", L.ARC_GROUP, L.ARC_VERSION, "autoscalingrunnersets", True),
         Resource("EphemeralRunnerSet", L.ARC_GROUP, L.ARC_VERSION, "ephemeralrunnersets", True),
         Resource("EphemeralRunner", L.ARC_GROUP, L.ARC_VERSION, "ephemeralrunners", True),
@@ -110,7 +111,9 @@ def default_targets(target: ScaleSetTarget) -> list[WatchTarget]:
 
     Runner pods and workflow pods are selected by ARC's labels (``actions-ephemeral-runner``,
     ``runner-pod``) so unrelated pods of the namespace are never held in memory.
-    AutoscalingRunnerSet (live maxRunners) and Karpenter kinds are optional.
+    AutoscalingRunnerSet (live maxRunners) and Karpenter kinds are optional. So are the runner
+    namespace's ConfigMaps, read for the hook template only (without them, or without RBAC to
+    list them, workflow placeholders are placed like the runner pod).
     """
     ns, ph_ns = target.runner_namespace, target.placeholder_namespace
     return [
@@ -122,6 +125,7 @@ def default_targets(target: ScaleSetTarget) -> list[WatchTarget]:
         WatchTarget("EphemeralRunner", ns),
         WatchTarget("PriorityClass"),
         WatchTarget("AutoscalingRunnerSet", ns, optional=True),
+        WatchTarget("ConfigMap", ns, optional=True),
         WatchTarget("NodePool", optional=True),
         WatchTarget("NodeClaim", optional=True),
     ]
@@ -149,6 +153,12 @@ def list_call(api: client.ApiClient, target: WatchTarget) -> Callable[..., Any]:
     elif target.kind == "Event":
         func, args = (
             (core.list_namespaced_event, (ns,)) if ns else (core.list_event_for_all_namespaces, ())
+        )
+    elif target.kind == "ConfigMap":
+        func, args = (
+            (core.list_namespaced_config_map, (ns,))
+            if ns
+            else (core.list_config_map_for_all_namespaces, ())
         )
     elif target.kind == "Node":
         func = core.list_node

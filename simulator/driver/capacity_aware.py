@@ -36,7 +36,8 @@ from listener.process.assembly import (
 )
 from providers.demand import FailureMode
 from providers.demand.statistics import refresh_tick
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.hook_template import HookTemplateError, read_hook_template
+from providers.kubernetes.placeholders import PlaceholderPodBuilder, runner_pod_template
 from providers.kubernetes.scale_set import ScaleSetTarget
 from reconciler.clock import Clock
 from reconciler.controller import Output, Work
@@ -151,15 +152,21 @@ class CapacityAwareDriver:
     def process_writer(self, instance: str) -> tuple[PlaceholderPodBuilder, StorePlaceholderWriter]:
         """The placeholder builder and writer of a listener process with this instance id
         (this driver's, a restarted one's, a second pod's)."""
-        spec = self.ctx.spec
+        spec, store = self.ctx.spec, self.ctx.store
         ers = self.ctx.arc.ers()
+        try:  # placed by the hook template where it can be read, as the listener does
+            workflow_pod_spec: Mapping[str, Any] | None = read_hook_template(
+                runner_pod_template(ers), lambda name: store.find("ConfigMap", spec.namespace, name)
+            ).spec
+        except HookTemplateError:
+            workflow_pod_spec = None
         builder = PlaceholderPodBuilder(
             self.settings,
             ers,
             instance=instance,
             namespace=self.namespace,
             owner=ers if self.namespace == spec.namespace else None,
-            workflow_pod_spec=spec.workflow_pod_spec(),
+            workflow_pod_spec=workflow_pod_spec,
         )
         return builder, StorePlaceholderWriter(self.ctx.store, builder)
 

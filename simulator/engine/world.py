@@ -51,6 +51,7 @@ from simulator.scenarios.strategies import (
 from simulator.workload.actions import ActionsService
 from simulator.workload.arc import ArcScaleSet
 from simulator.workload.arc_spec import ArcTimings, ContainerMode, ScaleSetSpec
+from simulator.workload.hook_template import install_hook_template
 from simulator.workload.hud import Hud, Outage
 from simulator.workload.jobs import (
     DurationDist,
@@ -240,6 +241,13 @@ class World:
                 version=ArcVersion(a.version),
             )
             arc.install()
+            install_hook_template(
+                handle.store,
+                scale_set=spec.name,
+                namespace=spec.namespace,
+                workflow_requests=spec.workflow_requests,
+                pod_spec=spec.workflow_pod_spec(),
+            )
             listener = ListenerModel(
                 loop=loop,
                 service=self.service,

@@ -31,7 +31,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 from listener.commands.verify.cluster import VerifyError, find_scale_set, load_settings
 from listener.commands.verify.exercises import Budget, Exercises
 from listener.commands.verify.probe import Clock, Probe, remove_labelled, sweep_leftovers
-from listener.commands.verify.reads import read_rows, settings_row
+from listener.commands.verify.reads import hook_pod_spec, read_rows, settings_row
 from listener.commands.verify.report import Report, failed, passed, row_text, skipped
 from listener.commands.verify.shapes import LABEL_VERIFY, Shapes
 from listener.process.startup import kubernetes_api_client, new_instance_id
@@ -216,7 +216,8 @@ class Verify:
         report.add(
             passed("leftovers", f"removed {sweep.removed} object(s) of an earlier run{others}")
         )
-        shapes = self._shapes(settings, scale.ers, owner=None)
+        workflow_spec = hook_pod_spec(self.api, scale)
+        shapes = self._shapes(settings, scale.ers, None, workflow_spec)
         for row in read_rows(self.api, scale, settings, shapes):
             report.add(row)
         if args.no_exercise or shapes is None:
@@ -226,7 +227,7 @@ class Verify:
         probe = Probe(self.api, scale.target.placeholder_namespace, self.run_id, self.clock)
         until = self.clock.wall() + max(0.0, deadline - self.clock.monotonic()) + 60
         owner = probe.create_owner(until)
-        probe_shapes = self._shapes(settings, scale.ers, owner=owner)
+        probe_shapes = self._shapes(settings, scale.ers, owner, workflow_spec)
         if probe_shapes is None:
             return
         budget = Budget(deadline, args.probe_timeout)
@@ -238,7 +239,11 @@ class Verify:
         settings: CapacityAwareSettings,
         ers: Mapping[str, Any],
         owner: Mapping[str, Any] | None,
+        workflow_pod_spec: Mapping[str, Any] | None,
     ) -> Shapes | None:
+        """The pods of this run; the workflow half placed by the hook template, as the
+        listener places it (None: it could not be read; the workflow-resources row says why,
+        and the listener falls back to the runner template's placement too)."""
         try:
             return Shapes(
                 settings,
@@ -247,6 +252,7 @@ class Verify:
                 namespace=self.namespaces[-1],
                 owner=owner,
                 now=self.clock.wall(),
+                workflow_pod_spec=workflow_pod_spec,
             )
         except PlaceholderSpecError as exc:
             self.report.add(failed("placeholder-size", str(exc), "fix the runner template"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kubernetes import client as k8s
@@ -31,14 +31,9 @@ from listener.commands.rbac import RbacError, find_listener_service_account
 from listener.commands.verify.cluster import REQUEST_TIMEOUT, ApiSource, ScaleSet, body, items
 from listener.commands.verify.limits import limit_range_problems, quota_problems
 from listener.commands.verify.report import Row, failed, passed, skipped
-from listener.commands.verify.shapes import (
-    HookTemplate,
-    HookTemplateError,
-    Shapes,
-    read_hook_template,
-    shortfall,
-)
+from listener.commands.verify.shapes import Shapes, shortfall
 from providers.kubernetes.checks import Finding, Severity, run_startup_checks
+from providers.kubernetes.hook_template import HookTemplate, HookTemplateError, read_hook_template
 from providers.kubernetes.permissions import Permission, required_permissions
 from providers.kubernetes.resources import QuantityError, effective_requests, resource_list
 from reconciler.settings import CapacityAwareSettings
@@ -117,12 +112,22 @@ def permissions_row(api: k8s.ApiClient, scale: ScaleSet) -> Row:
         return failed(
             "permissions", str(exc), "install the scale set (ARC creates it), then " + fix
         )
-    needed = required_permissions([target.runner_namespace, target.placeholder_namespace])
+    namespaces = [target.runner_namespace, target.placeholder_namespace]
+    needed = required_permissions(namespaces, optional=True)
     missing = missing_for(api, f"system:serviceaccount:{sa_ns}:{sa_name}", sa_ns, needed)
+    required = [p for p in missing if not p.optional]
+    if required:
+        shown = "; ".join(str(p) for p in required)
+        return failed("permissions", f"ServiceAccount {sa_ns}/{sa_name} may not: {shown}", fix)
+    account = f"ServiceAccount {sa_ns}/{sa_name}"
     if missing:
         shown = "; ".join(str(p) for p in missing)
-        return failed("permissions", f"ServiceAccount {sa_ns}/{sa_name} may not: {shown}", fix)
-    return passed("permissions", f"ServiceAccount {sa_ns}/{sa_name}: all {len(needed)} granted")
+        return passed(
+            "permissions",
+            f"warning: {account} may not: {shown}; it runs without, but places workflow "
+            f"placeholders like the runner pod instead of by the hook template: {fix}",
+        )
+    return passed("permissions", f"{account}: all {len(needed)} granted")
 
 
 def missing_for(
@@ -158,6 +163,15 @@ def hook_template(api: k8s.ApiClient, scale: ScaleSet) -> HookTemplate:
     )
     by_name = {c["metadata"]["name"]: c for c in configmaps}
     return read_hook_template(scale.runner_template, by_name)
+
+
+def hook_pod_spec(api: k8s.ApiClient, scale: ScaleSet) -> Mapping[str, Any] | None:
+    """The hook template's pod spec, or None when it cannot be read (the
+    ``workflow-resources`` row says why)."""
+    try:
+        return hook_template(api, scale).spec
+    except (HookTemplateError, ApiException):
+        return None
 
 
 def workflow_resources_row(

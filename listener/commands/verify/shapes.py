@@ -9,20 +9,20 @@
   at the runner's class, sized to a node's free room, so the probe node is full and a
   runner-shaped pod must preempt to fit.
 - The hook template (``ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE``), read back from the
-  ConfigMap the runner container mounts: the workflow pod's class and requests.
+  ConfigMap the runner container mounts (:mod:`providers.kubernetes.hook_template`): the
+  workflow pod's class and requests, and the workflow half's placement, as the listener
+  places it.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import yaml
-
 from providers.kubernetes import labels as L
+from providers.kubernetes.hook_template import HookTemplate
 from providers.kubernetes.placeholders import PlaceholderPodBuilder
 from providers.kubernetes.resources import Resources, format_quantity
 from reconciler.ports import PairSpec
@@ -32,78 +32,12 @@ from state_machine.record import pod_names
 Obj = dict[str, Any]
 LABEL_VERIFY = f"{L.PREFIX}/verify"  # the run id: every object verify creates carries it
 LABEL_VERIFY_ROLE = f"{L.PREFIX}/verify-role"
-HOOK_TEMPLATE_ENV = "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"
 HOSTNAME = "kubernetes.io/hostname"
 #: A node label no node carries: the "cannot schedule" probe's selector.
 IMPOSSIBLE = {f"{L.PREFIX}/verify-impossible": "true"}
 #: Seconds a probe pod may live at most (activeDeadlineSeconds): a crash leaves nothing
 #: holding capacity for long even if the owner's deletion never happens.
 PROBE_LIFETIME = 1800
-
-
-class HookTemplateError(Exception):
-    """The hook template cannot be found or read; the message says where it looked."""
-
-
-@dataclass(frozen=True, slots=True)
-class HookTemplate:
-    where: str
-    spec: Mapping[str, Any]
-    metadata: Mapping[str, Any]
-
-    def job_spec(self, image: str) -> Obj:
-        """The workflow pod as the hook would build it: ``$job`` becomes the job container."""
-        spec = copy.deepcopy(dict(self.spec))
-        for container in spec.get("containers") or ():
-            if container.get("name") == "$job":
-                container["name"] = "job"
-            container.setdefault("image", image)
-        return spec
-
-
-def read_hook_template(template: Mapping[str, Any], configmaps: Mapping[str, Obj]) -> HookTemplate:
-    """The hook template the runner container names, from the ConfigMap it mounts there.
-    ``configmaps``: the runner namespace's ConfigMaps by name."""
-    runner = next(
-        (c for c in template.get("containers") or () if c.get("name") == "runner"),
-        (template.get("containers") or [{}])[0],
-    )
-    env = {e.get("name"): e.get("value") for e in runner.get("env") or ()}
-    path = env.get(HOOK_TEMPLATE_ENV)
-    if not path:
-        raise HookTemplateError(f"the runner container sets no {HOOK_TEMPLATE_ENV}")
-    mount = next(
-        (
-            m
-            for m in runner.get("volumeMounts") or ()
-            if path.startswith(str(m.get("mountPath", "")).rstrip("/") + "/")
-        ),
-        None,
-    )
-    if mount is None:
-        raise HookTemplateError(f"{HOOK_TEMPLATE_ENV}={path} is not under any volumeMount")
-    volume: Mapping[str, Any] = next(
-        (v for v in template.get("volumes") or () if v.get("name") == mount.get("name")), {}
-    )
-    source = volume.get("configMap") or {}
-    key = path[len(str(mount["mountPath"]).rstrip("/")) + 1 :]
-    for item in source.get("items") or ():
-        if item.get("path") == key:
-            key = item.get("key", key)
-    name = source.get("name")
-    if not name:
-        raise HookTemplateError(f"volume {mount.get('name')} (holding {path}) is not a ConfigMap")
-    text = (configmaps.get(name, {}).get("data") or {}).get(key)
-    where = f"ConfigMap {name} key {key}"
-    if text is None:
-        raise HookTemplateError(f"{where} (mounted at {path}) does not exist")
-    try:
-        doc = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise HookTemplateError(f"{where} is not valid YAML: {exc}") from None
-    if not isinstance(doc, Mapping):
-        raise HookTemplateError(f"{where} is not a mapping")
-    return HookTemplate(where, doc.get("spec") or {}, doc.get("metadata") or {})
 
 
 def shortfall(wanted: Mapping[str, Decimal], reserved: Mapping[str, Decimal]) -> dict[str, str]:
@@ -136,6 +70,7 @@ class Shapes:
         namespace: str,
         owner: Mapping[str, Any] | None,
         now: float,
+        workflow_pod_spec: Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings
         self.run_id = run_id
@@ -145,7 +80,12 @@ class Shapes:
         probe_ers = copy.deepcopy(dict(ers))
         probe_ers["metadata"] = {**probe_ers.get("metadata", {}), "name": self.scale_set}
         self.builder = PlaceholderPodBuilder(
-            settings, probe_ers, instance=run_id, namespace=namespace, owner=owner
+            settings,
+            probe_ers,
+            instance=run_id,
+            namespace=namespace,
+            owner=owner,
+            workflow_pod_spec=workflow_pod_spec,
         )
 
     def pair(self, pair_id: str, *, impossible: bool = False) -> tuple[Obj, Obj]:

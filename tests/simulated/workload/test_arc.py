@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from providers.kubernetes import labels as L
+from providers.kubernetes.hook_template import read_hook_template
 from simulator.engine.world import World
 from tests.simulated.workload.builders import (
     cluster_spec,
@@ -176,3 +177,31 @@ def test_idle_runners_kept_by_min_runners_take_every_job_while_nothing_is_advert
     assert [e["t"] for e in assigned[:2]] == [300.0, 300.0]  # the two idle runners at once
     assert len(assigned) == 4
     assert len(events(world, "job_failed")) == 4
+
+
+def test_workflow_placeholders_are_placed_by_the_hook_template_the_world_mounts() -> None:
+    """Runners in the CPU pool, GPU workflow pods in the tainted GPU pool. The world installs
+    the hook template as a cluster has it (a ConfigMap the runner template mounts, holding the
+    workflow pods' placement), and the listener's reader places workflow placeholders from it:
+    a workflow placeholder placed like the runner would never get a GPU."""
+    world = World(load(scenario()), "capacity-aware")
+    loop = world.loop
+    store = world.clusters["east"].store
+    ers = store.get("EphemeralRunnerSet", "arc-runners", "gpu-east")
+    hook = read_hook_template(
+        ers["spec"]["ephemeralRunnerSpec"]["spec"],
+        lambda name: store.find("ConfigMap", "arc-runners", name),
+    )
+    assert hook.spec["nodeSelector"] == {"pool": "gpu"}
+    assert hook.spec["priorityClassName"] == "arc-workflow"
+    while not events(world, "job_running"):
+        loop.run_until(loop.now() + 30)
+    placeholders = [
+        p for p in store.list("Pod", "arc-runners") if L.LABEL_ROLE in p["metadata"]["labels"]
+    ]
+    by_role = {p["metadata"]["labels"][L.LABEL_ROLE]: p["spec"] for p in placeholders}
+    assert by_role["workflow"]["nodeSelector"] == {"pool": "gpu"}
+    assert by_role["workflow"]["tolerations"] == hook.spec["tolerations"]
+    assert by_role["runner"]["nodeSelector"] == {"pool": "runners"}
+    workflow = store.get("Pod", "arc-runners", _first(world, "job_running")["pod"])
+    assert workflow["spec"]["nodeSelector"] == by_role["workflow"]["nodeSelector"]
