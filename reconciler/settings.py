@@ -212,6 +212,10 @@ class CapacityAwareSettings(SettingsModel):
     #: the types that hold them well, so the nodes Karpenter buys for lone pairs run more
     #: jobs at the limit (providers/kubernetes/capped_pools.py).
     prefer_fitting_types: StrictBool = True
+    #: Both halves prefer (preferred node affinity by node name) the nodes this scale set's
+    #: runner and workflow pods run on, the busiest most, so the jobs that later take their
+    #: room keep busy nodes busy and let idle ones empty (providers/kubernetes/busy_nodes.py).
+    prefer_busy_nodes: StrictBool = True
     #: Hard ceilings kept as safety valves (the ramp above is the real bound): pairs
     #: REQUESTED/PARTIAL at once...
     max_pairs_in_flight: StrictInt = Field(default=1_000, ge=1, le=10_000)

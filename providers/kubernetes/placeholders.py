@@ -49,6 +49,7 @@ from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.admission import AT_BINDING, binding_confirms
+from providers.kubernetes.busy_nodes import busy_nodes, busy_terms
 from providers.kubernetes.capped_pools import preference_term
 from providers.kubernetes.churn_guard import DoNotDisruptSetting, resolved_annotation
 from providers.kubernetes.job_images import PRE_PULL_PREFIX, JobImages, pull_secret_names
@@ -197,10 +198,14 @@ class PlaceholderPodBuilder:
         #: The most workflow pods one node of the hosting NodePools' types holds, for
         #: ``doNotDisrupt: auto`` (None: unknown, so auto protects), set by PlacementBounds.
         self.workflow_pods_per_node: int | None = None
+        #: Nodes both halves prefer, the busiest first (:meth:`observe`).
+        self.busy_nodes: tuple[tuple[str, int], ...] = ()
 
     def observe(self, snapshot: ClusterSnapshot) -> None:
-        """Learn job images and refuse failed pre-pulls from a snapshot of this scale set."""
+        """Learn job images and refuse failed pre-pulls, and the nodes this scale set's jobs
+        keep busy (:mod:`providers.kubernetes.busy_nodes`), from a snapshot of it."""
         self.job_images.observe(snapshot)
+        self.busy_nodes = busy_nodes(snapshot) if self.settings.prefer_busy_nodes else ()
 
     def pre_pulls(self, spec: PairSpec) -> tuple[str, ...]:
         """The images the workflow half of ``spec`` pulls, in order (docs/design.md#pre-pulls):
@@ -362,6 +367,8 @@ class PlaceholderPodBuilder:
         }
         if role is Role.WORKFLOW and self.preferred_types:
             _add_preference(pod_spec, preference_term(self.preferred_types))
+        for term in busy_terms(self.busy_nodes):
+            _add_preference(pod_spec, term)
         pre_pulls = self.pre_pulls(spec) if role is Role.WORKFLOW else ()
         if pre_pulls:
             pod_spec["initContainers"] = pre_pull_containers(pre_pulls, pod_spec["containers"][0])

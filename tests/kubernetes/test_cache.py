@@ -18,7 +18,7 @@ from reconciler.snapshot import Demand
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
 from tests.kubernetes import objects as o
-from tests.kubernetes.conftest import TARGET
+from tests.kubernetes.conftest import TARGET, WATCHES
 
 WAIT = 10.0
 
@@ -87,7 +87,7 @@ def test_a_placeholder_turning_running_is_a_rise_and_a_node_change_is_not(
         absent_retry=30,
     ).start()
     try:
-        assert cache.wait_synced(10) and face.wait_watches(8, 10)
+        assert cache.wait_synced(10) and face.wait_watches(WATCHES, 10)
         store.mutate("Node", None, "node-b", lambda n: n["spec"].update(unschedulable=True))
         store.create(o.placeholder("abcde-1", "runner", node="node-a", phase="Pending"))
 
@@ -114,7 +114,7 @@ def test_a_dropped_watch_resumes_from_its_version_without_losing_events(
 ):
     lists_before = cache.stats["list"]
     with store.lock:  # nothing reconnects until the changes are in
-        assert face.drop_watches() == 8
+        assert face.drop_watches() == WATCHES
         store.create(o.placeholder("abcde-2", "runner"))
         store.mutate(
             "Pod", o.NS, "arc-runners-runner-a", lambda p: p["status"].update(phase="Succeeded")

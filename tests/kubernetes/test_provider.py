@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -60,7 +61,8 @@ def test_provider_checks_snapshots_and_writes(
         provider.stop()
 
 
-def _provider_on(api: client.ApiClient) -> KubernetesProvider:
+def provider_on(api: client.ApiClient, **cache_options: Any) -> KubernetesProvider:
+    """A started provider with default settings over the face, synced."""
     provider = KubernetesProvider(
         api,
         parse_capacity_aware({}, where="test"),
@@ -68,6 +70,7 @@ def _provider_on(api: client.ApiClient) -> KubernetesProvider:
         instance=o.INSTANCE,
         backoff_base=0.01,
         backoff_cap=0.05,
+        **cache_options,
     ).start()
     assert provider.wait_synced(10)
     return provider
@@ -86,7 +89,7 @@ def test_a_replicas_patch_keeps_the_builder_and_its_fit_memo(
 ) -> None:
     """The scaler patches spec.replicas all the time: that is no new template, so the builder
     (and the fit estimate built on it) must not be rebuilt for it."""
-    provider = _provider_on(api)
+    provider = provider_on(api)
     try:
         builder = provider.writer.builder
         _mutate_and_wait(provider, store, lambda ers: ers["spec"].update(replicas=7))
@@ -102,7 +105,7 @@ def test_reading_snapshots_builds_no_writer_and_a_new_template_reaches_the_write
     the writer and its thread pool. The writer the listener took once (it keeps it for the
     shutdown sweep) must still size placeholders like a template edited in place, once a
     snapshot has seen the edit."""
-    provider = _provider_on(api)
+    provider = provider_on(api)
     try:
         provider.snapshot(now=o.T0, demand=Demand())
         assert provider._writer is None
@@ -125,7 +128,7 @@ def test_a_template_placeholders_cannot_be_built_from_keeps_the_last_sizes(
 ) -> None:
     """A runner template edited to one without requests: the next placeholders keep the
     previous sizes (the runners already running match them), with one warning."""
-    provider = _provider_on(api)
+    provider = provider_on(api)
     try:
         before = provider.writer.builder.runner_requests
 
@@ -221,7 +224,7 @@ def test_a_job_image_seen_through_the_watch_is_pulled_by_the_next_workflow_half_
     container's image and the init container states (slim.py), the snapshot hands them to
     the builder, the next workflow half pulls the runner's image then the job's; once a
     placeholder reports that pull failed, later halves leave the image out."""
-    provider = _provider_on(api)
+    provider = provider_on(api)
     try:
         name = "arc-runners-runner-a-workflow"  # the fixture's workflow pod
 

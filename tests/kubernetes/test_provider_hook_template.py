@@ -17,13 +17,12 @@ from kubernetes import client
 from providers.kubernetes.permissions import missing_permissions, required_permissions
 from providers.kubernetes.provider import KubernetesProvider
 from reconciler.ports import PairSpec
-from reconciler.settings import parse_capacity_aware
 from reconciler.snapshot import Demand
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
 from state_machine.record import pod_names
 from tests.kubernetes import objects as o
-from tests.kubernetes.conftest import TARGET
+from tests.kubernetes.test_provider import provider_on
 from tests.kubernetes.test_rbac_and_permissions import ADMIN, LISTENER, SA, listener_api, rbac
 from tests.kubernetes.test_rbac_and_permissions import service_account as arc_service_account
 
@@ -80,17 +79,7 @@ def cluster(store: ObjectStore, template: dict[str, Any], *configmaps: dict[str,
 
 
 def started(api: client.ApiClient) -> KubernetesProvider:
-    provider = KubernetesProvider(
-        api,
-        parse_capacity_aware({}, where="test"),
-        TARGET,
-        instance=o.INSTANCE,
-        backoff_base=0.01,
-        backoff_cap=0.05,
-        absent_retry=0.2,
-    ).start()
-    assert provider.wait_synced(10)
-    return provider
+    return provider_on(api, absent_retry=0.2)
 
 
 def halves(provider: KubernetesProvider, pair: str = "abcde-1") -> tuple[dict[str, Any], ...]:

@@ -18,7 +18,7 @@ from simulator.faces.fault_proxy import K8sFaultProxy
 from simulator.faces.k8s import K8sFace
 from simulator.faults import FaultKind
 from tests.kubernetes import objects as o
-from tests.reliability.cases import TARGET, WAIT, fault, kube_rig
+from tests.reliability.cases import TARGET, WAIT, WATCHES, fault, kube_rig
 
 W, S, X = Ending.WORKED, Ending.SHORT, Ending.EXPIRED
 WF, LF = Ending.WATCH_FAILED, Ending.LIST_FAILED
@@ -73,7 +73,7 @@ def test_watches_cut_again_and_again_after_delivering_events_reconnect_without_b
     stream has delivered events: no cut may cost a back-off."""
     with kube_rig() as rig, rig.cache(backoff_base=0.5, backoff_cap=30.0) as cache:
         assert cache.wait_synced(WAIT)
-        rig.face.wait_watches(8, WAIT)
+        rig.face.wait_watches(WATCHES, WAIT)
         waits: list[float] = []
         real = cache._backoff
 
@@ -109,7 +109,7 @@ def test_a_quiet_watch_reopened_after_an_outage_is_whole_before_any_event() -> N
         ) as cache,
     ):
         assert cache.wait_synced(WAIT)
-        face.wait_watches(8, WAIT)
+        face.wait_watches(WATCHES, WAIT)
         proxy.inject(fault(FaultKind.K8S_5XX, status=503))
         proxy.drop_streams()
         assert cache.wait_until(lambda c: c.stale_for() > 0, WAIT)

@@ -129,6 +129,34 @@ def test_the_scheduler_binds_to_a_preferred_node_that_fits_over_an_emptier_one()
     assert w.node("prefers-box") == "box-0"
 
 
+def test_a_preferred_term_of_node_names_draws_a_pod_to_a_busier_node() -> None:
+    """``matchFields`` on ``metadata.name`` in a preferred term (how placeholders prefer the
+    nodes their scale set's jobs keep busy, providers/kubernetes/busy_nodes.py) scores like
+    any term: the named node wins over the emptier one LeastAllocated alone picks."""
+    w = two_type_world()
+    w.create(pod("filler", cpu=2, node_name="box-0"))
+    w.create(pod("plain", cpu=1))
+    by_name = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "preference": {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": ["box-0"]}
+                        ]
+                    },
+                }
+            ]
+        }
+    }
+    w.create(pod("prefers-busy", cpu=1, affinity=by_name))
+    w.run(1)
+    assert w.node("plain") == "big-0"
+    assert w.node("prefers-busy") == "box-0"
+    assert compile_placement({"affinity": by_name}).strict().key == compile_placement({}).key
+
+
 def test_preferences_never_filter_a_pod_goes_to_a_non_matching_node_when_no_match_fits() -> None:
     """Preferred terms only score (node_affinity.go's Filter reads the required affinity
     only): with the matching node full, the pod binds to the other node at once."""
