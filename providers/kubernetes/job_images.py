@@ -27,10 +27,13 @@ Guards, because a placeholder must never break on an image it was not built for:
   :data:`REFUSAL_BACKOFF_MAX`: a registry outage or a token that expired for a while does not
   turn the pre-pull off for good, and an image that always fails (no ``sh``) is tried once a
   day. A restart or a changed runner template forgets every refusal.
+
+:func:`pre_pull_containers` turns the list into the half's init containers.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -166,3 +169,25 @@ class JobImages:
         for image in due:
             log.info("placeholders pre-pull image %s again (refused until now)", image)
         self.refused = {i: why for i, why in self.refused.items() if i not in due}
+
+
+def pre_pull_containers(images: tuple[str, ...], main: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One init container per image, each running ``sh -c :`` (a job container has a shell:
+    the container hook runs its steps through one; so has the runner image), so the kubelet
+    pulls the image onto the node before the pause container starts. ``IfNotPresent``: an
+    image already on the node costs no registry round trip in the node's one-at-a-time
+    puller, where a real pod may wait behind it. Each asks for the main container's
+    resources and limits: a pod's effective request is the larger of its largest init
+    container and its containers, so the placeholder reserves exactly what it did without
+    them."""
+    return [
+        {
+            "name": f"{PRE_PULL_PREFIX}{i}",
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["sh", "-c", ":"],
+            "resources": copy.deepcopy(main["resources"]),
+            "securityContext": copy.deepcopy(main["securityContext"]),
+        }
+        for i, image in enumerate(images)
+    ]

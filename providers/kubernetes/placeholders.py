@@ -52,7 +52,7 @@ from providers.kubernetes.admission import AT_BINDING, binding_confirms
 from providers.kubernetes.busy_nodes import busy_nodes, busy_terms
 from providers.kubernetes.capped_pools import preference_term
 from providers.kubernetes.churn_guard import DoNotDisruptSetting, resolved_annotation
-from providers.kubernetes.job_images import PRE_PULL_PREFIX, JobImages, pull_secret_names
+from providers.kubernetes.job_images import JobImages, pre_pull_containers, pull_secret_names
 from providers.kubernetes.resources import (
     QuantityError,
     Resources,
@@ -375,28 +375,6 @@ class PlaceholderPodBuilder:
         if self.image_pull_secrets:
             pod_spec["imagePullSecrets"] = copy.deepcopy(self.image_pull_secrets)
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
-
-
-def pre_pull_containers(images: tuple[str, ...], main: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One init container per image, each running ``sh -c :`` (a job container has a shell:
-    the container hook runs its steps through one; so has the runner image), so the kubelet
-    pulls the image onto the node before the pause container starts. ``IfNotPresent``: an
-    image already on the node costs no registry round trip in the node's one-at-a-time
-    puller, where a real pod may wait behind it. Each asks for the main container's
-    resources and limits: a pod's effective request is the larger of its largest init
-    container and its containers, so the placeholder reserves exactly what it did without
-    them."""
-    return [
-        {
-            "name": f"{PRE_PULL_PREFIX}{i}",
-            "image": image,
-            "imagePullPolicy": "IfNotPresent",
-            "command": ["sh", "-c", ":"],
-            "resources": copy.deepcopy(main["resources"]),
-            "securityContext": copy.deepcopy(main["securityContext"]),
-        }
-        for i, image in enumerate(images)
-    ]
 
 
 def _add_preference(pod_spec: dict[str, Any], term: dict[str, Any]) -> None:

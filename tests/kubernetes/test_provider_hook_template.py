@@ -23,7 +23,7 @@ from simulator.faces.k8s import K8sFace
 from state_machine.record import pod_names
 from tests.kubernetes import objects as o
 from tests.kubernetes.test_provider import provider_on
-from tests.kubernetes.test_rbac_and_permissions import ADMIN, LISTENER, SA, listener_api, rbac
+from tests.kubernetes.test_rbac_and_permissions import SA, TOKENS, listener_api, rbac
 from tests.kubernetes.test_rbac_and_permissions import service_account as arc_service_account
 
 HOOK_DIR = "/home/runner/hook-template"
@@ -197,8 +197,7 @@ def rbac_store() -> ObjectStore:
 
 @pytest.fixture
 def rbac_face(rbac_store: ObjectStore) -> Iterator[K8sFace]:
-    tokens = {ADMIN: "kube-system/admin", LISTENER: f"arc-systems/{SA}"}
-    with K8sFace(rbac_store, tokens=tokens) as face:
+    with K8sFace(rbac_store, tokens=TOKENS) as face:
         yield face
 
 

@@ -57,10 +57,13 @@ def store() -> ObjectStore:
     return s
 
 
+#: Bearer tokens of the face: a cluster admin, and ARC's listener ServiceAccount.
+TOKENS = {ADMIN: "kube-system/admin", LISTENER: f"arc-systems/{SA}"}
+
+
 @pytest.fixture
 def face(store: ObjectStore) -> Iterator[K8sFace]:
-    tokens = {ADMIN: "kube-system/admin", LISTENER: f"arc-systems/{SA}"}
-    with K8sFace(store, tokens=tokens) as f:
+    with K8sFace(store, tokens=TOKENS) as f:
         yield f
 
 
