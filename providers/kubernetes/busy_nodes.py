@@ -12,6 +12,9 @@ nodes where this scale set's runner and workflow pods run: they stay anyway whil
 run. The preference never filters: where no such node has room the scheduler scores as
 before. Karpenter ignores a ``matchFields``-only preference when it launches (it cannot
 launch a node of a given name), so launches are unchanged.
+
+Not for a hot slot's workflow placeholder: its job lands on its idle runner, already placed,
+and packed those placeholders lengthened the hot pool's tail (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -367,7 +367,7 @@ class PlaceholderPodBuilder:
         }
         if role is Role.WORKFLOW and self.preferred_types:
             _add_preference(pod_spec, preference_term(self.preferred_types))
-        for term in busy_terms(self.busy_nodes):
+        for term in busy_terms(() if spec.workflow_only else self.busy_nodes):
             _add_preference(pod_spec, term)
         pre_pulls = self.pre_pulls(spec) if role is Role.WORKFLOW else ()
         if pre_pulls:
