@@ -285,6 +285,8 @@ class CapacityAwarePart:
             if output.error is not None:
                 metrics_subscriber.observe_failure(duration)
             self.metrics.record_failing_closed(output.failing_closed)
+            if self.provider.placed_by_hook_template is not None:
+                self.metrics.record_workflow_placement(self.provider.placed_by_hook_template)
             if output.failing_closed:
                 self.metrics.record_advertised(self.gate.value)  # the fail-closed value
             # Switched off by ARC (runners Outdated), as the snapshot of this step or drop

@@ -113,6 +113,9 @@ class KubernetesProvider:
         self._template: str | None = None
         #: The last snapshot's ``switched_off`` (one log line per change).
         self._switched_off: str | None = None
+        #: Whether the current builder places workflow halves by the hook template (None:
+        #: no builder yet); the ``workflow_placement_from_hook_template`` gauge.
+        self.placed_by_hook_template: bool | None = None
 
     def start(self) -> KubernetesProvider:
         self.cache.start()
@@ -196,6 +199,7 @@ class KubernetesProvider:
         if builder is not None and version == self._template:
             return builder
         same_ns = self.target.placeholder_namespace == self.target.runner_namespace
+        workflow_spec = self._workflow_pod_spec(source, configmap)
         try:
             builder = PlaceholderPodBuilder(
                 self.settings,
@@ -203,7 +207,7 @@ class KubernetesProvider:
                 instance=self.instance,
                 namespace=self.target.placeholder_namespace,
                 owner=ers if same_ns else None,
-                workflow_pod_spec=self._workflow_pod_spec(source, configmap),
+                workflow_pod_spec=workflow_spec,
             )
         except PlaceholderSpecError as exc:
             if builder is None:
@@ -219,6 +223,7 @@ class KubernetesProvider:
             self._template = version
             return builder
         self._current, self._template = builder, version
+        self.placed_by_hook_template = workflow_spec is not None
         if self._writer is not None:
             self._writer.builder = builder
         return builder

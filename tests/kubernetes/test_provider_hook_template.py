@@ -98,7 +98,9 @@ def test_workflow_placeholders_are_placed_like_the_hook_template_s_workflow_pods
     caplog.set_level(logging.INFO, logger="providers.kubernetes.provider")
     provider = started(api)
     try:
+        assert provider.placed_by_hook_template is None  # no builder yet
         runner, workflow = halves(provider)
+        assert provider.placed_by_hook_template is True
         assert runner["nodeSelector"] == RUNNER_POOL
         assert workflow["nodeSelector"] == GPU_POOL
         assert workflow["tolerations"] == [GPU_TAINT]
@@ -177,6 +179,7 @@ def test_an_unreadable_hook_template_places_workflow_placeholders_like_the_runne
         halves(provider)
         runner, workflow = halves(provider, "abcde-2")
         assert workflow["nodeSelector"] == runner["nodeSelector"] == RUNNER_POOL
+        assert provider.placed_by_hook_template is False
         warnings = [r.getMessage() for r in caplog.records if "hook template" in r.getMessage()]
         assert len(warnings) == 1
         assert why in warnings[0]

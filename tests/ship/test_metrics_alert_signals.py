@@ -82,6 +82,17 @@ class TestFailClosedAndActionsErrors:
         metrics.record_failing_closed(False)
         assert value(metrics, "arc_capacity_failing_closed", **SCALE_SET) == 0
 
+    def test_workflow_placement_says_whether_the_hook_template_is_read(self) -> None:
+        """An alert on 0 finds the listener that silently fell back to the runner's placement
+        (no RBAC for ConfigMaps after an upgrade, a template it cannot parse)."""
+        metrics = make()
+        name = "arc_capacity_workflow_placement_from_hook_template"
+        assert value(metrics, name, **SCALE_SET) == 0
+        metrics.record_workflow_placement(True)
+        assert value(metrics, name, **SCALE_SET) == 1
+        metrics.record_workflow_placement(False)
+        assert value(metrics, name, **SCALE_SET) == 0
+
     def test_every_actions_error_kind_exists_at_zero_from_the_start(self) -> None:
         """rate() needs the series before the first error, or the first error is missed."""
         metrics = make()

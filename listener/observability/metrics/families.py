@@ -295,6 +295,12 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          "1 while the Kubernetes watches have been down longer than recalculateInterval: the "
          "advertised capacity is held at the fail-closed value and no decision is taken.",
          "per reconcile attempt (every `recalculateInterval`, also while failing closed)"),
+    _cap("workflow_placement_from_hook_template", "gauge",
+         "1 while workflow placeholders are placed like the hook template's workflow pods "
+         "(read from the ConfigMap the runner template mounts), 0 while they fall back to the "
+         "runner template's placement because it cannot be read (the log says why), and "
+         "until the first reconcile step.",
+         "per reconcile step (capacity-aware only)"),
     _cap("demand_queued_jobs", "gauge",
          "Queued jobs for this scale set's labels, the configured demand sources combined "
          "(what the reconciler sees); NaN while no source answers (decide uses the floor).",

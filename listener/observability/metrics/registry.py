@@ -249,6 +249,11 @@ class PrometheusMetrics:
     def record_failing_closed(self, failing: bool) -> None:
         self._cap_metric("failing_closed").set(1 if failing else 0)
 
+    def record_workflow_placement(self, from_hook_template: bool) -> None:
+        self._cap_metric("workflow_placement_from_hook_template").set(
+            1 if from_hook_template else 0
+        )
+
     def record_actions_error(self, kind: str) -> None:
         """One failed attempt of an Actions-service call (``failure_kind`` of its status)."""
         value = kind if kind in ACTIONS_ERROR_KINDS else "other"
