@@ -85,6 +85,8 @@ HEALTHY_SERIES = [
     series("arc_capacity_ready", f"1x{DAY}"),
     series("arc_capacity_owner", f"1x{DAY}"),
     series("arc_capacity_failing_closed", f"0x{DAY}"),
+    # 0 until the first step builds the placeholders, then placed by the hook template.
+    series("arc_capacity_workflow_placement_from_hook_template", f"0 1x{DAY - 1}"),
     series("arc_capacity_max_runners_live", f"20x{DAY}"),
     series("arc_capacity_advertised", per_minute(DAY, _advertised)),
     series("arc_capacity_runner_side", per_minute(DAY, lambda t: _advertised(t) + 1)),
@@ -218,6 +220,11 @@ FAILURES = [
         "watches down from minute 2: failing closed",
         [series("arc_capacity_failing_closed", "0 0 1x20")],
         _fires("ArcCapacityFailingClosed", 3, 5),
+    ),
+    Case(
+        "the hook template cannot be read from minute 2: placed like the runner",
+        [series("arc_capacity_workflow_placement_from_hook_template", "1 1 0x30"), OWNER],
+        _fires("ArcCapacityWorkflowPlacementFallback", 11, 13),
     ),
     Case(
         "the last successful step at minute 6, none since",
