@@ -33,6 +33,7 @@ from typing import Any
 
 from providers.kubernetes import labels as L
 from providers.kubernetes.capped_pools import CappedFit, capped_fits
+from providers.kubernetes.hook_template import container_env, runner_container
 from providers.kubernetes.placement import PairShape
 from providers.kubernetes.resources import format_quantity
 from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget, live_limits
@@ -166,26 +167,9 @@ def _ladder_findings(values: Mapping[str, int], names: PriorityClassNames) -> li
     return out
 
 
-def _runner_container(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    containers: list[Mapping[str, Any]] = spec.get("containers") or []
-    for c in containers:
-        if c.get("name") == "runner":
-            return c
-    return containers[0] if containers else None
-
-
-def _env(container: Mapping[str, Any]) -> dict[str, str]:
-    return {
-        e.get("name", ""): str(e.get("value", ""))
-        for e in container.get("env") or ()
-        if "value" in e
-    }
-
-
 def container_mode(spec: Mapping[str, Any]) -> str:
     """``kubernetes-novolume``, ``kubernetes-scheduler``, ``kubernetes``, or ``none``."""
-    runner = _runner_container(spec)
-    env = _env(runner) if runner is not None else {}
+    env = container_env(runner_container(spec))
     hooks = env.get(HOOKS_ENV, "")
     if not hooks:
         return "none"

@@ -64,16 +64,24 @@ class HookTemplate:
 
 
 def runner_container(template: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The container named ``runner`` (ARC's), else the first one."""
+    """The container named ``runner`` (ARC's), else the first one (``{}`` when none)."""
     containers = template.get("containers") or [{}]
     return next((c for c in containers if c.get("name") == "runner"), containers[0])
+
+
+def container_env(container: Mapping[str, Any]) -> dict[str, str]:
+    """A container's literal env values by name (``valueFrom`` entries have none)."""
+    return {
+        e.get("name", ""): str(e.get("value", ""))
+        for e in container.get("env") or ()
+        if "value" in e
+    }
 
 
 def locate(template: Mapping[str, Any]) -> HookSource:
     """The ConfigMap key the runner pod template's hook template path is mounted from."""
     runner = runner_container(template)
-    env = {e.get("name"): e.get("value") for e in runner.get("env") or ()}
-    path = env.get(HOOK_TEMPLATE_ENV)
+    path = container_env(runner).get(HOOK_TEMPLATE_ENV)
     if not path:
         raise HookTemplateError(f"the runner container sets no {HOOK_TEMPLATE_ENV}")
     mount = next(
