@@ -156,33 +156,35 @@ class KubernetesProvider:
         self, source: HookSource | HookTemplateError, configmap: Mapping[str, Any] | None
     ) -> Mapping[str, Any] | None:
         """The hook template's pod spec, or None (placed like the runner) with a warning."""
-        try:
-            if isinstance(source, HookTemplateError):
-                raise source
-            hook = parse(source, configmap)
-        except HookTemplateError as exc:
-            problem = str(exc)
-            if isinstance(source, HookSource) and configmap is None and self._no_configmaps():
-                problem = (
-                    f"{source.where}: the listener may not list ConfigMaps in namespace "
-                    f"{self.target.runner_namespace}; grant it with `arc-capacity-listener rbac`"
-                )
-            log.warning(
-                "EphemeralRunnerSet %s: cannot read the hook template (%s); workflow "
-                "placeholders are placed like the runner pod, which is right only where the "
-                "hook template places workflow pods the same way",
-                self.target.ers_name,
-                problem,
+        if isinstance(source, HookTemplateError):
+            problem = str(source)
+        elif configmap is None and self._no_configmaps():
+            problem = (
+                f"{source.where}: the listener may not list ConfigMaps in namespace "
+                f"{self.target.runner_namespace}; grant it with `arc-capacity-listener rbac`"
             )
-            return None
-        log.info(
-            "EphemeralRunnerSet %s: workflow placeholders are placed like the hook template's "
-            "workflow pods (%s): %s",
+        else:
+            try:
+                hook = parse(source, configmap)
+            except HookTemplateError as exc:
+                problem = str(exc)
+            else:
+                log.info(
+                    "EphemeralRunnerSet %s: workflow placeholders are placed like the hook "
+                    "template's workflow pods (%s): %s",
+                    self.target.ers_name,
+                    hook.where,
+                    placement_text(hook.spec),
+                )
+                return hook.spec
+        log.warning(
+            "EphemeralRunnerSet %s: cannot read the hook template (%s); workflow placeholders "
+            "are placed like the runner pod, which is right only where the hook template "
+            "places workflow pods the same way",
             self.target.ers_name,
-            hook.where,
-            placement_text(hook.spec),
+            problem,
         )
-        return hook.spec
+        return None
 
     def _no_configmaps(self) -> bool:
         """The ConfigMap watch answered 403/404 (no RBAC): the cache holds none."""
