@@ -31,7 +31,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 from listener.commands.verify.cluster import VerifyError, find_scale_set, load_settings
 from listener.commands.verify.exercises import Budget, Exercises
 from listener.commands.verify.probe import Clock, Probe, remove_labelled, sweep_leftovers
-from listener.commands.verify.reads import hook_pod_spec, read_rows, settings_row
+from listener.commands.verify.reads import read_hook, read_rows, settings_row
 from listener.commands.verify.report import Report, failed, passed, row_text, skipped
 from listener.commands.verify.shapes import LABEL_VERIFY, Shapes
 from listener.process.startup import kubernetes_api_client, new_instance_id
@@ -216,9 +216,9 @@ class Verify:
         report.add(
             passed("leftovers", f"removed {sweep.removed} object(s) of an earlier run{others}")
         )
-        workflow_spec = hook_pod_spec(self.api, scale)
-        shapes = self._shapes(settings, scale.ers, None, workflow_spec)
-        for row in read_rows(self.api, scale, settings, shapes):
+        hook = read_hook(self.api, scale)  # once: the shapes and the reading rows use it
+        shapes = self._shapes(settings, scale.ers, None, hook.pod_spec)
+        for row in read_rows(self.api, scale, settings, shapes, hook):
             report.add(row)
         if args.no_exercise or shapes is None:
             why = "--no-exercise" if args.no_exercise else "placeholders cannot be sized"
@@ -227,7 +227,7 @@ class Verify:
         probe = Probe(self.api, scale.target.placeholder_namespace, self.run_id, self.clock)
         until = self.clock.wall() + max(0.0, deadline - self.clock.monotonic()) + 60
         owner = probe.create_owner(until)
-        probe_shapes = self._shapes(settings, scale.ers, owner, workflow_spec)
+        probe_shapes = self._shapes(settings, scale.ers, owner, hook.pod_spec)
         if probe_shapes is None:
             return
         budget = Budget(deadline, args.probe_timeout)

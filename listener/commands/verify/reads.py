@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client as k8s
@@ -165,13 +166,29 @@ def hook_template(api: k8s.ApiClient, scale: ScaleSet) -> HookTemplate:
     return read_hook_template(scale.runner_template, by_name)
 
 
-def hook_pod_spec(api: k8s.ApiClient, scale: ScaleSet) -> Mapping[str, Any] | None:
-    """The hook template's pod spec, or None when it cannot be read (the
-    ``workflow-resources`` row says why)."""
+@dataclass(frozen=True, slots=True)
+class HookRead:
+    """The hook template as verify read it, once per run: the template, or why not. An API
+    error is kept to be raised where the reading rows meet it, after the start-up and
+    permission rows, as when those rows read the template themselves."""
+
+    hook: HookTemplate | None = None
+    error: str | None = None
+    api_error: ApiException | None = None
+
+    @property
+    def pod_spec(self) -> Mapping[str, Any] | None:
+        """What the workflow half is placed by (None: placed like the runner)."""
+        return self.hook.spec if self.hook is not None else None
+
+
+def read_hook(api: k8s.ApiClient, scale: ScaleSet) -> HookRead:
     try:
-        return hook_template(api, scale).spec
-    except (HookTemplateError, ApiException):
-        return None
+        return HookRead(hook=hook_template(api, scale))
+    except HookTemplateError as exc:
+        return HookRead(error=str(exc))
+    except ApiException as exc:
+        return HookRead(api_error=exc)
 
 
 def workflow_resources_row(
@@ -280,15 +297,14 @@ def read_rows(
     scale: ScaleSet,
     settings: CapacityAwareSettings,
     shapes: Shapes | None,
+    read: HookRead,
 ) -> Iterator[Row]:
     """Every reading check, in order (see module doc), each as soon as it is done."""
     yield from timed("startup", lambda: startup_rows(api, scale, settings, shapes))
     yield from timed("permissions", lambda: permissions_row(api, scale))
-    hook, hook_error = None, None
-    try:
-        hook = hook_template(api, scale)
-    except HookTemplateError as exc:
-        hook_error = str(exc)
+    if read.api_error is not None:
+        raise read.api_error
+    hook, hook_error = read.hook, read.error
     yield from timed(
         "workflow-resources", lambda: workflow_resources_row(hook, hook_error, settings)
     )
