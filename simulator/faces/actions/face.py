@@ -10,7 +10,7 @@ import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http.server import ThreadingHTTPServer
 
 import jwt
@@ -20,9 +20,11 @@ from simulator.faces.actions.handler import _make_handler, _QuietServer
 from simulator.faces.actions.jobs import JobFeed
 from simulator.faces.actions.routes import _ROUTE_NAMES
 from simulator.faces.actions.state import (
+    DEFAULT_RUNNER_GROUP_ID,
     AppIdentity,
     FaceRequest,
     Fault,
+    RunnerInfo,
     ScaleSetInfo,
     _State,
 )
@@ -49,9 +51,18 @@ class ActionsFace:
         clock: Callable[[], float] | None = None,
         tls: ssl.SSLContext | None = None,
         message_delay: float = 0.0,
+        runner_groups: Mapping[int, str] | None = None,
     ) -> None:
         self.feed = feed
-        self.scale_sets = {s.id: s for s in scale_sets}
+        #: Every scale set the face knows, by id. Replaced (never mutated) under the lock, so
+        #: a reader without the lock sees one consistent dict.
+        self.scale_sets: dict[int, ScaleSetInfo] = {s.id: s for s in scale_sets}
+        #: Runner groups by id (GetRunnerGroupByName matches names case-insensitively).
+        self.runner_groups: dict[int, str] = dict(
+            runner_groups or {DEFAULT_RUNNER_GROUP_ID: "Default"}
+        )
+        if DEFAULT_RUNNER_GROUP_ID not in self.runner_groups:
+            raise ValueError(f"runner_groups must hold the default group {DEFAULT_RUNNER_GROUP_ID}")
         self.pat = pat
         self.app = app
         self.poll_window = poll_window
@@ -64,6 +75,8 @@ class ActionsFace:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._state = _State()
+        # Created scale sets get ids past the constructor's (the fixed 42 by default).
+        self._state.next_scale_set_id = max(self.scale_sets, default=0) + 1
         self._faults: dict[str, deque[Fault]] = {}
         self._requests: list[FaceRequest] = []
         self._delivered: list[int] = []
@@ -155,6 +168,40 @@ class ActionsFace:
     def release_session(self, scale_set_id: int) -> None:
         with self._lock:
             self._state.foreign_sessions.discard(scale_set_id)
+
+    def mark_runner_busy(self, runner_id: int, busy: bool = True) -> None:
+        """While busy, removing the runner answers JobStillRunningException (a job runs)."""
+        with self._lock:
+            if busy:
+                self._state.busy_runners.add(runner_id)
+            else:
+                self._state.busy_runners.discard(runner_id)
+
+    def drop_runner(self, runner_id: int) -> bool:
+        """Forget a registered runner as the service does when an ephemeral runner finishes
+        its job; False when it was not registered."""
+        with self._changed:
+            self._state.busy_runners.discard(runner_id)
+            gone = self._state.runners.pop(runner_id, None) is not None
+            self._changed.notify_all()
+            return gone
+
+    # --- registry (scale sets and runners the controller registered) ---
+
+    def registered_scale_sets(self) -> dict[str, int]:
+        """Scale set name -> id, for every scale set the face knows (constructor and created)."""
+        with self._lock:
+            return {info.name: info.id for info in self.scale_sets.values()}
+
+    def registered_runners(self, scale_set_id: int) -> list[RunnerInfo]:
+        """The runners generatejitconfig registered for a scale set, in id order."""
+        with self._lock:
+            runners = [r for r in self._state.runners.values() if r.scale_set_id == scale_set_id]
+        return sorted(runners, key=lambda r: r.id)
+
+    def runner_by_name(self, name: str) -> RunnerInfo | None:
+        with self._lock:
+            return next((r for r in self._state.runners.values() if r.name == name), None)
 
     # --- records ---
 

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 from simulator.faces.actions.queue import QueueRoutes
 from simulator.faces.actions.rest import RestRoutes
 from simulator.faces.actions.routes import _route, _scrub_headers
+from simulator.faces.actions.scale_sets import ScaleSetRoutes
 from simulator.faces.actions.sessions import SessionRoutes
 from simulator.faces.actions.state import FaceRequest
 
@@ -44,7 +45,7 @@ def _make_handler(face: ActionsFace) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _FaceHandler(RestRoutes, SessionRoutes, QueueRoutes, BaseHTTPRequestHandler):
+class _FaceHandler(RestRoutes, SessionRoutes, QueueRoutes, ScaleSetRoutes, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "actions-face/1"
     disable_nagle_algorithm = True  # headers and body are separate writes

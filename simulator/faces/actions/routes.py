@@ -19,6 +19,17 @@ ROUTES = (
     "get_message",
     "delete_message",
     "acquire_jobs",
+    # What ARC's controller calls (the scaleset client): runner groups, scale-set CRUD, runners.
+    "runner_groups",
+    "find_scale_set",
+    "create_scale_set",
+    "get_scale_set",
+    "update_scale_set",
+    "delete_scale_set",
+    "generate_jit_config",
+    "find_runner",
+    "get_runner",
+    "remove_runner",
 )
 _ROUTE_NAMES = frozenset(ROUTES)
 
@@ -39,6 +50,9 @@ def _route(method: str, path: str) -> tuple[str, dict[str, str]]:
             return "registration_token", {"scope": "/".join(rest[:-3])}
         if method == "POST" and rest == ["actions", "runner-registration"]:
             return "runner_registration", {}
+    controller = _controller_route(method, parts)
+    if controller is not None:
+        return controller
     if parts[:4] == ["tenant", "_apis", "runtime", "runnerscalesets"] and len(parts) >= 6:
         params = {"scale_set_id": parts[4]}
         if parts[5] == "sessions" and len(parts) == 6 and method == "POST":
@@ -57,6 +71,41 @@ def _route(method: str, path: str) -> tuple[str, dict[str, str]]:
         if method == "DELETE" and len(parts) == 3:
             return "delete_message", {"message_id": parts[2]}
     return "unknown", {}
+
+
+_ONE_SCALE_SET = {"GET": "get_scale_set", "PATCH": "update_scale_set", "DELETE": "delete_scale_set"}
+
+
+def _controller_route(method: str, parts: list[str]) -> tuple[str, dict[str, str]] | None:
+    """The controller's routes under the tenant (None when the request is none of them).
+
+    Ids in the path must be digits: anything else falls through to "unknown" (404).
+    """
+    if parts == ["tenant", "_apis", "runtime", "runnergroups"] and method == "GET":
+        return "runner_groups", {}
+    if parts[:4] == ["tenant", "_apis", "runtime", "runnerscalesets"]:
+        rest = parts[4:]
+        if not rest:
+            return {"GET": ("find_scale_set", {}), "POST": ("create_scale_set", {})}.get(method)
+        if not rest[0].isdigit():
+            return None
+        params = {"scale_set_id": rest[0]}
+        if len(rest) == 1:
+            name = _ONE_SCALE_SET.get(method)
+            return (name, params) if name else None
+        if rest[1:] == ["generatejitconfig"] and method == "POST":
+            return "generate_jit_config", params
+        return None
+    if parts[:4] == ["tenant", "_apis", "distributedtask", "pools"]:
+        rest = parts[4:]
+        if len(rest) < 2 or rest[1] != "agents" or not rest[0].isdigit():
+            return None
+        if len(rest) == 2 and method == "GET":
+            return "find_runner", {}
+        if len(rest) == 3 and rest[2].isdigit():
+            name = {"GET": "get_runner", "DELETE": "remove_runner"}.get(method)
+            return (name, {"runner_id": rest[2]}) if name else None
+    return None
 
 
 def _scrub_headers(raw: Iterable[tuple[str, str]]) -> dict[str, str]:

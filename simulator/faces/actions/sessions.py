@@ -45,10 +45,10 @@ class SessionRoutes:
             "runnerScaleSet": {
                 "id": info.id,
                 "name": info.name,
-                "runnerGroupId": 1,
-                "runnerGroupName": "Default",
+                "runnerGroupId": info.runner_group_id,
+                "runnerGroupName": info.runner_group_name,
                 "labels": [{"type": "System", "name": label} for label in info.labels],
-                "RunnerSetting": {"disableUpdate": True},
+                "RunnerSetting": {"disableUpdate": info.disable_update},
             },
             "messageQueueUrl": f"{self.face.url}/broker/message?sessionId={state.session_id}",
             "messageQueueAccessToken": state.queue_token,

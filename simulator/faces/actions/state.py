@@ -13,6 +13,16 @@ log = logging.getLogger(__name__)
 MAX_JOBS_PER_MESSAGE = 50
 FIRST_MESSAGE_ID = 100_000_170
 _CONFLICT_TYPE = "GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionConflictException"
+#: The first id the face gives a runner it registers (generatejitconfig); ids only grow.
+FIRST_RUNNER_ID = 1001
+#: The runner group every scale set lands in unless the body names another one.
+DEFAULT_RUNNER_GROUP_ID = 1
+_SCALE_SET_NOT_FOUND_TYPE = "GitHub.Actions.Runtime.WebApi.RunnerScaleSetNotFoundException"
+_SCALE_SET_EXISTS_TYPE = "GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException"
+_RUNNER_GROUP_NOT_FOUND_TYPE = "GitHub.Actions.Runtime.WebApi.RunnerGroupNotFoundException"
+_AGENT_NOT_FOUND_TYPE = "GitHub.DistributedTask.WebApi.AgentNotFoundException"
+_AGENT_EXISTS_TYPE = "GitHub.DistributedTask.WebApi.AgentExistsException"
+_JOB_STILL_RUNNING_TYPE = "GitHub.DistributedTask.WebApi.JobStillRunningException"
 # --- knobs and records -------------------------------------------------------------------
 
 
@@ -86,9 +96,25 @@ class FaceRequest:
 
 @dataclass(frozen=True, slots=True)
 class ScaleSetInfo:
+    """A scale set the face knows: given to the constructor or registered over HTTP (create)."""
+
     id: int = 42
     name: str = "arc-runners"
     labels: tuple[str, ...] = ("arc-runners",)
+    runner_group_id: int = DEFAULT_RUNNER_GROUP_ID
+    runner_group_name: str = "Default"
+    disable_update: bool = True
+    #: Face clock time of the create call; None (Go's zero time) for constructor scale sets.
+    created_on: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerInfo:
+    """A runner registered by generatejitconfig, as the harness and GetRunner see it."""
+
+    id: int
+    name: str
+    scale_set_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +152,9 @@ class _State:
     registration_tokens: set[str] = field(default_factory=set)
     revoked_admin_tokens: set[str] = field(default_factory=set)
     issued: list[str] = field(default_factory=list)
+    #: Scale set ids handed out by create; the face starts it past the constructor's ids.
+    next_scale_set_id: int = 1
+    runners: dict[int, RunnerInfo] = field(default_factory=dict)
+    next_runner_id: int = FIRST_RUNNER_ID
+    #: Runners with a job running: removing one answers JobStillRunningException.
+    busy_runners: set[int] = field(default_factory=set)
