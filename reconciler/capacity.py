@@ -38,8 +38,9 @@ class CapacityLedger:
     starved_runners: int
     #: Registered runners without a job: GitHub may hand them jobs without any capacity check.
     idle_runners: int
-    #: Hot slots' workflow placeholders counted on the workflow side (confirmed or taken
-    #: slots, docs/design.md#hot-runners); their idle runners are on the runner side already.
+    #: Hot slots' workflow placeholders counted on the workflow side (a confirmed slot's, a
+    #: taken one's until its job's workflow pod is bound: docs/design.md#hot-runners); their
+    #: runners are on the runner side already.
     hot_workflow_halves: int = 0
 
     @property
@@ -59,7 +60,8 @@ def compute_ledger(
     """``releasing``: pairs this step is deleting or timing out; ``released_pods``: pods it is
     sweeping. They still show in the snapshot but must not be advertised even for one step.
     ``hot_workflow_halves``: the hot slots' placeholders that back a slot now
-    (``HotKeeper.workflow_halves``: only confirmed or taken slots, never a WARMING one)."""
+    (``HotKeeper.workflow_halves``: a confirmed slot's while its runner is idle, a taken one's
+    until its job's workflow pod is bound; never a WARMING one)."""
     runner_placeholders = workflow_placeholders = 0
     for pair_id, pods in snapshot.placeholders.items():
         if pair_id in releasing:

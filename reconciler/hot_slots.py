@@ -11,6 +11,7 @@
 - :func:`scaler_hot_runners`: what the scaler adds to its EphemeralRunnerSet target.
 - :func:`assigned_net_of_hot`: the assigned jobs the target's replicas say, less those.
 - :func:`confirmed_hot`: the slots advertised like READY pairs.
+- :func:`backs_workflow_side`: whether a slot's placeholder is on the ledger's workflow side.
 
 Nothing here reads a clock or does I/O; the caller passes ``now`` and the observations.
 """
@@ -32,6 +33,9 @@ from state_machine.hot import (
 
 W, H, T, L, X = HotState.WARMING, HotState.HOT, HotState.TAKEN, HotState.LOST, HotState.RELEASED
 HotSetting = int | Literal["auto"]
+#: Slots whose placeholder may back the workflow side of the ledger: a confirmed slot, and a
+#: taken one (its placeholder is held for the job's workflow pod): see backs_workflow_side.
+BACKING = frozenset((H, T))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +99,14 @@ class RunnerSeen:
     ``phase == Running``: ARC 0.15 leaves an idle runner's phase Pending (PR #4646);
     providers/kubernetes/scale_set.py reads it the same way for every version.
     ``busy``: it has a job (``status.jobId``, written by the listener's JobStarted patch in
-    0.13-0.15), or its workflow pod exists (the hook created it: a job runs)."""
+    0.13-0.15), or its workflow pod exists (the hook created it: a job runs).
+    ``started``: its job's workflow pod is bound (holds a slot): the job holds room of its own,
+    and a placeholder held for it backs nothing any more."""
 
     name: str
     idle: bool
     busy: bool
+    started: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,11 +178,11 @@ def _observe(
     if seen is not None and seen.busy and slot.state in HOT_LIVE:
         return move(T, f"runner {seen.name} took a job", slot.runner)
     if slot.state is T:
-        return (
-            move(X, "the placeholder is gone (the job's workflow pod took it)", None)
-            if (ph.gone)
-            else None
-        )
+        if ph.gone:
+            return move(X, "the placeholder is gone (the job's workflow pod took it)", None)
+        if seen is not None and seen.started:
+            return move(X, f"the workflow pod of runner {seen.name}'s job is bound", None)
+        return None
     paired = seen is not None and seen.idle
     if slot.state is H:
         if not paired:
@@ -254,3 +261,21 @@ def scaler_hot_runners(slots: Iterable[HotSlot]) -> int:
 def confirmed_hot(slots: Iterable[HotSlot]) -> int:
     """Slots advertised like READY pairs."""
     return sum(1 for s in slots if s.state in HOT_CONFIRMED)
+
+
+def backs_workflow_side(
+    slot: HotSlot, runner: RunnerSeen | None, placeholder: PlaceholderSeen
+) -> bool:
+    """Is the slot's placeholder counted on the ledger's workflow side now? Only a confirmed
+    or taken slot's counted placeholder, and only while its runner is registered and idle
+    (the slot is free) or has a job whose workflow pod holds no room yet (the placeholder is
+    held for that pod). Read from the snapshot, not the slot's state alone, so a drop check
+    between steps applies it too.
+
+    Once the job's workflow pod is bound (it preempted another placeholder or found free
+    room), the job holds room of its own; with its runner gone (the job over) the placeholder
+    backs no runner. Counted then, the placeholder was a slot nothing reserved: a taken slot
+    was counted both for its busy runner's job and as free room beside another runner."""
+    if slot.state not in BACKING or not placeholder.counts or runner is None:
+        return False
+    return runner.idle or (runner.busy and not runner.started)

@@ -17,12 +17,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from reconciler.hot_slots import (
+    GONE,
     HotMove,
     HotSlot,
     HotTimings,
     PlaceholderSeen,
     RunnerSeen,
     apply,
+    backs_workflow_side,
     confirmed_hot,
     decide_hot,
     scaler_hot_runners,
@@ -34,10 +36,6 @@ from state_machine.hot import HotState
 from state_machine.record import HOT_PREFIX, hot_placeholder_name
 
 log = logging.getLogger(__name__)
-
-#: Slots whose placeholder backs the workflow side of the ledger: a confirmed slot, and a taken
-#: one (its placeholder is held for the job's workflow pod, whose runner is already counted).
-_BACKING = frozenset((HotState.HOT, HotState.TAKEN))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +122,19 @@ class HotKeeper:
         )
 
     def workflow_halves(self, snapshot: ClusterSnapshot) -> int:
-        """Hot placeholders that back the workflow side now (confirmed or taken slots only):
-        the ledger adds them, for a step and for a drop check alike."""
-        pods = snapshot.hot_placeholders
+        """Hot placeholders that back the workflow side now (``backs_workflow_side``: a
+        confirmed slot's while its runner is idle, a taken slot's until its job's workflow
+        pod is bound): the ledger adds them, for a step and for a drop check alike."""
+        runners = _runners(snapshot)
+        seen = self._seen(snapshot)
         return sum(
             1
             for s in self.slots.values()
-            if s.state in _BACKING and (pod := pods.get(s.placeholder)) is not None and pod.counts
+            if backs_workflow_side(
+                s,
+                runners.get(s.runner) if s.runner is not None else None,
+                seen.get(s.placeholder, GONE),
+            )
         )
 
     def _adopt(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -204,8 +208,12 @@ def _placeholder_seen(pod: PlaceholderPod | None) -> PlaceholderSeen:
 
 def _runners(snapshot: ClusterSnapshot) -> dict[str, RunnerSeen]:
     """Idle runners, and busy ones: a jobId, or a workflow pod for its runner pod (ARC names
-    the runner pod after its EphemeralRunner)."""
+    the runner pod after its EphemeralRunner); ``started`` where that pod holds a slot."""
     busy = set(snapshot.busy_runner_names) | {w.runner_pod for w in snapshot.workflow_pods}
+    started = {w.runner_pod for w in snapshot.workflow_pods if w.holds_slot}
     names = set(snapshot.idle_runner_names) | busy
     idle = snapshot.idle_runner_names
-    return {n: RunnerSeen(n, idle=n in idle and n not in busy, busy=n in busy) for n in names}
+    return {
+        n: RunnerSeen(n, idle=n in idle and n not in busy, busy=n in busy, started=n in started)
+        for n in names
+    }

@@ -205,6 +205,13 @@ class Reconciler:
             hot=hot,
         )
 
+    def owned_ids(self) -> set[str]:
+        """The pair label values of every placeholder this instance holds, created or adopted:
+        the pairs in the store and the hot slots (a hot placeholder's pair label is its slot's
+        id). The shutdown deletes these; a hot slot is not in the store, so reading only the
+        store left adopted hot placeholders behind."""
+        return {r.pair_id for r in self.store.records()} | set(self.hot.slots)
+
     def ledger(self, snapshot: ClusterSnapshot) -> CapacityLedger:
         """The ledger of ``snapshot`` with no decision (a failed step, a drop check)."""
         return compute_ledger(

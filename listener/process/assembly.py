@@ -336,10 +336,11 @@ class CapacityAwarePart:
             self._writes_seen[verb] = total
 
     def owned_pairs(self) -> set[str]:
-        """Pair ids in the reconciler's store (its own and adopted ones)."""
+        """Pair ids this instance holds, its own and adopted ones: the pairs in the
+        reconciler's store and its hot slots (``Reconciler.owned_ids``)."""
         if self.runtime is None:
             return set()
-        return {record.pair_id for record in self.runtime.controller.reconciler.store.records()}
+        return self.runtime.controller.reconciler.owned_ids()
 
     def stop(self, timeout: float) -> None:
         self.provider.stop(timeout=timeout)

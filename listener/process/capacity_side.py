@@ -291,8 +291,8 @@ class CapacitySide:
     # --- shutdown ------------------------------------------------------------------------
 
     def delete_placeholders(self, *, leader: bool) -> None:
-        """Only what this instance owns: pods it created (instance label) and pairs it
-        adopted (in its pair store). Never another listener's pods. ``leader``: this process
+        """Only what this instance owns: pods it created (instance label) and pairs and hot
+        slots it adopted (``owned_pairs``). Never another listener's pods. ``leader``: this process
         still holds the scale set's Lease."""
         part = self.part
         if part is None or part.writer is None:

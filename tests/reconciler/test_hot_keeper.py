@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from reconciler.controller import ScaleSetController
 from reconciler.ports import CreatePlaceholder, DeleteOrphan
 from reconciler.reconciler import Reconciler, StepResult
@@ -263,3 +265,56 @@ def test_the_hot_runners_in_the_scalers_target_are_not_taken_for_assigned_jobs()
         rec.step(replace(world(5.0), assigned_jobs=assigned), now=5.0)
         pairs.append(len(list(rec.reconciler.store.records())))
     assert pairs == [1, 1]  # the reserve's one warm pair (the other is the hot slot), no more
+
+
+@pytest.mark.parametrize(
+    ("how", "preempted", "expected"),
+    [
+        # The job's workflow pod found free room: both placeholders still run. Slot B is
+        # confirmed (1) and r1 busy (1).
+        ("into free room", False, 2),
+        # It preempted the other slot's placeholder (pairing is by runner name, the scheduler
+        # picks victims by node): B is lost, only r1's job holds a slot.
+        ("preempting the other slot's placeholder", True, 1),
+    ],
+)
+def test_a_taken_slot_is_not_counted_once_its_jobs_workflow_pod_holds_a_slot(
+    how: str, preempted: bool, expected: int
+) -> None:
+    """Regression (issue 43): after a restart both hot slots were adopted and confirmed, and a
+    job landed on one. Its TAKEN placeholder stayed on the workflow side after the job's
+    workflow pod was bound, so the job was counted twice (its bound workflow pod and the
+    placeholder held for it) and, with the refill runner on the runner side, one slot more
+    than was reserved was advertised. The table's TAKEN -> RELEASED edge (the job's workflow
+    pod is bound) was never taken: only a gone placeholder released the slot."""
+    p1 = hot_pod("hot-old-1", f"{SCALE_SET}-ph-hot-old-1-w", instance="old")
+    p2 = hot_pod("hot-old-2", f"{SCALE_SET}-ph-hot-old-2-w", instance="old")
+    rec = Engine(config(reserve=2, hot=2), instance="i1")
+    pods = {p1.name: p1, p2.name: p2}
+    r1, r2, r3 = runner("r1"), runner("r2"), runner("r3")
+    adopted = rec.step(
+        world(0.0, hot=pods, runners=(r1, r2), idle=frozenset({"r1", "r2"})), now=0.0
+    )
+    assert slot_states(rec) == [S.HOT, S.HOT] and adopted.ledger.capacity == 2
+    taken = rec.step(
+        world(1.0, hot=pods, runners=(r1, r2), idle=frozenset({"r2"}), busy=frozenset({"r1"})),
+        now=1.0,
+    )
+    assert sorted(slot_states(rec)) == sorted([S.TAKEN, S.HOT, S.WARMING])
+    assert taken.ledger.capacity == 2  # B, and r1 with the placeholder held for its job
+    (a,) = (s for s in rec.reconciler.hot.slots.values() if s.state is S.TAKEN)
+    other = p2.name if a.placeholder == p1.name else p1.name
+    if preempted:
+        pods = {**pods, other: replace(pods[other], deleting=True)}
+    # The refill runner r3 registered (its slot's placeholder still Pending); r1's workflow
+    # pod is bound.
+    snap = replace(
+        world(2.0, hot=pods, runners=(r1, r2, r3), idle=frozenset({"r2", "r3"}),
+              busy=frozenset({"r1"})),
+        workflow_pods=(workflow("r1"),),
+    )  # fmt: skip
+    assert rec.controller.check_drop(2.0, snap, stale_for=0.0).capacity in (None, expected)
+    step = rec.step(snap, now=2.0)
+    assert step.ledger.capacity == expected, how
+    assert a.slot_id not in rec.reconciler.hot.slots  # TAKEN -> RELEASED: the job holds its room
+    assert a.placeholder in deleted(step)

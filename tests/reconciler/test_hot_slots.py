@@ -16,6 +16,7 @@ from reconciler.hot_slots import (
     RunnerSeen,
     apply,
     assigned_net_of_hot,
+    backs_workflow_side,
     confirmed_hot,
     decide_hot,
     hot_wanted,
@@ -32,6 +33,7 @@ PENDING = PlaceholderSeen(counts=False, gone=False)
 IDLE = RunnerSeen("r1", idle=True, busy=False)
 BUSY = RunnerSeen("r1", idle=False, busy=True)
 STARTING = RunnerSeen("r1", idle=False, busy=False)  # pod up, runner not registered yet
+STARTED = RunnerSeen("r1", idle=False, busy=True, started=True)  # its workflow pod is bound
 TIMINGS = HotTimings(ready_timeout=300.0, survivor_window=120.0)
 
 
@@ -138,6 +140,10 @@ SYNC_CASES = [
      slot(S.TAKEN), {"r1": BUSY}, GONE, (S.RELEASED, None)),
     ("taken: the placeholder still waits for the workflow pod",
      slot(S.TAKEN), {"r1": BUSY}, RUNNING, None),
+    ("taken: the workflow pod is bound elsewhere (free room, another placeholder preempted)",
+     slot(S.TAKEN), {"r1": STARTED}, RUNNING, (S.RELEASED, None)),
+    ("taken: the runner is gone (job over): kept until survivorWindow, in case it comes back",
+     slot(S.TAKEN), {}, RUNNING, None),
 ]  # fmt: skip
 
 
@@ -250,3 +256,36 @@ def test_the_scaler_keeps_a_runner_per_live_slot_and_only_hot_ones_are_advertise
     slots = [slot(s, sid=s.value) for s in (S.WARMING, S.HOT, S.HOT, S.LOST, S.TAKEN)]
     assert scaler_hot_runners(slots) == 4  # TAKEN: its runner is busy, counted as assigned
     assert confirmed_hot(slots) == 2
+
+
+BACKS_CASES = [
+    # (name, slot, runner seen, placeholder seen, counted on the workflow side)
+    ("a confirmed slot: idle runner, placeholder Running", slot(S.HOT), IDLE, RUNNING, True),
+    ("a confirmed slot whose placeholder stopped counting", slot(S.HOT), IDLE, PENDING, False),
+    ("a job landed on a HOT slot between two steps: held for its workflow pod",
+     slot(S.HOT), BUSY, RUNNING, True),
+    ("taken: held for the job's workflow pod, not created or not bound yet",
+     slot(S.TAKEN), BUSY, RUNNING, True),
+    ("taken: the job's workflow pod is bound, the job holds its own room",
+     slot(S.TAKEN), STARTED, RUNNING, False),
+    ("a HOT slot whose job's workflow pod bound before the step saw the job",
+     slot(S.HOT), STARTED, RUNNING, False),
+    ("taken: its runner is gone (the job is over), the placeholder backs no runner",
+     slot(S.TAKEN), None, RUNNING, False),
+    ("hot: ARC scaled the runner down between two steps", slot(S.HOT), None, RUNNING, False),
+    ("hot: the runner deregistered", slot(S.HOT), STARTING, RUNNING, False),
+    ("warming: never counted, even with both halves there", slot(S.WARMING), IDLE, RUNNING, False),
+    ("lost: never counted", slot(S.LOST), IDLE, RUNNING, False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "one", "seen", "ph", "expected"), BACKS_CASES, ids=[c[0] for c in BACKS_CASES]
+)
+def test_which_placeholders_back_the_workflow_side(
+    name: str, one: HotSlot, seen: RunnerSeen | None, ph: PlaceholderSeen, expected: bool
+) -> None:
+    """A slot's placeholder is counted only while it backs one runner's slot: a free one
+    (the runner idle) or a taken one's (the runner's job has no room of its own yet), never
+    both a busy runner's job and free room (issue 43)."""
+    assert backs_workflow_side(one, seen, ph) is expected
