@@ -7,11 +7,27 @@ Kept thin: each subcommand parses its arguments and hands over to the module tha
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand. A reader that stops early (``status | head``) ends the output, not
+    the command: exit 0 without a BrokenPipeError traceback."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's exit flush
+        return code
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's own flush at exit cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="arc-capacity-listener",

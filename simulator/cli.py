@@ -38,7 +38,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     sim.add_argument("--out", default=None, help="output directory (default out/<scenario>)")
     sim.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    demo = sub.add_parser("demo", help="run every shipped scenario and write one report")
+    demo = sub.add_parser(
+        "demo",
+        help="run every shipped scenario and write one report",
+        description="Run every shipped scenario (config/scenarios/) in the simulated world under "
+        "stock ARC, a static warm pool and the capacity-aware listener, and write one report "
+        "under --out. Needs no cluster and no GitHub account.",
+    )
     demo.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
     check = sub.add_parser("check", help="recompute outcomes from an event log and compare")
     check.add_argument("events", help="events.jsonl written by simulate")

@@ -114,7 +114,7 @@ def _expected(rules: dict[str, dict[str, Any]], expect: Expect) -> list[dict[str
     if expect.fires is None:
         return []
     rule = rules[expect.alert]
-    labels = {**POD, **rule.get("labels", {}), **expect.fires}
+    labels = {**({} if expect.exact else POD), **rule.get("labels", {}), **expect.fires}
     annotations = {k: render_annotation(v, labels) for k, v in rule.get("annotations", {}).items()}
     return [{"exp_labels": labels, "exp_annotations": annotations}]
 

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from reconciler.settings_types import SettingsError, duration_seconds
 from simulator.measurement.optional import plots_or_note
-from simulator.scenarios.scenario import ScenarioError, load_scenario
+from simulator.scenarios.scenario import ScenarioError, load_scenario, shipped
 from simulator.workload.jobs import TraceError
 from tuning.answer import frontier, plot, recommend, recommendation_yaml
 from tuning.grid import GridError, expand, load_grid
@@ -34,6 +34,10 @@ INPUT_ERRORS = (HistoryError, GridError, ScenarioError, SettingsError, TraceErro
 SHOWN_PROBLEMS = 20
 
 
+#: Scenario names `--scenario` accepts without a path.
+SHIPPED = tuple(p.stem for p in shipped())
+
+
 class UsageError(ValueError):
     """A command-line value is invalid."""
 
@@ -44,10 +48,18 @@ def parser() -> argparse.ArgumentParser:
         description="Replay a job history in the simulated world under stock ARC, a static "
         "warm pool and a grid of capacity-aware settings; recommend the cheapest block "
         "that meets a p95 queue-to-start target.",
+        epilog="Try it without a history of your own: arc-capacity-listener tune "
+        "--history sample-day --scenario ice-failover --p95 60s",
     )
-    p.add_argument("--history", required=True, help="GitHub workflow jobs JSON or CSV trace")
     p.add_argument(
-        "--scenario", required=True, help="base scenario (your clusters): file or shipped name"
+        "--history",
+        required=True,
+        help="GitHub workflow jobs JSON or CSV trace, or `sample-day` (a shipped day of jobs)",
+    )
+    p.add_argument(
+        "--scenario",
+        required=True,
+        help=f"base scenario (your clusters): a file, or a shipped name ({', '.join(SHIPPED)})",
     )
     p.add_argument("--p95", default="60s", help="p95 queue-to-start target, e.g. 60s, 2m")
     p.add_argument("--grid", default=None, help="YAML grid of dials (default: 12 points)")

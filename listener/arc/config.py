@@ -70,7 +70,8 @@ class ConfigError(ValueError):
         self.key = key
         self.reason = reason
         self.problems = problems or ((key, reason),)
-        lines = [f"{file}: {k}: {r}" for k, r in self.problems]
+        where = f"{file}: " if file else ""  # no file: the key says where (an env var)
+        lines = [f"{where}{k}: {r}" for k, r in self.problems]
         super().__init__("\n".join(lines))
 
 
@@ -369,8 +370,8 @@ def config_path_from_env(env: Mapping[str, str] | None = None) -> str:
     path = environ.get(CONFIG_PATH_ENV, "")
     if not path:
         raise ConfigError(
+            "",
             f"${CONFIG_PATH_ENV}",
-            CONFIG_PATH_ENV,
             f"is not set (ARC mounts the config at {DEFAULT_CONFIG_PATH})",
         )
     return path

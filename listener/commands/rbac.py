@@ -267,13 +267,13 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         if not args.apply:
             sys.stdout.write(render(own, (controller, f"{args.scale_set}-{OWN_ACCOUNT}")))
             return 0
-    from listener.process.startup import kubernetes_api_client
+    from listener.process.startup import credentials_problem, kubernetes_api_client
 
     environ = dict(os.environ if env is None else env)
     try:
         api_client = kubernetes_api_client(environ)
     except Exception as exc:  # kubeconfig missing or unreadable: one line, no traceback
-        print(f"arc-capacity-listener rbac: no Kubernetes credentials: {exc}", file=sys.stderr)
+        print(f"arc-capacity-listener rbac: {credentials_problem(exc)}", file=sys.stderr)
         return 1
     try:
         with api_client:

@@ -19,7 +19,11 @@ and writes an overlay whose lists are the user's lists plus our entries:
   config/values-capacity-aware.yaml); a key the user set is kept.
 
 It never changes ``containerMode``: switching to ``kubernetes-novolume`` is a migration
-(docs/migrate-kubernetes-novolume.md); a warning says so when the current mode is another.
+(docs/migrate-kubernetes-novolume.md). A warning says so when the listener's start-up check
+(providers/kubernetes/checks.py, check 3, run on the runner pods these values render) will
+refuse the mode: ``dind`` or no mode, or classic ``kubernetes`` without
+``ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true`` on the runner container (with it, workflow pods go
+through kube-scheduler as in ``kubernetes-novolume``, and the mode is accepted).
 
 Before writing anything it checks what it reads (listener/commands/chart_values.py: the chart's
 values schema at 0.13-0.15) and its arguments (a non-empty image, a scale-set name the chart and
@@ -43,6 +47,7 @@ from listener.commands import hook_merge
 from listener.commands.chart_values import DNS_SUBDOMAIN, ValuesError, load_values, problems
 from listener.commands.hook_merge import HOOK_DIR, HOOK_ENV, HOOK_PATH
 from listener.commands.rbac import OWN_TOKEN, TOKEN_MOUNT_PATH
+from providers.kubernetes.checks import check_container_mode, runner_spec_from_values
 from providers.kubernetes.resources import QuantityError, quantity
 
 CONFIG_DIR = "/etc/capacity-aware"
@@ -127,10 +132,11 @@ def overlay(
     ``merged_hook`` says ``hook_configmap`` holds it merged with ours."""
     warnings = []
     mode = ((current.get("containerMode") or {}).get("type")) or ""
-    if mode != "kubernetes-novolume":
+    for finding in check_container_mode(runner_spec_from_values(current)):
         warnings.append(
-            f"containerMode.type is {mode or 'unset'!r}: the listener refuses to start until the "
-            "scale set runs kubernetes-novolume (a migration: docs/migrate-kubernetes-novolume.md)"
+            f"containerMode.type is {mode or 'unset'!r}: the listener's start-up check will "
+            f"refuse these runner pods: {finding.message} (switching the mode is a migration: "
+            "docs/migrate-kubernetes-novolume.md)"
         )
     listener_spec = copy.deepcopy((current.get("listenerTemplate") or {}).get("spec") or {})
     containers = list(listener_spec.get("containers") or [])

@@ -5,9 +5,11 @@ one-line reasons logged when capacity-aware mode is off or could never see a job
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import string
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -65,18 +67,54 @@ def new_instance_id() -> str:
     return "".join(secrets.choice(alphabet) for _ in range(5))
 
 
+#: Where the Kubernetes client reads a kubeconfig when $KUBECONFIG is unset.
+KUBECONFIG_DEFAULT = "~/.kube/config"
 #: One connection per long-lived watch plus room for writes (the client's default is 10).
 CONNECTION_POOL_SIZE = 32
 
 
+class KubeCredentialsError(FatalError):
+    """No usable Kubernetes credentials: one line naming where they were looked for."""
+
+
+def credentials_problem(exc: Exception) -> str:
+    """The one line for a failed :func:`kubernetes_api_client`."""
+    if isinstance(exc, KubeCredentialsError):
+        return str(exc)
+    return f"no Kubernetes credentials: {' '.join(str(exc).split()) or type(exc).__name__}"
+
+
 def kubernetes_api_client(env: Mapping[str, str]) -> k8s.ApiClient:
-    """In-cluster service account when running in a pod; otherwise $KUBECONFIG / ~/.kube."""
+    """In-cluster service account when running in a pod; otherwise $KUBECONFIG / ~/.kube.
+
+    Raises :class:`KubeCredentialsError` (one line: the source, the path, why) instead of the
+    client's ``ConfigException``, whose text names neither the variable nor the file."""
     configuration = k8s.Configuration()
     if env.get("KUBERNETES_SERVICE_HOST"):
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except k8s_config.ConfigException as exc:
+            raise KubeCredentialsError(
+                f"no Kubernetes credentials: in-cluster service account (KUBERNETES_SERVICE_HOST "
+                f"is set): {exc}"
+            ) from None
     else:
-        k8s_config.load_kube_config(
-            config_file=env.get("KUBECONFIG"), client_configuration=configuration
-        )
+        value = env.get("KUBECONFIG") or ""
+        source = f"KUBECONFIG={value}" if value else f"the default kubeconfig {KUBECONFIG_DEFAULT}"
+        paths = [p for p in value.split(os.pathsep) if p] if value else [KUBECONFIG_DEFAULT]
+        if not any(Path(p).expanduser().is_file() for p in paths):
+            raise KubeCredentialsError(
+                f"no Kubernetes credentials: {source}: no such file (set KUBECONFIG to a "
+                "kubeconfig file, or run in a pod with a service account)"
+            )
+        try:
+            k8s_config.load_kube_config(
+                config_file=value or None, client_configuration=configuration
+            )
+        except Exception as exc:  # the client raises whatever the file's shape trips on
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            if not isinstance(exc, k8s_config.ConfigException):
+                reason = f"not a kubeconfig ({type(exc).__name__}: {reason})"
+            raise KubeCredentialsError(f"no Kubernetes credentials: {source}: {reason}") from None
     configuration.connection_pool_maxsize = CONNECTION_POOL_SIZE
     return k8s.ApiClient(configuration)

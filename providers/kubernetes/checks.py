@@ -71,6 +71,12 @@ LADDER = (
 )
 HOOKS_ENV = "ACTIONS_RUNNER_CONTAINER_HOOKS"
 KUBE_SCHEDULER_ENV = "ACTIONS_RUNNER_USE_KUBE_SCHEDULER"
+#: ``ACTIONS_RUNNER_CONTAINER_HOOKS`` as the gha-runner-scale-set chart (0.13-0.15) sets it on
+#: the runner container per ``containerMode.type`` (none for ``dind`` or no mode).
+CHART_HOOKS = {
+    "kubernetes": "/home/runner/k8s/index.js",
+    "kubernetes-novolume": "/home/runner/k8s-novolume/index.js",
+}
 FIX_CLASSES = "apply config/priorityclasses.yaml (or set capacityAware.priorityClasses)"
 
 
@@ -195,9 +201,16 @@ def check_runner_template(ers: Mapping[str, Any], names: PriorityClassNames) -> 
                 "(Helm value template.spec) so runner pods preempt runner placeholders",
             )
         )
+    return out + check_container_mode(spec)
+
+
+def check_container_mode(spec: Mapping[str, Any]) -> list[Finding]:
+    """Check 3 on a runner pod spec: an ERROR unless workflow pods go through kube-scheduler
+    (``kubernetes-novolume``, or ``kubernetes`` with ``ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true``
+    on the runner container)."""
     mode = container_mode(spec)
     if mode == "kubernetes":
-        out.append(
+        return [
             Finding(
                 Severity.ERROR,
                 "container-mode",
@@ -206,9 +219,9 @@ def check_runner_template(ers: Mapping[str, Any], names: PriorityClassNames) -> 
                 "rejects it when the node is full. Use containerMode.type: "
                 f"kubernetes-novolume, or set {KUBE_SCHEDULER_ENV}=true on the runner container",
             )
-        )
-    elif mode == "none":
-        out.append(
+        ]
+    if mode == "none":
+        return [
             Finding(
                 Severity.ERROR,
                 "container-mode",
@@ -216,8 +229,21 @@ def check_runner_template(ers: Mapping[str, Any], names: PriorityClassNames) -> 
                 "(dind or default mode), so there is no workflow pod for the workflow "
                 "placeholder to stand in for. Use containerMode.type: kubernetes-novolume",
             )
-        )
-    return out
+        ]
+    return []
+
+
+def runner_spec_from_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The runner pod spec the gha-runner-scale-set chart renders from Helm ``values``, as
+    far as check 3 reads it: the runner container's env, plus the chart's
+    ``ACTIONS_RUNNER_CONTAINER_HOOKS`` for a ``kubernetes`` mode unless the user set it."""
+    spec = (values.get("template") or {}).get("spec") or {}
+    runner = dict(runner_container(spec))
+    env = [dict(e) for e in runner.get("env") or ()]
+    hooks = CHART_HOOKS.get(((values.get("containerMode") or {}).get("type")) or "")
+    if hooks and not any(e.get("name") == HOOKS_ENV for e in env):
+        env.append({"name": HOOKS_ENV, "value": hooks})
+    return {"containers": [{**runner, "name": "runner", "env": env}]}
 
 
 def check_min_runners(min_runners: int) -> list[Finding]:

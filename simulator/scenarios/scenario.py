@@ -53,6 +53,7 @@ Skeleton (see config/scenarios/ for complete files)::
 
 from __future__ import annotations
 
+import difflib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,8 @@ def _check_scale_set_blocks(scenario: Scenario, where: str) -> None:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file; a bare name is looked up in config/scenarios/."""
     file = resolve(path)
+    if file.parent == SCENARIO_DIR and str(path) == file.stem and not file.exists():
+        raise ScenarioError(unknown_name(str(path)))
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
@@ -258,6 +261,18 @@ def resolve(path: str | Path) -> Path:
     if candidate.exists() or candidate.suffix in (".yaml", ".yml") or "/" in str(path):
         return candidate
     return SCENARIO_DIR / f"{path}.yaml"
+
+
+def unknown_name(name: str) -> str:
+    """The one line for a bare scenario name that is not shipped: the shipped names, and the
+    closest one."""
+    names = [p.stem for p in shipped()]
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"scenario {name!r}: no such shipped scenario{hint}; the shipped ones are "
+        f"{', '.join(names)}; or give the path of a scenario file"
+    )
 
 
 def shipped() -> list[Path]:

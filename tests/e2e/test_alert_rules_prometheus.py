@@ -187,6 +187,13 @@ def test_a_real_prometheus_stays_quiet_on_the_live_world_and_pages_when_the_hud_
         PROMETHEUS_READY_TIMEOUT,
     )
     assert scraped, "Prometheus never scraped a ready listener"
+    # ArcCapacityListenerMissing's absent(up) holds until the first scrape has been evaluated
+    # (pending for one evaluation of a freshly started Prometheus, never for its `for:`).
+    settled = wait_for(
+        lambda: ("ArcCapacityListenerMissing", "") not in alert_states(prometheus),
+        PROMETHEUS_READY_TIMEOUT,
+    )
+    assert settled, f"ArcCapacityListenerMissing stays pending: {alert_states(prometheus)}"
 
     # 2. Healthy: every rule loaded and evaluating cleanly; nothing pending or firing.
     seen: dict[tuple[str, str], str] = {}

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from listener.commands.values import GRACE_SECONDS, LISTENER_RESOURCES, overlay
+from providers.kubernetes.checks import check_container_mode
+from simulator.workload.arc_spec import HOOK_PATHS
 
 ROOT = Path(__file__).resolve().parents[2]
 CURRENT = {
@@ -77,6 +80,64 @@ def test_rendering_twice_changes_nothing() -> None:
 def test_a_non_novolume_mode_is_a_warning_pointing_to_the_migration() -> None:
     _, warnings = render({**CURRENT, "containerMode": {"type": "kubernetes"}})
     assert any("docs/migrate-kubernetes-novolume.md" in w for w in warnings)
+
+
+def _with_mode(mode: str | None, kube_scheduler: str | None) -> dict[str, object]:
+    current: dict[str, object] = {**CURRENT, "containerMode": {"type": mode} if mode else {}}
+    if kube_scheduler is not None:
+        env = [{"name": "ACTIONS_RUNNER_USE_KUBE_SCHEDULER", "value": kube_scheduler}]
+        current["template"] = {"spec": {"containers": [{"name": "runner", "env": env}]}}
+    return current
+
+
+def _mode_warnings(current: dict[str, object]) -> list[str]:
+    return [w for w in render(current)[1] if w.startswith("containerMode.type")]
+
+
+def test_kubernetes_mode_with_the_kube_scheduler_is_accepted_as_at_start_up() -> None:
+    """Issue 46: `values` warned that the listener refuses `kubernetes` mode even with
+    ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true, which the start-up check accepts (workflow pods
+    then go through kube-scheduler as in kubernetes-novolume)."""
+    assert _mode_warnings(_with_mode("kubernetes", "true")) == []
+
+
+def test_kubernetes_mode_without_the_kube_scheduler_is_a_warning_naming_both_ways_out() -> None:
+    (warning,) = _mode_warnings(_with_mode("kubernetes", None))
+    assert "start-up check will refuse" in warning
+    assert "kubernetes-novolume, or set ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true" in warning
+    assert "docs/migrate-kubernetes-novolume.md" in warning
+    (false,) = _mode_warnings(_with_mode("kubernetes", "false"))
+    assert false == warning
+
+
+@pytest.mark.parametrize(
+    ("mode", "kube_scheduler", "refused"),
+    [
+        ("kubernetes-novolume", None, False),
+        ("kubernetes-novolume", "true", False),
+        ("kubernetes", "true", False),
+        ("kubernetes", "TRUE", False),
+        ("kubernetes", None, True),
+        ("dind", None, True),
+        ("dind", "true", True),
+        (None, None, True),
+    ],
+)
+def test_values_warns_exactly_when_the_start_up_check_refuses_the_rendered_runner_pods(
+    mode: str | None, kube_scheduler: str | None, refused: bool
+) -> None:
+    """The runner pod the simulated ARC chart renders (its own hook paths) goes through the
+    real start-up check; `values` warns for the same modes, no more, no fewer."""
+    env = (
+        [{"name": "ACTIONS_RUNNER_CONTAINER_HOOKS", "value": HOOK_PATHS[mode]}]
+        if (mode in HOOK_PATHS)
+        else []
+    )
+    if kube_scheduler is not None:
+        env.append({"name": "ACTIONS_RUNNER_USE_KUBE_SCHEDULER", "value": kube_scheduler})
+    rendered = {"containers": [{"name": "runner", "env": env}]}
+    assert bool(check_container_mode(rendered)) is refused
+    assert bool(_mode_warnings(_with_mode(mode, kube_scheduler))) is refused
 
 
 def test_values_without_a_runner_container_get_the_charts_default_one() -> None:

@@ -46,6 +46,9 @@ def exported_series() -> dict[str, tuple[str, ...]]:
             out[family.name + "_count"] = family.labels
         else:
             out[family.name] = family.labels
+    # Prometheus's own series of every scrape target (ArcCapacityListenerMissing reads it: a
+    # listener that exits at start exports nothing else).
+    out["up"] = ("job", "instance")
     added = scrape_target_labels()
     return {name: (*labels, *(a for a in added if a not in labels)) for name, labels in out.items()}
 

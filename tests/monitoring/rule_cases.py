@@ -31,6 +31,15 @@ def series(metric: str, values: str, **extra: str) -> dict[str, str]:
     return {"series": f"{metric}{{{text}}}", "values": values}
 
 
+def up(values: str, **extra: str) -> dict[str, str]:
+    """Prometheus's own ``up`` of the listener's scrape target: the target labels only (the
+    scrape job, the pod address, the scale set the PodMonitor copies from the pod's labels),
+    none of the labels the listener exports."""
+    labels = {k: POD[k] for k in ("job", "instance", "namespace", "name")} | extra
+    text = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    return {"series": f"up{{{text}}}", "values": values}
+
+
 def per_minute(minutes: int, value: Callable[[int], float]) -> str:
     """Explicit samples for minutes 0..minutes (for shapes the notation cannot say)."""
     return " ".join(f"{value(t):g}" for t in range(minutes + 1))
@@ -38,11 +47,14 @@ def per_minute(minutes: int, value: Callable[[int], float]) -> str:
 
 @dataclass(frozen=True)
 class Expect:
-    """At ``minute``, ``alert`` fires once with these extra labels, or (None) is silent."""
+    """At ``minute``, ``alert`` fires once with these extra labels, or (None) is silent.
+    ``exact``: the alert carries only ``fires`` (and the rule's labels), not the pod's (a
+    rule that aggregates, or reads ``absent``)."""
 
     minute: int
     alert: str
     fires: dict[str, str] | None = None
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,8 @@ def _advertised(t: int) -> int:
 
 
 HEALTHY_SERIES = [
+    # Prometheus's own series of the scrape target: every scrape answered.
+    up(f"1x{DAY}"),
     series("arc_capacity_ready", f"1x{DAY}"),
     series("arc_capacity_owner", f"1x{DAY}"),
     series("arc_capacity_failing_closed", f"0x{DAY}"),
@@ -129,7 +143,49 @@ def _fires(alert: str, silent_at: int, fires_at: int, **labels: str) -> list[Exp
     return [Expect(silent_at, alert), Expect(fires_at, alert, labels)]
 
 
+#: ARC names the listener pod after its AutoscalingListener: the same name when recreated.
+LISTENER_POD = "arc-runners-754b578d-listener"
+#: What survives a recreated listener pod: the scrape job and the scale set.
+SCALE_SET = {k: POD[k] for k in ("job", "namespace", "name")}
+
+
+def _recreated_pods(minutes: int, answers: Callable[[int], str]) -> list[dict[str, str]]:
+    """A listener pod recreated every 3 minutes, as ARC does when one exits: the same pod
+    name each time, a new ``instance`` (pod IP); each is scraped twice (``answers(i)`` is
+    its two ``up`` samples), then is gone (no samples) while the next one starts."""
+    out = []
+    for i, start in enumerate(range(0, minutes, 3)):
+        values = " ".join(["_"] * start + [answers(i)] + ["_"] * (minutes - start - 2))
+        out.append(up(values, instance=f"10.0.0.{10 + i}:8080", pod=LISTENER_POD))
+    return out
+
+
 FAILURES = [
+    Case(
+        "a listener that exits at start: every recreated pod refuses scrapes",
+        _recreated_pods(30, lambda i: "0 0"),
+        [
+            Expect(4, "ArcCapacityListenerMissing"),
+            Expect(6, "ArcCapacityListenerMissing", SCALE_SET, exact=True),
+            Expect(25, "ArcCapacityListenerMissing", SCALE_SET, exact=True),
+        ],
+    ),
+    Case(
+        "a healthy listener pod replaced (the new one answers from its second scrape): silent",
+        [
+            up("1x10", instance="10.0.0.7:8080"),
+            up("_x10 0 1x19", instance="10.0.0.9:8080"),
+        ],
+        [Expect(12, "ArcCapacityListenerMissing"), Expect(25, "ArcCapacityListenerMissing")],
+    ),
+    Case(
+        "no listener target at all (metrics off, PodMonitor not selected)",
+        [{"series": 'up{job="node-exporter",instance="10.0.0.1:9100"}', "values": "1x20"}],
+        [
+            Expect(4, "ArcCapacityListenerMissing"),
+            Expect(6, "ArcCapacityListenerMissing", {}, exact=True),
+        ],
+    ),
     Case(
         "not ready from the start: silent at 4 min, firing after 5",
         [series("arc_capacity_ready", "0x20")],

@@ -34,7 +34,7 @@ from listener.commands.verify.probe import Clock, Probe, remove_labelled, sweep_
 from listener.commands.verify.reads import read_hook, read_rows, settings_row
 from listener.commands.verify.report import Report, failed, passed, row_text, skipped
 from listener.commands.verify.shapes import LABEL_VERIFY, Shapes
-from listener.process.startup import kubernetes_api_client, new_instance_id
+from listener.process.startup import credentials_problem, kubernetes_api_client, new_instance_id
 from providers.kubernetes.placeholders import PlaceholderSpecError
 from reconciler.settings import CapacityAwareSettings
 from reconciler.settings_types import duration_seconds
@@ -137,7 +137,7 @@ def main(
     try:
         api = kubernetes_api_client(environ)
     except Exception as exc:  # kubeconfig missing or unreadable: one line, no traceback
-        print(f"arc-capacity-listener verify: no Kubernetes credentials: {exc}", file=sys.stderr)
+        print(f"arc-capacity-listener verify: {credentials_problem(exc)}", file=sys.stderr)
         return 1
     report = Report(args.scale_set, namespace)
     if not args.json:  # each row as it completes: the exercises take tens of seconds

@@ -135,6 +135,8 @@ def render_metrics_doc() -> str:
         "Alert rules over these metrics (a plain rules file and the same rules as a",
         "PrometheusRule): [config/monitoring/](../config/monitoring/alert-rules.yaml), each",
         "with a [runbook](troubleshooting.md#alerts); [installing them](operations.md#alerting).",
+        "One of them, `ArcCapacityListenerMissing`, reads Prometheus's own `up` of the listener",
+        "targets instead: a listener that exits at start serves none of the metrics above.",
         "",
     ]
     return "\n".join(lines)
