@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test image-test lint typecheck docs bench clean venv
+.PHONY: demo test image-test e2e e2e-build lint typecheck docs bench clean venv
 
 # Says what it is doing: a first install downloads and builds about 60 packages (a minute or
 # two) and would otherwise look stuck.
@@ -38,6 +38,17 @@ test: $(STAMP)
 # (minutes; skipped, saying why, where those tools are missing). .ci/run runs it after make test.
 image-test: $(STAMP)
 	$(BIN)/python -m pytest -m image tests/ship/test_image.py
+
+# The listener under the real control plane (docs/e2e-real.md): builds the pinned upstream
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, Karpenter's kwok
+# provider and ARC's controller into ~/.cache/arc-capacity-e2e (needs Go and the Go module proxy;
+# a warm cache is a no-op), runs every scenario on loopback, writes out/e2e/report.{json,md} and
+# exits non-zero when an invariant fails. `make e2e E2E="burst drain"` runs only those.
+e2e-build: $(STAMP)
+	$(BIN)/python -m e2e.build
+
+e2e: $(STAMP)
+	$(BIN)/python -m e2e $(E2E)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,0 +1,3 @@
+from e2e.runner import main
+
+raise SystemExit(main())
