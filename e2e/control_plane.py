@@ -78,6 +78,9 @@ def kwok_stages(timing: KwokTiming) -> list[dict[str, Any]]:
 
 
 def _https_ok(url: str, pki: Pki | None, *, expect: bytes = b"ok") -> bool:
+    """GET ``url``: with ``pki``, the API server as admin; without, a controller's /healthz,
+    served on loopback with the self-signed certificate it generates in memory at start (there
+    is nothing to verify it against)."""
     context = (
         ssl.create_default_context(cafile=str(pki.ca_cert))
         if pki
@@ -104,6 +107,12 @@ class ControlPlane:
         self.pki: Pki | None = None
         self.api_port = 0
         self.kubeconfig = workdir / "admin.kubeconfig"
+
+    @property
+    def certificates(self) -> Pki:
+        if self.pki is None:
+            raise RuntimeError("the control plane has not been started (no certificates yet)")
+        return self.pki
 
     @property
     def server(self) -> str:
@@ -151,8 +160,7 @@ class ControlPlane:
         )
 
     def _apiserver(self, etcd_port: int) -> None:
-        assert self.pki is not None
-        pki = self.pki
+        pki = self.certificates
         self.api_port = free_port()
         process = self.supervisor.start(
             "kube-apiserver",
@@ -186,15 +194,15 @@ class ControlPlane:
         )
 
     def _write_admin_kubeconfig(self) -> None:
-        assert self.pki is not None
+        pki = self.certificates
         self.kubeconfig.write_text(
             yaml.safe_dump(
                 kubeconfig(
                     self.server,
-                    self.pki.ca_cert,
+                    pki.ca_cert,
                     user={
-                        "client-certificate": str(self.pki.admin_cert),
-                        "client-key": str(self.pki.admin_key),
+                        "client-certificate": str(pki.admin_cert),
+                        "client-key": str(pki.admin_key),
                     },
                     name="e2e-admin",
                 )
@@ -225,12 +233,12 @@ class ControlPlane:
         )
 
     def _controller_manager(self) -> None:
-        assert self.pki is not None
+        pki = self.certificates
         self._component(
             "kube-controller-manager",
             [
-                f"--root-ca-file={self.pki.ca_cert}",
-                f"--service-account-private-key-file={self.pki.sa_key}",
+                f"--root-ca-file={pki.ca_cert}",
+                f"--service-account-private-key-file={pki.sa_key}",
                 "--use-service-account-credentials=true",
                 # kwok renews node Leases; a longer grace keeps a busy 2-core machine's late
                 # heartbeat from tainting a node.
@@ -274,9 +282,9 @@ class ControlPlane:
         return done.stdout
 
     def version(self) -> dict[str, Any]:
-        assert self.pki is not None
-        context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
-        context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        pki = self.certificates
+        context = ssl.create_default_context(cafile=str(pki.ca_cert))
+        context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
         with urllib.request.urlopen(f"{self.server}/version", context=context, timeout=5) as answer:
             return dict(json.loads(answer.read()))
 

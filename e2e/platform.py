@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,14 +215,11 @@ def start_karpenter(plane: ControlPlane, supervisor: Supervisor, workdir: Path) 
         },
         ports=(metrics, health),
     )
-    import urllib.request
-
     def ready() -> bool:
         with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=2) as answer:
             return bool(answer.status == 200)
 
     supervisor.wait_until(process, ready, timeout=120, what="ready (/readyz)")
-    plane.karpenter_metrics_port = metrics  # type: ignore[attr-defined]
 
 
 def start_arc(plane: ControlPlane, supervisor: Supervisor) -> None:

@@ -220,8 +220,6 @@ def listener_files(
 
     Deviation, named: ``metrics_addr`` is moved to a loopback port of its own (every process of
     this world shares the host's network namespace, where ARC's ``:8080`` would collide)."""
-    if plane.pki is None:
-        raise InstallError("the control plane has no certificates yet")
     directory.mkdir(parents=True, exist_ok=True)
     files = {
         "config": directory / "config.json",
@@ -234,7 +232,7 @@ def listener_files(
         yaml.safe_dump(
             kubeconfig(
                 plane.server,
-                plane.pki.ca_cert,
+                plane.certificates.ca_cert,
                 user={"token": service_account_token(plane)},
                 name=f"system:serviceaccount:{CONTROLLER_NAMESPACE}:{SCALE_SET}-capacity-listener",
             )

@@ -149,7 +149,6 @@ class World:
         process = self.supervisor.start(
             name, [sys.executable, "-m", "listener", "run"], env=env, cwd=REPO, ports=(port,)
         )
-        process.metrics_port = port  # type: ignore[attr-defined]
         self.listeners.append(process)
         self.note(f"{name} started (pid {process.popen.pid})")
         return process
