@@ -215,6 +215,7 @@ def start_karpenter(plane: ControlPlane, supervisor: Supervisor, workdir: Path) 
         },
         ports=(metrics, health),
     )
+
     def ready() -> bool:
         with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=2) as answer:
             return bool(answer.status == 200)
