@@ -15,6 +15,15 @@ PLACEHOLDERS = "arc-placeholders"  # not the ERS's namespace: no owner reference
 WAIT = 10.0
 
 
+def assert_all_deleted(store: ObjectStore, names: list[str], what: str) -> None:
+    for name in names:
+        try:
+            store.get("Pod", PLACEHOLDERS, name)
+        except NotFound:
+            continue
+        raise AssertionError(f"{what} {name} was left behind")
+
+
 def test_placeholders_are_deleted_at_shutdown_after_the_ephemeral_runner_set_is_gone(
     api: client.ApiClient, store: ObjectStore
 ) -> None:
@@ -38,12 +47,7 @@ def test_placeholders_are_deleted_at_shutdown_after_the_ephemeral_runner_set_is_
         assert cache.wait_until(lambda c: c.get("EphemeralRunnerSet", o.NS, o.ERS) is None, WAIT)
         app.side.delete_placeholders(leader=True)
 
-        for name in names:
-            try:
-                store.get("Pod", PLACEHOLDERS, name)
-            except NotFound:
-                continue
-            raise AssertionError(f"placeholder {name} was left behind")
+        assert_all_deleted(store, names, "placeholder")
     finally:
         part.stop(timeout=1.0)
 
@@ -86,11 +90,6 @@ def test_shutdown_deletes_the_hot_placeholders_it_adopted(
 
         app.side.delete_placeholders(leader=True)
 
-        for name in names:
-            try:
-                store.get("Pod", PLACEHOLDERS, name)
-            except NotFound:
-                continue
-            raise AssertionError(f"adopted hot placeholder {name} was left behind")
+        assert_all_deleted(store, names, "adopted hot placeholder")
     finally:
         part.stop(timeout=1.0)
