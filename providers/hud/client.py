@@ -130,7 +130,10 @@ class HudClient:
         query: HudQuery | None = None,
         http: httpx.AsyncClient | None = None,
         registry: SecretRegistry = REGISTRY,
+        token_env: str | None = None,
     ) -> None:
+        """``token_env``: the environment variable the token was read from
+        (``capacityAware.hud.tokenEnv``), named by the warning when it is unset."""
         if timeout <= 0:
             raise ValueError(f"HUD timeout must be > 0 seconds, got {timeout}")
         self.url = url
@@ -142,8 +145,11 @@ class HudClient:
         if token is not None:
             registry.add(token)
         else:
+            source = f"${token_env} is unset or empty" if token_env else "none given"
             log.warning(
-                "no HUD token (%s header) configured; HUD will likely refuse the query",
+                "no HUD token (%s; capacityAware.hud.tokenEnv names the variable, sent as "
+                "the %s header): HUD will likely refuse the query",
+                source,
                 TOKEN_HEADER,
             )
 
@@ -160,7 +166,13 @@ class HudClient:
         if not settings.url:
             return None
         token = token_from_env(settings.token_env, env)
-        return cls(settings.url, token=token, timeout=settings.timeout, query=query)
+        return cls(
+            settings.url,
+            token=token,
+            timeout=settings.timeout,
+            query=query,
+            token_env=settings.token_env,
+        )
 
     async def aclose(self) -> None:
         if self._owns_http:

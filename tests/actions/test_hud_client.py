@@ -107,6 +107,20 @@ class TestQuery:
         assert run(poll_times(HudDemandSource(made, LABELS), 1))[0].queued_jobs == 17
         assert hud.requests[0].token == "<redacted>"
 
+    def test_a_missing_token_warning_names_the_environment_variable(
+        self, hud: HudFace, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The warning named only the x-hud-internal-bot header, not the variable to set
+        (capacityAware.hud.tokenEnv's value), so an operator could not tell what was missing."""
+        from reconciler.settings import HudSettings
+
+        caplog.set_level(logging.WARNING, logger="providers.hud.client")
+        settings = HudSettings(url=hud.url, token_env="MY_HUD_TOKEN")
+        assert HudClient.from_settings(settings, env={}) is not None
+        (warning,) = [r.getMessage() for r in caplog.records if "no HUD token" in r.getMessage()]
+        assert "$MY_HUD_TOKEN is unset or empty" in warning
+        assert "capacityAware.hud.tokenEnv" in warning
+
     def test_labels_are_discovered_from_the_scale_set(self) -> None:
         scale_set = RunnerScaleSet.model_validate(
             {"name": "arc-runners", "labels": [{"name": "linux.2xlarge"}, {"name": "gpu"}]}
