@@ -16,7 +16,8 @@ Before anything runs, the capacity-aware world gets the listener's start-up chec
 scenario with the listener's message (:class:`StartupRefused`, exit code 2 on the command
 line); warnings go to stderr.
 
-The comparison table goes to stdout; a progress bar (only when stderr is a terminal) and the
+A short comparison table (:data:`TERMINAL_COLUMNS`, fits :data:`TERMINAL_WIDTH` columns) goes
+to stdout, every column to REPORT.md; a progress bar (only when stderr is a terminal) and the
 wall time of each run go to stderr.
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -89,6 +91,12 @@ COLUMNS: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
     ("API writes", lambda r: r["api_writes"]),
 )
 
+#: The columns printed on the terminal (``simulate``, ``demo``): a table that fits
+#: :data:`TERMINAL_WIDTH` columns. Every column stays in REPORT.md and results.json.
+TERMINAL_COLUMNS = ("jobs", "failed", "stuck", "p50 s", "p95 s", "p99 s", "nodes", "node-h", "$")
+#: Widest line the terminal output is meant to print.
+TERMINAL_WIDTH = 100
+
 #: What the table's columns mean, printed under it in REPORT.md.
 LEGEND = (
     "p50/p95/p99 s: queue to workflow pod Running over all jobs, a failed or never-started "
@@ -134,15 +142,20 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def table_rows(results: dict[str, Any]) -> list[list[str]]:
-    rows = [["strategy", *(name for name, _ in COLUMNS)]]
+def table_rows(
+    results: dict[str, Any], names: Sequence[str] | None = None
+) -> list[list[str]]:
+    """Header and one row per strategy; ``names`` picks columns of :data:`COLUMNS` (all)."""
+    columns = COLUMNS if names is None else tuple(c for c in COLUMNS if c[0] in names)
+    rows = [["strategy", *(name for name, _ in columns)]]
     for strategy, res in results["strategies"].items():
-        rows.append([strategy, *(_cell(get(res)) for _, get in COLUMNS)])
+        rows.append([strategy, *(_cell(get(res)) for _, get in columns)])
     return rows
 
 
-def format_table(results: dict[str, Any]) -> str:
-    rows = table_rows(results)
+def format_table(results: dict[str, Any], names: Sequence[str] | None = None) -> str:
+    """The table as aligned text; ``names`` as in :func:`table_rows`."""
+    rows = table_rows(results, names)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
@@ -153,6 +166,22 @@ def format_table(results: dict[str, Any]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def terminal_table(results: dict[str, Any]) -> str:
+    """The few columns the terminal shows (:data:`TERMINAL_COLUMNS`)."""
+    return format_table(results, TERMINAL_COLUMNS)
+
+
+def wrapped(text: str, *, indent: str = "    ") -> str:
+    """``text`` wrapped to :data:`TERMINAL_WIDTH` columns, continuation lines indented."""
+    return textwrap.fill(
+        text,
+        width=TERMINAL_WIDTH,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def markdown_table(results: dict[str, Any]) -> str:
@@ -193,7 +222,8 @@ def run_scenario(
     if CAPACITY_AWARE in strategies:
         prebuilt[CAPACITY_AWARE] = World(scenario, CAPACITY_AWARE, seed=seed)
         for warning in refuse_on_errors(prebuilt[CAPACITY_AWARE]):
-            err.write(f"{scenario.name} / {CAPACITY_AWARE}: {warning}\n")
+            # One finding a paragraph, wrapped: a finding's message runs to 600 characters.
+            err.write(wrapped(f"{scenario.name} / {CAPACITY_AWARE}: {warning}") + "\n")
     for strategy in strategies:
         world = prebuilt.pop(strategy, None) or World(scenario, strategy, seed=seed)
         bar = ProgressBar(f"{scenario.name} / {strategy}", err) if progress else None
@@ -261,15 +291,12 @@ def simulate(
     out = Path(out_dir) if out_dir is not None else Path("out") / loaded.name
     results = run_scenario(loaded, seed=seed, out_dir=out, plots=plots, progress=progress)
     sink = stdout or sys.stdout
+    title = f"{loaded.name}: {' '.join(loaded.description.split())}"
+    sink.write(f"\n{wrapped(title, indent='') if loaded.description else loaded.name}\n\n")
+    sink.write(terminal_table(results) + "\n")
     sink.write(
-        f"\n{loaded.name}: {loaded.description.strip()}\n\n"
-        if loaded.description
-        else f"\n{loaded.name}\n\n"
-    )
-    sink.write(format_table(results) + "\n")
-    sink.write(
-        f"\nresults: {out / 'results.json'}  events: {out / 'events.jsonl'}  "
-        f"report: {out / 'REPORT.md'}\n"
+        f"\nevery column: {out / 'REPORT.md'}\nresults: {out / 'results.json'}\n"
+        f"events: {out / 'events.jsonl'}\n"
     )
     return results
 
@@ -297,7 +324,7 @@ def demo(
         loaded = load_scenario(path)
         out = root / loaded.name
         results = run_scenario(loaded, out_dir=out, plots=plots, progress=progress)
-        sink.write(f"\n{loaded.name}\n{format_table(results)}\n")
+        sink.write(f"\n{loaded.name}\n{terminal_table(results)}\n")
         images = sorted(p.name for p in out.glob("*.png"))
         sections.append(
             report_section(
@@ -306,5 +333,5 @@ def demo(
         )
     report = root / "REPORT.md"
     report.write_text("\n".join(sections), encoding="utf-8")
-    sink.write(f"\nReport: {report.resolve()}\n")
+    sink.write(f"\nEvery column, the legend and the plots: {report}\n")
     return report

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from simulator.cli import main as cli_main
-from simulator.engine.runner import run_scenario
+from simulator.engine.runner import TERMINAL_WIDTH, demo, run_scenario
 from simulator.measurement import checker
 from simulator.scenarios.scenario import ScenarioError, load_scenario, parse_scenario, shipped
 from simulator.scenarios.strategies import STRATEGIES
@@ -225,7 +225,8 @@ def test_simulate_writes_its_outputs_and_bad_input_exits_2(
     path.write_text(json.dumps(scenario(duration="15m")), encoding="utf-8")  # JSON is YAML
     assert cli_main(["simulate", str(path), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "capacity-aware" in out and "over-adv slot-s" in out
+    assert "capacity-aware" in out and "p95 s" in out
+    assert "over-adv slot-s" in (tmp_path / "out" / "REPORT.md").read_text()
     for name in (
         "results.json",
         "events.jsonl",
@@ -239,3 +240,24 @@ def test_simulate_writes_its_outputs_and_bad_input_exits_2(
     bad = _write(tmp_path, path.read_text().replace('"max_runners": 20', '"max_runners": "x"'))
     assert cli_main(["simulate", str(bad), "--out", str(tmp_path / "x")]) == 2
     assert "scale_sets[0].max_runners" in capsys.readouterr().err
+
+
+def test_demo_prints_lines_that_fit_100_columns_and_the_report_keeps_every_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make demo` printed its table with every column (242-column rows) and each start-up
+    warning as one line of several hundred characters; a terminal wrapped both into noise."""
+    data = scenario(duration="15m")
+    data["scale_sets"][0]["min_runners"] = 1  # the listener warns about idle runners
+    path = _write(tmp_path, json.dumps(data))
+    monkeypatch.chdir(tmp_path)  # paths printed as given, as `make demo`'s out/demo
+    report = demo("demo", scenarios=[path], plots=False, progress=False)
+    captured = capsys.readouterr()
+    printed = captured.out.splitlines() + captured.err.splitlines()
+    assert "start-up check warning min-runners" in captured.err
+    assert "p50 s" in captured.out and "$" in captured.out
+    too_wide = [line for line in printed if len(line) > TERMINAL_WIDTH]
+    assert too_wide == []
+    text = report.read_text()
+    for column in ("over-adv slot-s", "unconfirmed slot-s", "idle GPU-h", "API writes"):
+        assert column in text, column
