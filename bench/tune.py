@@ -28,13 +28,13 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reconciler.settings import parse_capacity_aware  # noqa: E402
 from reconciler.settings_types import duration_seconds  # noqa: E402
 from simulator.engine.world import World  # noqa: E402
 from simulator.scenarios.scenario import load_scenario  # noqa: E402
+from tuning.answer import block_dials  # noqa: E402
 from tuning.cli import main as tune_main  # noqa: E402
 from tuning.history import load_history  # noqa: E402
-from tuning.replay import replayable, with_trace  # noqa: E402
+from tuning.replay import dial_settings, replayable, with_trace  # noqa: E402
 from tuning.sweep import fair_percentiles  # noqa: E402
 
 HISTORY = ROOT / "config" / "history" / "sample-day.json"
@@ -76,8 +76,13 @@ def main() -> int:
         print("no recommendation to check")
         return 0
     block = yaml.safe_load((out / "recommendation.yaml").read_text(encoding="utf-8"))
-    settings = parse_capacity_aware(block["capacityAware"], where="recommendation.yaml")
     base = load_scenario("ice-failover")
+    # The recommendation holds the tuned dials only: set them over the scenario's own block.
+    settings = dial_settings(
+        base.strategies.capacity_aware,
+        block_dials(block["capacityAware"]),
+        where="recommendation.yaml",
+    )
     jobs, _ = replayable(base, load_history(HISTORY))
     scenario = with_trace(base, out / "history-trace.csv", jobs)
     strategies = scenario.strategies.model_copy(update={"capacity_aware": settings})

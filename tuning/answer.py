@@ -7,15 +7,15 @@ Pure decisions (:func:`frontier`, :func:`recommend`) over the aggregated rows of
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
+from reconciler.settings import parse_capacity_aware
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
-from tuning.replay import SIM_PREFIX, settings_block
+from tuning.replay import SIM_PREFIX, split_dials
 
 
 def p95_of(row: dict[str, Any]) -> float:
@@ -56,11 +56,37 @@ def recommend(rows: Sequence[dict[str, Any]], target_p95: float) -> dict[str, An
     )
 
 
-def recommendation_yaml(
-    row: dict[str, Any], settings: CapacityAwareSettings, *, target_p95: float, context: str
-) -> str:
-    """The ``capacityAware`` block, checked to read back through the settings model."""
-    block = settings_block(settings)
+def dials_block(dials: dict[str, Any]) -> dict[str, Any]:
+    """The tuned dials (dotted camelCase keys) as a nested ``capacityAware`` block, with the
+    switch and the warm pool size a reader looks for first; the simulator's own dials
+    (``sim.``) are left out: they are no key of the block."""
+    block: dict[str, Any] = {"enabled": True}
+    for key, value in split_dials(dials)[0].items():
+        node = block
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return block
+
+
+def block_dials(block: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A pasted block as dotted dials (the inverse of :func:`dials_block`), to set over a
+    listener's own settings with :func:`tuning.replay.dial_settings`."""
+    out: dict[str, Any] = {}
+    for key, value in block.items():
+        if isinstance(value, Mapping):
+            out.update(block_dials(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def recommendation_yaml(row: dict[str, Any], *, target_p95: float, context: str) -> str:
+    """Only the dials the sweep tuned, as a ``capacityAware`` block to paste over a
+    listener's own (its ``workflowResources`` and every other key stay as they are there);
+    checked to read back through the settings model."""
+    block = dials_block(row["dials"])
     parse_capacity_aware(block, where="recommendation")  # what we print must be accepted
     header = [
         f"# arc-capacity-listener tune: {context}",
@@ -69,8 +95,8 @@ def recommendation_yaml(
         f"#   p95 {row['p95_worst_seconds']} s (worst seed), "
         f"${row['dollars_per_day_mean']:,.2f}/day, "
         f"{row['idle_cpu_hours_per_day_mean']:,.1f} idle reserved CPU-h/day (mean)",
-        f"#   dials: {row['dials']}",
-        "# Paste under your listener's capacityAware settings (Helm values / ConfigMap).",
+        "# The tuned dials only: set these keys in your listener's capacityAware settings",
+        "# (Helm values / ConfigMap) and keep the rest of that block as it is.",
     ]
     sim = {k: v for k, v in row["dials"].items() if k.startswith(SIM_PREFIX)}
     if sim:

@@ -155,9 +155,8 @@ def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if best is None:
         stdout.write(f"\nno capacity-aware point meets p95 <= {target:g} s; see {out}/sweep.json\n")
         return 1
-    settings = next(p.settings for p in points if p.id == best["point"])
     text = recommendation_yaml(
-        best, settings, target_p95=target, context=f"{base.name}, {history.source}, seeds {seeds}"
+        best, target_p95=target, context=f"{base.name}, {history.source}, seeds {seeds}"
     )
     (out / "recommendation.yaml").write_text(text, encoding="utf-8")
     stdout.write(f"\nrecommendation ({best['point']}): {out / 'recommendation.yaml'}\n{text}")

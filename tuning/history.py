@@ -105,10 +105,12 @@ def load_history(path: str | Path) -> History:
         raise HistoryError(f"{file}: cannot read the history: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise HistoryError(f"{file}: byte {exc.start}: not UTF-8 text") from None
+    # A shipped history is named as the user did (``sample-day``), never by its install path.
+    source = str(path) if file != Path(path) else str(file)
     if file.suffix.lower() in (".json", ".jsonl") or text.lstrip().startswith(("{", "[")):
-        history = parse_jobs_json(text, source=str(file))
+        history = parse_jobs_json(text, source=source)
     else:
-        history = parse_trace_csv(text, source=str(file))
+        history = parse_trace_csv(text, source=source)
     if not history.jobs:
         detail = f"; first problem: {history.problems[0]}" if history.problems else ""
         raise HistoryError(f"{file}: no usable job in the history{detail}")

@@ -7,8 +7,9 @@ from typing import Any
 import yaml
 
 from reconciler.settings import parse_capacity_aware
-from tuning.answer import frontier, recommend, recommendation_yaml
+from tuning.answer import block_dials, frontier, recommend, recommendation_yaml
 from tuning.grid import DEFAULT_GRID, expand
+from tuning.replay import dial_settings
 from tuning.sweep import aggregate, fair_percentiles, plan
 
 
@@ -111,20 +112,46 @@ def test_recommendation_reads_back_through_the_listener_settings_model() -> None
     }
     (point,) = expand(grid, base, where="g")
     text = recommendation_yaml(
-        row("p1", 25.0, 150.0, 300.0), point.settings, target_p95=60.0, context="test"
+        {**row("p1", 25.0, 150.0, 300.0), "dials": point.dial_map()},
+        target_p95=60.0,
+        context="test",
     )
     block = yaml.safe_load(text)["capacityAware"]
     settings = parse_capacity_aware(block, where="recommendation.yaml")
     assert settings.proactive_capacity == "auto"
-    assert settings.survivor_window == 180.0
     assert block["warmPool"]["schedule"] == [{"start": "07:00", "end": "19:00", "pairs": 4}]
     assert text.startswith("# arc-capacity-listener tune: test")
+
+
+def test_recommendation_holds_only_the_tuned_dials_never_the_scenario_s_own_keys() -> None:
+    """recommendation.yaml pasted the scenario's whole block, its GPU workflowResources
+    included, under "paste under your listener's settings": pasted as told, it resized a
+    user's placeholders to the simulated scale set's pods."""
+    base = parse_capacity_aware(
+        {
+            "enabled": True,
+            "survivorWindow": "3m",
+            "workflowResources": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
+        },
+        where="t",
+    )
+    (point,) = expand({"proactiveCapacity": [2], "sim.fit_refresh": [30]}, base, where="g")
+    text = recommendation_yaml(
+        {**row("p1", 25.0, 1.0, 1.0), "dials": point.dial_map()}, target_p95=60.0, context="t"
+    )
+    assert yaml.safe_load(text)["capacityAware"] == {"enabled": True, "proactiveCapacity": 2}
+    assert "workflowResources" not in text and "nvidia.com/gpu" not in text
+    assert "survivorWindow" not in text
+    # pasted over the listener's own block, the dials set and everything else is kept
+    pasted = dial_settings(base, block_dials(yaml.safe_load(text)["capacityAware"]), where="t")
+    assert pasted.proactive_capacity == 2 and pasted.survivor_window == 180.0
+    assert pasted == point.settings
 
 
 def test_recommendation_names_the_pool_size_even_at_its_default() -> None:
     base = parse_capacity_aware({"enabled": True}, where="t")
     (point,) = expand({"proactiveCapacity": [1]}, base, where="g")
     text = recommendation_yaml(
-        row("p1", 25.0, 1.0, 1.0), point.settings, target_p95=60.0, context="t"
+        {**row("p1", 25.0, 1.0, 1.0), "dials": point.dial_map()}, target_p95=60.0, context="t"
     )
     assert yaml.safe_load(text)["capacityAware"] == {"enabled": True, "proactiveCapacity": 1}

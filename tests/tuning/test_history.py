@@ -157,3 +157,12 @@ def test_shipped_sample_is_a_day_of_at_least_2000_jobs_with_its_known_bad_record
     assert len(history.jobs) >= 2000
     assert max(j.queued for j in history.jobs) < 86_400
     assert {p.field for p in history.problems} == {"started_at"}
+
+
+def test_a_shipped_history_is_named_as_typed_never_by_its_install_path() -> None:
+    """recommendation.yaml's header named the shipped history by its absolute path inside
+    site-packages (`/.../site-packages/tuning/history_data/sample-day.json`), which says
+    nothing to the reader and differs on every machine."""
+    history = load_history("sample-day")
+    assert history.source == "sample-day"
+    assert "site-packages" not in history.source and "/" not in history.source
