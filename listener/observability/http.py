@@ -10,6 +10,8 @@ thread beside the asyncio loop (the same shape as ARC's metrics server):
   the reason (readiness probe).
 - ``/debug/pairs``: JSON with the pair table and the capacity ledger, as published by the
   loop on a :class:`StatusBoard` after each reconcile step (read by the ``status`` command).
+  Like every route here it has no authentication; ``CAPACITY_AWARE_DEBUG_PAIRS=off`` stops
+  serving it (:func:`debug_pairs_enabled`; docs/operations.md#endpoints-logs-and-status).
 
 Address rules (docs/protocol.md#config-file, docs/protocol.md#metrics): ``metrics_addr`` is Go-style
 ``host:port`` (``:8080`` = every interface). ARC's ``metrics_addr: ""`` means "no metrics server";
@@ -43,6 +45,8 @@ DEFAULT_METRICS_ENDPOINT = "/metrics"
 HEALTHZ = "/healthz"
 READYZ = "/readyz"
 DEBUG_PAIRS = "/debug/pairs"
+#: ``on`` (default) or ``off``: whether ``/debug/pairs`` is served.
+DEBUG_PAIRS_ENV = "CAPACITY_AWARE_DEBUG_PAIRS"
 #: Seconds a client may take to send its request before the server drops it.
 REQUEST_TIMEOUT = 10.0
 
@@ -51,6 +55,19 @@ Readiness = Callable[[], "bool | tuple[bool, str]"]
 
 class HttpConfigError(ValueError):
     """``metrics_addr`` / ``metrics_endpoint`` is not usable; names the value and the rule."""
+
+
+def debug_pairs_enabled(env: Mapping[str, str]) -> bool:
+    """Whether to serve ``/debug/pairs``: ``$CAPACITY_AWARE_DEBUG_PAIRS`` ``on`` (or unset)
+    or ``off``; any other value is refused with one line naming the variable."""
+    value = env.get(DEBUG_PAIRS_ENV, "").strip().lower()
+    if value in ("", "on"):
+        return True
+    if value == "off":
+        return False
+    raise HttpConfigError(
+        f"environment variable {DEBUG_PAIRS_ENV}: {env[DEBUG_PAIRS_ENV]!r}: use on or off"
+    )
 
 
 # --- addresses -------------------------------------------------------------------------------
@@ -360,7 +377,9 @@ def _handler_for(app: ListenerHttpServer) -> type[BaseHTTPRequestHandler]:
 
 __all__ = [
     "DEFAULT_HEALTH_ADDR",
+    "DEBUG_PAIRS_ENV",
     "HttpConfigError",
+    "debug_pairs_enabled",
     "HttpSettings",
     "ListenerHttpServer",
     "StatusBoard",

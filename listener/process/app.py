@@ -47,7 +47,13 @@ from listener.arc.message_loop import Listener, close_session, run_open_session
 from listener.arc.scaler import Scaler
 from listener.arc.statistics_refresh import StatisticsRefresher
 from listener.arc.version import ArcVersionError, version_from_env
-from listener.observability.http import ListenerHttpServer, StatusBoard, resolve_http_settings
+from listener.observability.http import (
+    HttpConfigError,
+    ListenerHttpServer,
+    StatusBoard,
+    debug_pairs_enabled,
+    resolve_http_settings,
+)
 from listener.observability.logging import LIBRARY_LEVEL_ENV, LoggingConfigError, configure_logging
 from listener.observability.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.process.assembly import scale_set_target
@@ -90,13 +96,20 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
         config = resolve_vault_credentials(load_listener_config(path), file=path)
         capacity = load_capacity_aware(env)
         version_from_env(env)  # a bad ARC_VERSION is refused here, before anything starts
+        debug_pairs_enabled(env)  # and a bad CAPACITY_AWARE_DEBUG_PAIRS
         configure_logging(
             config.log_level or "info",
             config.log_format or "text",
             secrets=[config.github_token, config.github_app_private_key],
             library_level=env.get(LIBRARY_LEVEL_ENV),
         )
-    except (ConfigError, SettingsError, LoggingConfigError, ArcVersionError) as exc:
+    except (
+        ConfigError,
+        SettingsError,
+        LoggingConfigError,
+        ArcVersionError,
+        HttpConfigError,
+    ) as exc:
         print(f"arc-capacity-listener: {exc}", file=sys.stderr)
         return 1
     app = ListenerApp(config, capacity, env)
@@ -369,14 +382,15 @@ class ListenerApp:
         self.stop.set()
 
     def _start_http(self) -> None:
-        """Metrics per ARC's rules; probes and /debug/pairs are served even without metrics."""
+        """Metrics per ARC's rules; probes and /debug/pairs (unless turned off) are served even
+        without metrics."""
         settings = resolve_http_settings(self.config.metrics_addr, self.config.metrics_endpoint)
         self.http = ListenerHttpServer(
             settings.address,
             registry=self.metrics.registry,
             metrics_endpoint=settings.metrics_endpoint,
             ready=self._ready,
-            debug=self.status.payload,
+            debug=self.status.payload if debug_pairs_enabled(self.env) else None,
         ).start()
         log.info("HTTP on %s (metrics: %s)", settings.address, settings.metrics_endpoint or "off")
 

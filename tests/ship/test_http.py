@@ -7,15 +7,18 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from listener.observability.http import (
+    DEBUG_PAIRS_ENV,
     DEFAULT_HEALTH_ADDR,
     HttpConfigError,
     ListenerHttpServer,
     StatusBoard,
+    debug_pairs_enabled,
     parse_listen_address,
     resolve_http_settings,
 )
@@ -139,6 +142,34 @@ def test_unknown_paths_are_404_and_head_has_no_body(server: ListenerHttpServer) 
     assert get(server.url("/nope"))[0] == 404
     status, _, body = get(server.url("/metrics"), method="HEAD")
     assert status == 200 and body == b""
+
+
+def test_debug_pairs_is_served_unless_the_environment_turns_it_off() -> None:
+    """/debug/pairs has no authentication and nothing could stop serving it: an operator who
+    does not want the pair table (pod names, states, reasons, the ledger) readable by whatever
+    reaches the pod's port had no switch."""
+    assert debug_pairs_enabled({}) is True
+    assert debug_pairs_enabled({DEBUG_PAIRS_ENV: "on"}) is True
+    assert debug_pairs_enabled({DEBUG_PAIRS_ENV: " OFF "}) is False
+    with pytest.raises(HttpConfigError, match=f"{DEBUG_PAIRS_ENV}: 'no': use on or off"):
+        debug_pairs_enabled({DEBUG_PAIRS_ENV: "no"})
+
+
+def test_a_bad_debug_pairs_switch_stops_the_listener_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in CAPACITY_AWARE_DEBUG_PAIRS must not leave the table served by surprise."""
+    import listener.process.app
+    from tests.listener.test_arc_config import pat_config
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(pat_config()), encoding="utf-8")
+    env = {"LISTENER_CONFIG_PATH": str(config), DEBUG_PAIRS_ENV: "false"}
+    assert listener.process.app.run_from_environment(env) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"arc-capacity-listener: environment variable {DEBUG_PAIRS_ENV}: 'false': use on or off\n"
+    )
 
 
 def test_without_a_registry_only_health_is_served() -> None:
