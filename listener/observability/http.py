@@ -376,13 +376,13 @@ def _handler_for(app: ListenerHttpServer) -> type[BaseHTTPRequestHandler]:
 
 
 __all__ = [
-    "DEFAULT_HEALTH_ADDR",
     "DEBUG_PAIRS_ENV",
+    "DEFAULT_HEALTH_ADDR",
     "HttpConfigError",
-    "debug_pairs_enabled",
     "HttpSettings",
     "ListenerHttpServer",
     "StatusBoard",
+    "debug_pairs_enabled",
     "parse_listen_address",
     "resolve_http_settings",
 ]

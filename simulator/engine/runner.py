@@ -142,9 +142,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def table_rows(
-    results: dict[str, Any], names: Sequence[str] | None = None
-) -> list[list[str]]:
+def table_rows(results: dict[str, Any], names: Sequence[str] | None = None) -> list[list[str]]:
     """Header and one row per strategy; ``names`` picks columns of :data:`COLUMNS` (all)."""
     columns = COLUMNS if names is None else tuple(c for c in COLUMNS if c[0] in names)
     rows = [["strategy", *(name for name, _ in columns)]]
