@@ -65,6 +65,10 @@ class RunnerDouble:
     clock: Callable[[], float] = time.monotonic
     runners: dict[str, RunnerRecord] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    #: EphemeralRunner status fields seen on runners running a job (the listener's JobStarted
+    #: patch, as the real CRD kept it), and how many runners carried a job id.
+    job_fields_seen: set[str] = field(default_factory=set)
+    runners_with_job_id: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # --- one pass ------------------------------------------------------------------------
@@ -104,6 +108,11 @@ class RunnerDouble:
                 self.feed.start(request_id, record.pod, runner_id or None)
                 record.state, record.request_id, record.claimed_at = "claimed", request_id, now
                 self._create_workflow_pod(pod, record)
+        if record.state in ("claimed", "running"):
+            status = (runner or {}).get("status") or {}
+            if status.get("jobRequestId"):
+                self.runners_with_job_id.add(record.pod)
+                self.job_fields_seen.update(k for k in status if k.startswith(("job", "workflow")))
         if record.state == "claimed":
             workflow = self._workflow_pod(record.pod)
             if workflow is not None and workflow.status.phase == "Running":
