@@ -57,6 +57,7 @@ from simulator.engine.world import World
 from simulator.measurement.hot_floor import Delay, Uniform, UniformSum, hot_floor_quantile
 from simulator.scenarios.scenario import Scenario, parse_scenario
 from simulator.workload.container_hook import WORKFLOW_IMAGE
+from simulator.workload.hook import poll_schedule
 from simulator.workload.service_records import BROKER_CAPACITY, BROKERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,6 +175,33 @@ def breakdown(events: list[dict[str, Any]], jobs: set[int]) -> list[tuple[float,
         if all(m is not None for m in marks):
             out.append(tuple(b - a for a, b in itertools.pairwise(marks)))  # type: ignore[operator]
     return out
+
+
+def by_assignment(steps: list[tuple[float, ...]]) -> str:
+    """The idle-runner jobs split by whether the service assigned them the instant they were
+    queued (the header already had room) or later (they waited for room in the header)."""
+    at_once = [sum(s) for s in steps if s[0] < 1e-6]
+    later = [s for s in steps if s[0] >= 1e-6]
+    return (
+        f"assigned the instant they were queued: {len(at_once)} jobs, p50 {show(p50(at_once))} s;"
+        f" later (waited for room in the header): {len(later)} jobs, p50 "
+        f"{show(p50([sum(s) for s in later]))} s, of it waiting for assignment p50 "
+        f"{show(p50([s[0] for s in later]))} s"
+    )
+
+
+def by_hook_read(steps: list[tuple[float, ...]], reads: Sequence[float]) -> str:
+    """How many jobs the hook saw Running at each of its reads after creating the workflow
+    pod (``waitForPodPhases``: at once, then after each back-off sleep)."""
+    counts = dict.fromkeys(reads, 0)
+    for s in steps:
+        seen = s[3] + s[4] + s[5]  # created -> the read that saw it Running
+        read = min(reads, key=lambda r: abs(r - seen))
+        counts[read] += 1
+    total = max(1, len(steps))
+    return ", ".join(
+        f"{r:g} s: {n} ({100 * n / total:.0f}%)" for r, n in counts.items() if n or r <= 31
+    )
 
 
 def floor_p50(scenario: Scenario) -> float:
@@ -326,6 +354,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  {step}: {statistics.median(column):.2f} ({statistics.fmean(column):.2f})"
                 if steps
                 else "  -"
+            )
+        if steps:
+            print(f"{name}: {by_assignment(steps)}")
+            reads = poll_schedule(scenario.arc.prepare_job_timeout).reads
+            print(
+                f"{name}: the hook's read that saw the workflow pod Running, s after creating it: "
+                + by_hook_read(steps, reads)
             )
         print(
             f"{name}: the world's floor for a hot-slot job (nothing before JobStarted takes "
