@@ -28,8 +28,12 @@ as infinitely late, ``never``):
 
 Then the bars of issue 31 for the hot row (jobs on a hot slot <= 8 s p50, quiet-time p50 <=
 0.5x stock ARC's, dollars <= 1.1x stock ARC's), each printed with its figure, one Markdown
-row for the README's cost table, the hot-slot jobs' wait step by step, and the floor the
-simulated hook and kubelet put under it (:mod:`simulator.measurement.hot_floor`).
+row for the README's cost table, and for the hot and ``minRunners`` runs the idle-runner jobs'
+wait step by step, those jobs split by whether the service assigned them the instant they
+were queued or after they waited for room in the header (under the ``capacity`` broker a
+runner registered while the header is full counts as idle for the job it later takes), the
+hook read that saw each workflow pod Running, and the floor the simulated hook and kubelet
+put under a hot-slot job (:mod:`simulator.measurement.hot_floor`).
 
 Run: ``.venv/bin/python bench/hot_runners.py [--seeds 3] [--jobs 1] [--scenario FILE]
 [--hot N ...] [--min-runners N ...] [--broker capacity|idle-runners]``.
@@ -91,7 +95,9 @@ def variants(scenario: Scenario, hot: list[int], min_runners: Sequence[int] = ()
     return runs
 
 
-def adjusted(scenario: Scenario, block: dict[str, Any], min_runners: int | None, broker: str):
+def adjusted(
+    scenario: Scenario, block: dict[str, Any], min_runners: int | None, broker: str
+) -> Scenario:
     """The scenario a run simulates: its capacityAware block, minRunners on every scale set
     and the Actions service's broker as the run asks."""
     if block:

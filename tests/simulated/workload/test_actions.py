@@ -146,9 +146,9 @@ def test_idle_runners_get_jobs_beyond_the_advertised_capacity_only_under_the_idl
     close_session: bool,
     assigned: int,
 ) -> None:
-    """tart-runner-fleet ADR 0034 (amendment 2026-08-04b) measured the real service: scale
-    sets advertising 1 and 5 split a 4-job dispatch 1 and 3, the rest stayed queued, and a
-    raised capacity pulled the backlog on the next poll; ARC #4374 sees idle minRunners
+    """tart-runner-fleet ADR 0034 (amendment 2026-08-04b) measured the real service: each
+    scale set was filled only up to the capacity it last advertised, the rest stayed queued,
+    and a raised capacity pulled the backlog on the next poll; ARC #4374 sees idle minRunners
     runners left unused while new ones are created. So the ``capacity`` broker counts every
     job assigned and not finished against the advertised capacity and lets idle runners take
     jobs only within it; ``idle-runners`` keeps the world before issue 43."""
