@@ -7,7 +7,14 @@ seeds 1..N, three runs on the same jobs:
 - ``warm pool``: capacity-aware as the scenario sets it (its ``proactiveCapacity`` of warm
   pairs),
 - ``hot N``: the same, with ``hotRunners: N`` (the same reserve budget, N slots of it hot, the
-  rest warm pairs; default N = the whole reserve; ``--hot`` may be repeated).
+  rest warm pairs; default N = the whole reserve; ``--hot`` may be repeated),
+- ``stock ARC minRunners N`` (with ``--min-runners N``, repeatable): stock ARC keeping N idle
+  runners on top of the assigned jobs, as ARC's ``minRunners`` does since 0.8: the stock way
+  to have idle runners, against which hot slots are compared.
+
+``--broker`` picks the simulated Actions service's broker (the scenario's ``actions.broker``:
+``capacity``, a scale set is assigned at most what it advertised; ``idle-runners``, the older
+world where each idle runner is room on top; docs/semantics.md), so both worlds can be run.
 
 Per run it prints, over the jobs of all seeds pooled (a job that failed or never started counts
 as infinitely late, ``never``):
@@ -21,11 +28,15 @@ as infinitely late, ``never``):
 
 Then the bars of issue 31 for the hot row (jobs on a hot slot <= 8 s p50, quiet-time p50 <=
 0.5x stock ARC's, dollars <= 1.1x stock ARC's), each printed with its figure, one Markdown
-row for the README's cost table, the hot-slot jobs' wait step by step, and the floor the
-simulated hook and kubelet put under it (:mod:`simulator.measurement.hot_floor`).
+row for the README's cost table, and for the hot and ``minRunners`` runs the idle-runner jobs'
+wait step by step, those jobs split by whether the service assigned them the instant they
+were queued or after they waited for room in the header (under the ``capacity`` broker a
+runner registered while the header is full counts as idle for the job it later takes), the
+hook read that saw each workflow pod Running, and the floor the simulated hook and kubelet
+put under a hot-slot job (:mod:`simulator.measurement.hot_floor`).
 
 Run: ``.venv/bin/python bench/hot_runners.py [--seeds 3] [--jobs 1] [--scenario FILE]
-[--hot N ...]``.
+[--hot N ...] [--min-runners N ...] [--broker capacity|idle-runners]``.
 """
 
 from __future__ import annotations
@@ -50,6 +61,8 @@ from simulator.engine.world import World
 from simulator.measurement.hot_floor import Delay, Uniform, UniformSum, hot_floor_quantile
 from simulator.scenarios.scenario import Scenario, parse_scenario
 from simulator.workload.container_hook import WORKFLOW_IMAGE
+from simulator.workload.hook import poll_schedule
+from simulator.workload.service_records import BROKER_CAPACITY, BROKERS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCENARIO = ROOT / "config" / "scenarios" / "merge-queue.yaml"
@@ -60,25 +73,48 @@ def load(path: Path) -> Scenario:
     return parse_scenario(yaml.safe_load(path.read_text()), where=str(path))
 
 
-def variants(scenario: Scenario, hot: list[int]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Run name -> (strategy, capacityAware block merged over the scenario's). ``hot``: the
-    hotRunners values to run (default: the whole reserve, ``auto`` under an auto pool)."""
+#: A run: (strategy, capacityAware block merged over the scenario's, minRunners or None for
+#: the scenario's own).
+Run = tuple[str, dict[str, Any], int | None]
+
+
+def variants(scenario: Scenario, hot: list[int], min_runners: Sequence[int] = ()) -> dict[str, Run]:
+    """Run name -> :data:`Run`. ``hot``: the hotRunners values to run (default: the whole
+    reserve, ``auto`` under an auto pool); ``min_runners``: stock ARC runs with that many
+    idle runners kept by ``minRunners``."""
     reserve = scenario.strategies.capacity_aware.proactive_capacity
     values: list[int | str] = list(hot) or [reserve if isinstance(reserve, int) else "auto"]
-    runs: dict[str, tuple[str, dict[str, Any]]] = {
-        "stock ARC": ("baseline", {}),
-        "warm pool": ("capacity-aware", {}),
+    runs: dict[str, Run] = {
+        "stock ARC": ("baseline", {}, None),
+        "warm pool": ("capacity-aware", {}, None),
     }
+    for n in min_runners:
+        runs[f"stock ARC minRunners {n}"] = ("baseline", {}, n)
     for value in values:
-        runs[f"hot {value}"] = ("capacity-aware", {"hotRunners": value})
+        runs[f"hot {value}"] = ("capacity-aware", {"hotRunners": value}, None)
     return runs
 
 
-def run_one(task: tuple[str, int, str, str, dict[str, Any]]) -> dict[str, Any]:
-    path, seed, name, strategy, block = task
-    scenario = load(Path(path))
+def adjusted(
+    scenario: Scenario, block: dict[str, Any], min_runners: int | None, broker: str
+) -> Scenario:
+    """The scenario a run simulates: its capacityAware block, minRunners on every scale set
+    and the Actions service's broker as the run asks."""
     if block:
         scenario = scenario.with_capacity_aware(block, where="--hot")
+    if min_runners is not None:
+        scale_sets = [
+            ss.model_copy(update={"min_runners": min(min_runners, ss.max_runners)})
+            for ss in scenario.scale_sets
+        ]
+        scenario = scenario.model_copy(update={"scale_sets": scale_sets})
+    actions = scenario.actions.model_copy(update={"broker": broker})
+    return scenario.model_copy(update={"actions": actions})
+
+
+def run_one(task: tuple[str, int, str, str, dict[str, Any], int | None, str]) -> dict[str, Any]:
+    path, seed, name, strategy, block, min_runners, broker = task
+    scenario = adjusted(load(Path(path)), block, min_runners, broker)
     world = World(scenario, strategy, seed=seed)
     results = world.run()
     events = [json.loads(line) for line in world.log.lines()]
@@ -145,6 +181,33 @@ def breakdown(events: list[dict[str, Any]], jobs: set[int]) -> list[tuple[float,
         if all(m is not None for m in marks):
             out.append(tuple(b - a for a, b in itertools.pairwise(marks)))  # type: ignore[operator]
     return out
+
+
+def by_assignment(steps: list[tuple[float, ...]]) -> str:
+    """The idle-runner jobs split by whether the service assigned them the instant they were
+    queued (the header already had room) or later (they waited for room in the header)."""
+    at_once = [sum(s) for s in steps if s[0] < 1e-6]
+    later = [s for s in steps if s[0] >= 1e-6]
+    return (
+        f"assigned the instant they were queued: {len(at_once)} jobs, p50 {show(p50(at_once))} s;"
+        f" later (waited for room in the header): {len(later)} jobs, p50 "
+        f"{show(p50([sum(s) for s in later]))} s, of it waiting for assignment p50 "
+        f"{show(p50([s[0] for s in later]))} s"
+    )
+
+
+def by_hook_read(steps: list[tuple[float, ...]], reads: Sequence[float]) -> str:
+    """How many jobs the hook saw Running at each of its reads after creating the workflow
+    pod (``waitForPodPhases``: at once, then after each back-off sleep)."""
+    counts = dict.fromkeys(reads, 0)
+    for s in steps:
+        seen = s[3] + s[4] + s[5]  # created -> the read that saw it Running
+        read = min(reads, key=lambda r: abs(r - seen))
+        counts[read] += 1
+    total = max(1, len(steps))
+    return ", ".join(
+        f"{r:g} s: {n} ({100 * n / total:.0f}%)" for r, n in counts.items() if n or r <= 31
+    )
 
 
 def floor_p50(scenario: Scenario) -> float:
@@ -230,23 +293,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--hot", type=int, action="append", default=[],
         help="a hotRunners value to run (repeatable; default: the whole reserve)",
     )  # fmt: skip
+    parser.add_argument(
+        "--min-runners", type=int, action="append", default=[],
+        help="also run stock ARC with this minRunners (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--broker", choices=BROKERS, default=BROKER_CAPACITY,
+        help="the simulated Actions service's broker (docs/semantics.md)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.scenario.exists():
         parser.error(f"{args.scenario} does not exist (merge-queue ships with issue 31)")
     scenario = load(args.scenario)
-    runs = variants(scenario, args.hot)
+    runs = variants(scenario, args.hot, args.min_runners)
     tasks = [
-        (str(args.scenario), seed, name, strategy, block)
+        (str(args.scenario), seed, name, strategy, block, min_runners, args.broker)
         for seed in range(1, args.seeds + 1)
-        for name, (strategy, block) in runs.items()
+        for name, (strategy, block, min_runners) in runs.items()
     ]
     with Pool(max(1, args.jobs)) as pool:
         results = pool.map(run_one, tasks)
     table = {name: summarize([r for r in results if r["name"] == name]) for name in runs}
     stock = table["stock ARC"]
     print(
-        f"{scenario.name}, seeds 1..{args.seeds}; runs: "
-        + "; ".join(f"{n} = {s} {b or ''}".strip() for n, (s, b) in runs.items())
+        f"{scenario.name}, seeds 1..{args.seeds}, broker {args.broker}; runs: "
+        + "; ".join(
+            f"{n} = {s} {b or ''}{'' if m is None else f' minRunners {m}'}".strip()
+            for n, (s, b, m) in runs.items()
+        )
     )
     header = (
         "run",
@@ -275,16 +349,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{row['dollars'] / stock['dollars']:.2f}", f"{row['node_hours']:.1f}",
             str(row["nodes"]),
         )))  # fmt: skip
-    for name in (n for n in runs if n.startswith("hot ")):
-        bars(name, table[name], stock, runs[name][1]["hotRunners"], scenario.name)
+    for name in (n for n in runs if n.startswith("hot ") or "minRunners" in n):
+        if name.startswith("hot "):
+            bars(name, table[name], stock, runs[name][1]["hotRunners"], scenario.name)
         steps = [s for r in results if r["name"] == name for s in r["steps"]]
-        print(f"{name}: where a hot-slot job's wait goes, s over {len(steps)} jobs: median (mean)")
+        print(f"{name}: where a job on an idle runner waits, s, {len(steps)} jobs: median (mean)")
         for i, step in enumerate(STEPS):
             column = [s[i] for s in steps]
             print(
                 f"  {step}: {statistics.median(column):.2f} ({statistics.fmean(column):.2f})"
                 if steps
                 else "  -"
+            )
+        if steps:
+            print(f"{name}: {by_assignment(steps)}")
+            reads = poll_schedule(scenario.arc.prepare_job_timeout).reads
+            print(
+                f"{name}: the hook's read that saw the workflow pod Running, s after creating it: "
+                + by_hook_read(steps, reads)
             )
         print(
             f"{name}: the world's floor for a hot-slot job (nothing before JobStarted takes "

@@ -36,7 +36,8 @@ class CapacityLedger:
     workflow_placeholders: int
     #: Bound runners whose workflow pod exists but is not bound: claimed jobs waiting for a node.
     starved_runners: int
-    #: Registered runners without a job: GitHub may hand them jobs without any capacity check.
+    #: Registered runners without a job (minRunners' or hot slots'); the Actions service hands
+    #: them jobs only within the advertised capacity (docs/semantics.md, Actions service).
     idle_runners: int
     #: Hot slots' workflow placeholders counted on the workflow side (a confirmed slot's, a
     #: taken one's until its job's workflow pod is bound: docs/design.md#hot-runners); their

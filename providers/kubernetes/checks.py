@@ -16,7 +16,9 @@ its first sync, or plain dicts in tests), so they cost no extra API calls.
    hooks, or ``kubernetes`` hooks with ``ACTIONS_RUNNER_USE_KUBE_SCHEDULER=true``. Classic
    ``kubernetes`` mode pins the workflow pod with ``spec.nodeName`` (no preemption) and
    dind / no hooks run the job inside the runner pod (no workflow pod at all).
-4. ``minRunners > 0`` is warned about: idle runners take jobs without the capacity check.
+4. ``minRunners > 0`` is warned about: those idle runners hold no room for their workflow
+   pods and are paid for around the clock (``hotRunners`` keeps idle runners whose room is
+   held).
 5. A NodePool with ``spec.limits`` that allows instance types holding this scale set's
    workflow pods poorly is warned about (docs/operations.md#instance-types-for-a-capped-nodepool):
    at the limit, 8-vCPU nodes that hold one 4-cpu workflow pod run a third fewer jobs per
@@ -253,9 +255,10 @@ def check_min_runners(min_runners: int) -> list[Finding]:
         Finding(
             Severity.WARNING,
             "min-runners",
-            f"minRunners is {min_runners}: GitHub can hand jobs to those idle runners without the "
-            "capacity check, so they may wait for nodes like without this listener. Set "
-            "minRunners: 0 and use capacityAware.proactiveCapacity for warm capacity",
+            f"minRunners is {min_runners}: those idle runners hold no room for their workflow "
+            "pods and are paid for around the clock. Set minRunners: 0 and use "
+            "capacityAware.proactiveCapacity for warm capacity (hotRunners for idle runners "
+            "whose workflow pod's room is held)",
         )
     ]
 

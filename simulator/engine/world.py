@@ -188,7 +188,7 @@ class World:
             stuck_after=scenario.stuck_after,
         )
         # 2. clusters
-        self.service = ActionsService(loop, log)
+        self.service = ActionsService(loop, log, broker=scenario.actions.broker)
         self.accounting = Accounting(loop, self.service, stuck_after=scenario.stuck_after)
         self.clusters: dict[str, ClusterHandle] = {}
         for i, model in enumerate(scenario.clusters):

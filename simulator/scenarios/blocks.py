@@ -219,6 +219,16 @@ class ArcModel(StrictModel):
     runner_exit: Seconds = Field(default=1.0, ge=0)
 
 
+class ActionsModel(StrictModel):
+    """The simulated Actions service (:mod:`simulator.workload.actions`)."""
+
+    #: ``capacity``: a scale set is assigned at most what its latest poll advertised, in
+    #: total, and idle runners take jobs only within that room (docs/semantics.md cites the
+    #: evidence). ``idle-runners``: the older world, where each idle registered runner adds
+    #: one to the room whatever was advertised; kept to measure what the difference moves.
+    broker: Literal["capacity", "idle-runners"] = "capacity"
+
+
 class ListenerModel(StrictModel):
     long_poll: Seconds = Field(default=50.0, gt=0)
     handling_latency: Seconds = Field(default=0.05, ge=0)

@@ -44,6 +44,7 @@ Skeleton (see config/scenarios/ for complete files)::
         trace: jobs.csv              # queue_time,labels,duration (relative path)
     hud: {outages: [{start: 2h, end: 150m}]}
     arc: {version: "0.15", prepare_job_timeout: 10m, hook_delay: [2, 5], runner_startup: [3, 6]}
+    actions: {broker: capacity}  # or idle-runners: each idle runner is room (the older world)
     listener: {long_poll: 50s}
     strategies:
       overprovision: {slots: 4}
@@ -64,6 +65,7 @@ from pydantic import Field, ValidationError
 from reconciler.settings import CapacityAwareSettings
 from reconciler.settings_types import Seconds
 from simulator.scenarios.blocks import (
+    ActionsModel,
     ArcModel,
     ClusterModel,
     HudModel,
@@ -98,6 +100,7 @@ class Scenario(StrictModel):
     jobs: list[JobStream] = Field(min_length=1)
     hud: HudModel = Field(default_factory=HudModel)
     arc: ArcModel = Field(default_factory=ArcModel)
+    actions: ActionsModel = Field(default_factory=ActionsModel)
     listener: ListenerModel = Field(default_factory=ListenerModel)
     strategies: Strategies = Field(default_factory=Strategies)
 

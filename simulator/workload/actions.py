@@ -15,8 +15,12 @@ Semantics modelled:
   the fair, reproducible stand-in). When room opens in a scale set (a poll raised its
   capacity, a job finished) it takes the backlog it can serve.
 - Registered runners of a scale set take its assigned jobs in FIFO order as soon as they are
-  idle (``JobStarted``). An idle runner (e.g. kept by minRunners) is handed a job with no
-  capacity check: each idle runner adds one to the room, whatever was advertised.
+  idle (``JobStarted``). The broker (``broker``, a scenario's ``actions.broker``) decides what
+  an idle runner adds: under ``capacity`` (the default) nothing, the scale set is assigned at
+  most the capacity it advertised in total, counting jobs already assigned or running, and an
+  idle runner (kept by minRunners, or a hot slot's) takes a job only within that room; under
+  ``idle-runners`` (the world before issue 43) each idle runner adds one to the room, whatever
+  was advertised. docs/semantics.md cites the evidence for the default.
 - A job finishes as ``succeeded`` or ``failed`` (``JobCompleted``); an ephemeral runner is
   deregistered after its job.
 - Wire shapes: :meth:`poll`, :meth:`statistics` and :meth:`acquire` are the ``JobFeed`` the
@@ -38,6 +42,8 @@ from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.workload.jobs import JobSpec
 from simulator.workload.service_records import (
+    BROKER_CAPACITY,
+    BROKERS,
     CapacityObserver,
     Job,
     JobState,
@@ -64,7 +70,12 @@ def rfc3339(ts: float | None) -> str:
 
 
 class ActionsService:
-    def __init__(self, loop: EventLoop, log: EventLog, *, owner: str = "acme") -> None:
+    def __init__(
+        self, loop: EventLoop, log: EventLog, *, owner: str = "acme", broker: str = BROKER_CAPACITY
+    ) -> None:
+        if broker not in BROKERS:
+            raise ServiceError(f"unknown broker {broker!r}; known: {', '.join(BROKERS)}")
+        self.broker = broker
         self.loop = loop
         self.log = log
         self.owner = owner
@@ -83,6 +94,7 @@ class ActionsService:
         if name in self._by_name:
             raise ServiceError(f"scale set {name!r} exists already (names must be unique)")
         ss = ScaleSet(len(self._scale_sets) + 1, name, frozenset(labels), cluster)
+        ss.broker = self.broker
         self._scale_sets[ss.id] = ss
         self._by_name[name] = ss
         for key in self._groups:  # label sets seen before this scale set existed
@@ -210,7 +222,7 @@ class ActionsService:
         ss.runners[name] = runner
         ss.idle[name] = runner
         self._start_waiting(ss)
-        self._fill(ss)  # an idle runner takes queued jobs whatever the advertised capacity
+        self._fill(ss)  # room an idle runner opens under the idle-runners broker
         return runner.runner_id
 
     def remove_idle_runner(self, scale_set_id: int, name: str) -> bool:

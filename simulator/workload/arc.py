@@ -20,8 +20,8 @@ and runner state in :mod:`.arc_spec`):
 4. **Runner process**: registers with the Actions service a few seconds after its pod is
    Running (the controller records ``ready``, ``runnerId``, ``runnerName``; before 0.15 also
    ``phase: Running``, which 0.15 leaves to the listener's JobStarted patch, PR #4646), then
-   takes an assigned job (``JobStarted``; the service hands jobs to idle
-   runners with no capacity check, which is how minRunners' idle runners behave).
+   takes an assigned job (``JobStarted``; what an idle runner adds to a scale set's room is
+   the service's broker, :mod:`.actions`).
 5. **Container hook** (:mod:`.container_hook`): after the hook delay it creates the workflow pod
    ``<runner pod name[:54]>-workflow`` (label ``runner-pod=<runner pod>``, the hook
    template's class, e.g. ``arc-workflow``, requests = the workflow template).

@@ -64,6 +64,14 @@ class Runner:
     job: Job | None = None
 
 
+#: The broker assigns a scale set at most the capacity its latest poll advertised, in total
+#: (jobs assigned and not finished count); idle runners take jobs only within that room.
+BROKER_CAPACITY = "capacity"
+#: The older model: each idle registered runner adds one to the room, whatever was advertised.
+BROKER_IDLE_RUNNERS = "idle-runners"
+BROKERS = (BROKER_CAPACITY, BROKER_IDLE_RUNNERS)
+
+
 @dataclass(eq=False, slots=True)
 class ScaleSet:
     id: int
@@ -89,14 +97,23 @@ class ScaleSet:
     wake: Callable[[], None] | None = None
     groups: list[tuple[str, ...]] = field(default_factory=list)
 
+    #: How the broker treats idle registered runners (:data:`BROKER_CAPACITY` or
+    #: :data:`BROKER_IDLE_RUNNERS`, docs/semantics.md "Actions service").
+    broker: str = "capacity"
+
     @property
     def room(self) -> int:
-        """Jobs the service may still assign here: up to the advertised capacity, plus one
-        per idle registered runner, which the broker hands a job with no capacity check."""
-        idle_room = max(0, len(self.idle) - len(self.waiting))
+        """Jobs the service may still assign here. Under the ``capacity`` broker: up to the
+        capacity the latest poll advertised, counting every job assigned and not finished, so
+        an idle registered runner is handed a job only within that room. Under the older
+        ``idle-runners`` broker each idle runner adds one on top, whatever was advertised,
+        and even with no listener session."""
         if not self.has_polled:
             return 0
-        if self.session_closed:  # no listener session: only idle runners can be handed jobs
+        idle_room = 0
+        if self.broker == BROKER_IDLE_RUNNERS:
+            idle_room = max(0, len(self.idle) - len(self.waiting))
+        if self.session_closed:  # no listener session: nothing against the old capacity
             return idle_room
         return max(0, self.advertised - len(self.assigned)) + idle_room
 

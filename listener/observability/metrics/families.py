@@ -233,8 +233,8 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          "Bound runner pods whose workflow pod exists but is not bound: claimed jobs waiting "
          "for a node.", "per reconcile step"),
     _cap("idle_runners", "gauge",
-         "Registered runners without a job (GitHub can hand them jobs without a capacity "
-         "check).", "per reconcile step"),
+         "Registered runners without a job (minRunners' or hot slots'; GitHub hands them "
+         "jobs within the advertised capacity).", "per reconcile step"),
     _cap("real_pods_bound", "gauge", "Real runner / workflow pods bound to a node.",
          "per reconcile step; `role` is `runner` or `workflow`", ("role",)),
     _cap("placeholders_counted", "gauge",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from providers.actions.models import JOB_MESSAGE_TYPES, Statistics
-from simulator.workload.actions import ActionsService
+from simulator.workload.actions import ActionsService, ServiceError
 from simulator.workload.jobs import JobSpec
 from simulator.workload.service_records import Job, JobState
 from tests.simulated.workload.builders import bare_log
@@ -65,17 +67,6 @@ def test_backlog_goes_to_the_scale_set_with_room_and_new_jobs_rotate_among_eligi
     assert sorted(j.scale_set or "" for j in fresh) == ["east", "east", "west", "west"]
 
 
-def test_an_idle_runner_is_handed_a_job_whatever_the_advertised_capacity() -> None:
-    svc = service()
-    ss = svc.add_scale_set("a", ["gpu"], cluster="c1")
-    svc.poll(ss.id, 0)
-    taken: list[Job] = []
-    svc.register_runner(ss.id, "idle-1", taken.append)  # minRunners keeps it registered
-    first, second = svc.submit(job()), svc.submit(job())
-    assert taken == [first]
-    assert first.state is JobState.STARTED and second.state is JobState.QUEUED
-
-
 def test_wire_messages_parse_with_the_production_models_in_protocol_order() -> None:
     svc = service()
     ss = svc.add_scale_set("a", ["gpu"], cluster="c1")
@@ -125,3 +116,64 @@ def test_job_queued_while_the_listener_restarts_is_not_assigned_against_its_old_
     assert late.scale_set == "green"
     svc.poll(blue.id, 0)  # the new session advertises the drained maxRunners
     assert svc.statistics(blue.id)["totalAssignedJobs"] == 0
+
+
+def broker_service(broker: str) -> ActionsService:
+    loop, log = bare_log()
+    return ActionsService(loop, log, broker=broker)
+
+
+@pytest.mark.parametrize(
+    ("broker", "advertised", "idle_runners", "busy_runners", "close_session", "assigned"),
+    [
+        # capacity: the advertised capacity is the total, whatever runners sit idle
+        ("capacity", 1, 3, 0, False, 1),
+        ("capacity", 0, 2, 0, False, 0),
+        ("capacity", 2, 1, 2, False, 2),  # two running jobs fill a capacity of 2
+        ("capacity", 3, 2, 0, True, 0),  # no session: nothing against its old capacity
+        # idle-runners (the older world): each idle runner is room on top
+        ("idle-runners", 1, 3, 0, False, 3),
+        ("idle-runners", 0, 2, 0, False, 2),
+        ("idle-runners", 2, 1, 2, False, 3),
+        ("idle-runners", 3, 2, 0, True, 2),
+    ],
+)
+def test_idle_runners_get_jobs_beyond_the_advertised_capacity_only_under_the_idle_runners_broker(
+    broker: str,
+    advertised: int,
+    idle_runners: int,
+    busy_runners: int,
+    close_session: bool,
+    assigned: int,
+) -> None:
+    """tart-runner-fleet ADR 0034 (amendment 2026-08-04b) measured the real service: each
+    scale set was filled only up to the capacity it last advertised, the rest stayed queued,
+    and a raised capacity pulled the backlog on the next poll; ARC #4374 sees idle minRunners
+    runners left unused while new ones are created. So the ``capacity`` broker counts every
+    job assigned and not finished against the advertised capacity and lets idle runners take
+    jobs only within it; ``idle-runners`` keeps the world before issue 43."""
+    svc = broker_service(broker)
+    ss = svc.add_scale_set("a", ["gpu"], cluster="c1")
+    started: list[Job] = []
+    svc.poll(ss.id, busy_runners)
+    for i in range(busy_runners):  # jobs already running, each on its own runner
+        svc.submit(job())
+        svc.register_runner(ss.id, f"busy-{i}", started.append)
+    for i in range(idle_runners):
+        svc.register_runner(ss.id, f"idle-{i}", started.append)
+    assert svc.statistics(ss.id)["totalIdleRunners"] == idle_runners
+    if close_session:
+        svc.poll(ss.id, advertised)
+        svc.close_session(ss.id)
+    jobs = [svc.submit(job()) for _ in range(5)]
+    if not close_session:
+        svc.poll(ss.id, advertised)
+    assert svc.statistics(ss.id)["totalAssignedJobs"] == assigned
+    assert sum(j.state is not JobState.QUEUED for j in jobs) == assigned - busy_runners
+    assert len(started) == assigned  # each assigned job found an idle runner at once
+
+
+def test_an_unknown_broker_is_refused() -> None:
+    loop, log = bare_log()
+    with pytest.raises(ServiceError, match="unknown broker 'eager'"):
+        ActionsService(loop, log, broker="eager")
