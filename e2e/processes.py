@@ -127,6 +127,10 @@ class Supervisor:
         self._processes.append(process)
         return process
 
+    def log_of(self, name: str) -> Path:
+        """A process's log file, also once it has been stopped."""
+        return self.log_dir / f"{name}.log"
+
     def get(self, name: str) -> Process:
         for process in self._processes:
             if process.name == name:
