@@ -10,7 +10,8 @@ each a list of::
 
     - semantic: what the world does, in one sentence
       component: kube-scheduler | Karpenter | kubelet | ARC | container hook | ...
-      upstream: {repo: owner/name, path: file the behaviour was read from}
+      upstream: {repo: owner/name, path: file the behaviour was read from,
+                 version: the tag it was checked against (optional; e.g. v1.36.3)}
       test: tests/path/test_file.py::test_name   (a pytest node id; [param] allowed)
 
 A row is broken when its ``test`` does not name a test function (or ``Class::method``) that
@@ -44,6 +45,9 @@ class Upstream(BaseModel):
 
     repo: str = Field(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
     path: str = Field(min_length=1)
+    #: The tag the row was checked against (a row held against the real control plane,
+    #: docs/real-vs-simulated.md); None: read at HEAD.
+    version: str | None = Field(default=None, pattern=r"^[\w.+-]+$")
 
 
 class Row(BaseModel):
@@ -112,7 +116,9 @@ def missing_tests(rows: Iterable[tuple[str, Row]], root: Path = ROOT) -> list[st
 
 
 def _link(up: Upstream) -> str:
-    return f"[{up.repo} `{up.path}`](https://github.com/{up.repo}/blob/HEAD/{up.path})"
+    ref = up.version or "HEAD"
+    at = f" @ {up.version}" if up.version else ""
+    return f"[{up.repo} `{up.path}`{at}](https://github.com/{up.repo}/blob/{ref}/{up.path})"
 
 
 def render(rows: list[tuple[str, Row]]) -> str:
@@ -127,6 +133,8 @@ def render(rows: list[tuple[str, Row]]) -> str:
         "written from that upstream source (its docstring cites it). "
         "`tests/docs/test_generated_docs.py`",
         "fails when this page is stale or a row names a test that does not exist.",
+        "A link naming a version (`@ v1.36.3`) is a row checked against that release",
+        "running as the real control plane ([real-vs-simulated.md](real-vs-simulated.md)).",
         "",
     ]
     by_file: dict[str, list[Row]] = {}

@@ -7,11 +7,11 @@ are commonly ``karpenter.sh/do-not-disrupt``, and evicting a running job is neve
 a trickle of jobs over a fleet that is draining after a burst keeps every node alive, one job
 each, instead of letting the emptiest nodes empty and be consolidated.
 
-A placeholder therefore prefers (node affinity, ``matchFields`` on ``metadata.name``) the
-nodes where this scale set's runner and workflow pods run: they stay anyway while those jobs
-run. The preference never filters: where no such node has room the scheduler scores as
-before. Karpenter ignores a ``matchFields``-only preference when it launches (it cannot
-launch a node of a given name), so launches are unchanged.
+A placeholder therefore prefers (node affinity, one ``matchFields`` term on ``metadata.name``
+per node) the nodes where this scale set's runner and workflow pods run: they stay anyway
+while those jobs run. The preference never filters: where no such node has room the
+scheduler scores as before. Karpenter ignores a ``matchFields``-only preference when it
+launches (it cannot launch a node of a given name), so launches are unchanged.
 
 Not for a hot slot's workflow placeholder: its job lands on its idle runner, already placed,
 and packed those placeholders lengthened the hot pool's tail (docs/benchmarks.md).
@@ -48,17 +48,20 @@ def busy_nodes(snapshot: ClusterSnapshot) -> tuple[tuple[str, int], ...]:
 
 
 def busy_terms(nodes: tuple[tuple[str, int], ...]) -> list[dict[str, Any]]:
-    """``preferredDuringSchedulingIgnoredDuringExecution`` entries: one per weight, the
-    nodes with that many pods (capped), heaviest first."""
-    by_weight: dict[int, list[str]] = {}
-    for name, pods in nodes:
-        by_weight.setdefault(min(MAX_WEIGHT, WEIGHT_PER_JOB * pods), []).append(name)
+    """``preferredDuringSchedulingIgnoredDuringExecution`` entries: one per node, weighted by
+    the pods it runs (capped), heaviest first, then by name. One node a term: the API server
+    rejects a ``matchFields`` requirement with ``In`` / ``NotIn`` and more than one value
+    (kubernetes ``pkg/apis/core/validation`` ``ValidateNodeFieldSelectorRequirement``: "must
+    be only one value ... for node field selector"), so a term naming several nodes made
+    every such placeholder's create fail with 422 on a real cluster."""
     return [
         {
-            "weight": weight,
+            "weight": min(MAX_WEIGHT, WEIGHT_PER_JOB * pods),
             "preference": {
-                "matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]
+                "matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]
             },
         }
-        for weight, names in sorted(by_weight.items(), reverse=True)
+        for name, pods in sorted(
+            nodes, key=lambda item: (-min(MAX_WEIGHT, WEIGHT_PER_JOB * item[1]), item[0])
+        )
     ]

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Sequence
 
 from providers.kubernetes import labels as L
@@ -18,10 +19,12 @@ from providers.kubernetes.relevance import Facts, judge
 from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.watch_targets import WatchTarget, default_targets
 from reconciler.ports import PairSpec, PodRef
-from simulator.engine.store import AlreadyExists, Conflict, NotFound, Obj, ObjectStore
+from simulator.engine.store import AlreadyExists, Conflict, Invalid, NotFound, Obj, ObjectStore
 from simulator.workload.pods import (
     PodRouter,
 )
+
+log = logging.getLogger(__name__)
 
 
 class StorePlaceholderWriter:
@@ -37,6 +40,8 @@ class StorePlaceholderWriter:
         self.builder = builder
         self.writes = 0
         self.pods_created = 0
+        #: Creates the store refused as the API server would (422 Invalid).
+        self.rejected = 0
 
     def create_pair(self, spec: PairSpec) -> None:
         for pod in self.builder.build_pods(spec):
@@ -49,6 +54,10 @@ class StorePlaceholderWriter:
                 self.pods_created += 1
             except AlreadyExists:
                 pass
+            except Invalid as exc:
+                # As the Kubernetes writer: a 422 is logged and counted, never raised.
+                self.rejected += 1
+                log.warning("create pod %s/%s failed: 422 %s", meta["namespace"], meta["name"], exc)
 
     def delete_pods(self, pods: Sequence[PodRef]) -> None:
         for ref in pods:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from simulator.engine.validation import pod_problems
+
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (kind, namespace or "", name)
 
@@ -208,6 +210,10 @@ class ObjectStore:
             table = self._objects[info.kind]
             if (ns, name) in table:
                 raise AlreadyExists(f'{info.kind} "{name}" already exists')
+            if info.kind == "Pod":
+                problems = pod_problems(obj)
+                if problems:
+                    raise Invalid(f'Pod "{name}" is invalid: ' + ", ".join(problems))
             self._uid_seq += 1
             obj.setdefault("apiVersion", info.api_version)
             meta["uid"] = f"{self._uid_prefix}-0000-4000-8000-{self._uid_seq:012x}"

@@ -171,9 +171,18 @@ class ScaleSetHandle:
 
 class World:
     def __init__(
-        self, scenario: Scenario, strategy: str, *, seed: int | None = None, keep_log: bool = True
+        self,
+        scenario: Scenario,
+        strategy: str,
+        *,
+        seed: int | None = None,
+        keep_log: bool = True,
+        scheduled_arrivals: bool = True,
     ) -> None:
-        """``keep_log=False``: the event log only counts (results do not read its lines)."""
+        """``keep_log=False``: the event log only counts (results do not read its lines).
+        ``scheduled_arrivals=False``: the scenario's jobs are built (``self.jobs``) but not
+        queued; the caller queues jobs with :meth:`submit` when its own condition holds (a
+        run that mirrors a real-control-plane scenario queues once pairs are confirmed)."""
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.strategy_name = strategy
@@ -286,7 +295,7 @@ class World:
         # 5. jobs
         self.jobs = build_jobs(scenario, self.seed)
         self._next_job = 0
-        if self.jobs:
+        if self.jobs and scheduled_arrivals:
             loop.call_at(loop.start + self.jobs[0].at, self._arrive)
         loop.call_soon(self._sample)
         self.end = loop.start + scenario.duration
@@ -300,6 +309,10 @@ class World:
         self._next_job += 1
         if self._next_job < len(self.jobs):
             self.loop.call_at(self.loop.start + self.jobs[self._next_job].at, self._arrive)
+
+    def submit(self, spec: JobSpec) -> None:
+        """Queue one job now (its ``at`` is ignored)."""
+        self.service.submit(spec)
 
     def _sample(self) -> None:
         self.accounting.sample()

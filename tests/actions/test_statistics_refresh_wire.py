@@ -48,3 +48,32 @@ def test_the_refresh_is_a_session_patch_whose_statistics_reach_demand(
     assert face.requests[-1].status == 200
     assert demand.current.queued_jobs == 1
     assert session.refreshes == 1
+
+
+def test_jobs_waiting_for_advertised_room_count_as_available_like_the_simulated_service() -> None:
+    """docs/protocol.md#statistics: ``totalAvailableJobs`` counts the scale set's jobs still
+    queued for advertised room (the face also counts offered, not yet acquired ones). The
+    face counted only offered ones, so a listener behind an advertised 0 (or 2) saw no demand
+    for a burst of 8 while the simulated service (simulator/workload/actions.py) showed all 8
+    (docs/real-vs-simulated.md)."""
+    from simulator.engine.eventlog import EventLog
+    from simulator.engine.loop import EventLoop
+    from simulator.workload.actions import ActionsService
+    from simulator.workload.jobs import JobSpec
+
+    feed = ScriptedJobFeed()
+    for _ in range(8):
+        feed.add_job(SCALE_SET_ID)
+    feed.poll(SCALE_SET_ID, 2)  # two offered, six still queued for room
+    loop = EventLoop()
+    service = ActionsService(loop, EventLog("t", loop.now, loop.start))
+    ss = service.add_scale_set("arc-runners", ("arc-runners",), cluster="c")
+    for _ in range(8):
+        service.submit(JobSpec(at=0.0, labels=("arc-runners",), duration=20.0))
+    service.poll(ss.id, 2)
+    face_available = feed.statistics(SCALE_SET_ID)["totalAvailableJobs"]
+    assert face_available == 8
+    # The simulated service leaves the offered two out; both count the six queued for room.
+    assert service.statistics(ss.id)["totalAvailableJobs"] == 6
+    acquired = feed.acquire(SCALE_SET_ID, feed.jobs_in("assigned"))
+    assert len(acquired) == 2 and feed.statistics(SCALE_SET_ID)["totalAvailableJobs"] == 6

@@ -181,8 +181,17 @@ class ScriptedJobFeed:
             active = list(self._active(scale_set_id))
             running = sum(1 for j in active if j.state == "started")
             idle = self.idle_runners.get(scale_set_id, 0)
+            # Jobs of this scale set not acquired yet: those still queued for advertised room
+            # (docs/protocol.md#statistics, as simulator.workload.actions.ActionsService
+            # counts them) and those offered but not acquired (docs/metrics.md; a moment's
+            # transient, since the listener acquires what it is offered at once).
+            waiting = sum(
+                1
+                for j in self._jobs.values()
+                if j.scale_set_id == scale_set_id and j.state in ("queued", "assigned")
+            )
             return {
-                "totalAvailableJobs": sum(1 for j in active if j.state == "assigned"),
+                "totalAvailableJobs": waiting,
                 "totalAcquiredJobs": sum(1 for j in active if j.state == "acquired"),
                 "totalAssignedJobs": len(active),
                 "totalRunningJobs": running,
