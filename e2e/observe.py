@@ -146,6 +146,8 @@ class Tracker:
         self.pods: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.bounds: list[Bound] = []
+        #: Per pod of the namespace: when the watch first saw it, saw it bound, and saw it go.
+        self.pod_times: dict[str, dict[str, Any]] = {}
         self.errors: list[str] = []
         self._lock = threading.Lock()
 
@@ -199,11 +201,24 @@ class Tracker:
                             store.pop(name, None)
                         else:
                             store[name] = obj
+                        if kind == "pods":
+                            self._pod_time(name, obj, event["type"])
                     self._record()
                 stream.release_conn()
             except Exception as err:  # re-list; a gap is reported, never fatal
                 self.errors.append(f"{kind}: {type(err).__name__}: {err}")
                 stop.wait(0.5)
+
+    def _pod_time(self, name: str, obj: dict[str, Any], event: str) -> None:
+        now = time.time()
+        times = self.pod_times.setdefault(
+            name, {"seen": now, "node": None, "bound": None, "gone": None}
+        )
+        node = (obj.get("spec") or {}).get("nodeName")
+        if node and times["bound"] is None:
+            times["bound"], times["node"] = now, node
+        if event == "DELETED" or (obj["metadata"].get("deletionTimestamp") and not times["gone"]):
+            times["gone"] = now
 
     def _busy(self, stop: threading.Event) -> None:
         while not stop.is_set():

@@ -261,6 +261,14 @@ class World:
                         for name, at in self.sampler.nodeclaims_seen.items()
                     },
                     "preempted": self.events("Preempted"),
+                    "jobs": self._job_times(),
+                    "pods": {
+                        name: {
+                            k: (round(v - self.started_at, 2) if isinstance(v, float) else v)
+                            for k, v in times.items()
+                        }
+                        for name, times in self.tracker.pod_times.items()
+                    },
                     "samples": [
                         {**s.__dict__, "at": round(s.at - self.started_at, 2)}
                         for s in self.sampler.samples
@@ -269,6 +277,33 @@ class World:
                 indent=1,
             )
         )
+
+    def _job_times(self) -> list[dict[str, Any]]:
+        """Each job's queue, assignment, runner start, workflow Running and finish times."""
+        running = {
+            r.request_id: r.workflow_running_at
+            for r in self.runner_double.runners.values()
+            if r.request_id is not None
+        }
+
+        def rel(at: float | None) -> float | None:
+            return None if at is None else round(at - self.started_at, 2)
+
+        out = []
+        for request_id in self.jobs:
+            job = self.feed.job(request_id)
+            out.append(
+                {
+                    "id": request_id,
+                    "state": job.state,
+                    "queued": rel(job.queued_at),
+                    "assigned": rel(job.assigned_at),
+                    "started": rel(job.started_at),
+                    "workflow_running": rel(running.get(request_id)),
+                    "finished": rel(job.finished_at),
+                }
+            )
+        return out
 
 
 class ListenerMirror:
