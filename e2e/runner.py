@@ -58,6 +58,7 @@ def run_scenario(scenario: Scenario, out: Path, *, keep: bool = False) -> dict[s
         result["versions_api"] = world.plane.version()
         world.wait(lambda: bool(world.listeners), 60, "the listener started")
         result["figures"] = scenario.play(world)
+        world.stop_mirror()
         for listener in list(world.listeners):
             if listener.alive():
                 result.setdefault("listener_exit", {})[listener.name] = world.stop_listener(

@@ -72,6 +72,7 @@ class World:
             self.feed, scale_sets=(), pat=PAT, poll_window=spec.poll_window, clock=time.time
         )
         self.stop_threads = threading.Event()
+        self.mirror_stop = threading.Event()
         self.threads: list[threading.Thread] = []
         self.listeners: list[Process] = []
         self.listener_config: dict[str, Any] = {}
@@ -116,7 +117,14 @@ class World:
         self._thread("sampler", self.sampler.run)
         if self.spec.mirror_listener_pod:
             self.mirror = ListenerMirror(self)
-            self._thread("listener-mirror", self.mirror.run)
+            thread = threading.Thread(
+                target=self.mirror.run,
+                args=(self.mirror_stop,),
+                name="listener-mirror",
+                daemon=True,
+            )
+            thread.start()
+            self.threads.append(thread)
         return self
 
     def _thread(self, name: str, target: Callable[[threading.Event], None]) -> None:
@@ -237,7 +245,13 @@ class World:
             if e.reason == reason
         ]
 
+    def stop_mirror(self) -> None:
+        """The play is over: stop following ARC's listener pod, so the listeners the runner
+        stops are not reported to ARC as exits (and recreated)."""
+        self.mirror_stop.set()
+
     def close(self) -> None:
+        self.mirror_stop.set()
         self.stop_threads.set()
         for thread in self.threads:
             thread.join(timeout=10)
