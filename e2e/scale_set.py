@@ -173,7 +173,8 @@ def _get_json(plane: ControlPlane, *args: str) -> Any:
 
 
 def wait_for_listener_config(plane: ControlPlane, timeout: float = 120) -> dict[str, Any]:
-    """The config.json ARC's controller wrote for its listener (Secret ``<listener>-config``)."""
+    """The config.json ARC's controller wrote for its listener (Secret ``<listener>-config``),
+    once it names an EphemeralRunnerSet that exists."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         listeners = _get_json(plane, "-n", CONTROLLER_NAMESPACE, "autoscalinglisteners")["items"]
@@ -187,12 +188,22 @@ def wait_for_listener_config(plane: ControlPlane, timeout: float = 120) -> dict[
             )
             raw = (secret.get("data") or {}).get("config.json")
             if raw:
-                return dict(json.loads(base64.b64decode(raw)))
+                config = dict(json.loads(base64.b64decode(raw)))
+                if _ers_exists(plane, str(config.get("ephemeral_runner_set_name"))):
+                    return config
         time.sleep(1)
     raise InstallError(
         f"ARC's controller wrote no listener config Secret in {CONTROLLER_NAMESPACE} within "
         f"{timeout:.0f} s (see the arc-controller log)"
     )
+
+
+def _ers_exists(plane: ControlPlane, name: str) -> bool:
+    """A config naming an EphemeralRunnerSet that is gone is one ARC is about to replace."""
+    found = plane.kubectl(
+        "get", "-o", "name", "-n", RUNNER_NAMESPACE, "ephemeralrunnersets", name, check=False
+    )
+    return bool(found.strip())
 
 
 def service_account_token(plane: ControlPlane, timeout: float = 60) -> str:
