@@ -131,7 +131,7 @@ class World:
             self.threads.append(thread)
         return self
 
-    def settle_arc(self, timeout: float = 90.0) -> None:
+    def settle_arc(self, timeout: float = 90.0, stale_grace: float = 5.0) -> None:
         """Wait until ARC's AutoscalingListener names an EphemeralRunnerSet that exists.
 
         ARC 0.14.2 can reconcile a new AutoscalingRunnerSet twice before its cache shows the
@@ -162,7 +162,7 @@ class World:
             stale = [name for name, ers in named.items() if ers not in sets]
             if stale and sets:
                 stale_since = stale_since or time.monotonic()
-                if time.monotonic() - stale_since > 5.0:
+                if time.monotonic() - stale_since >= stale_grace:
                     for name in stale:
                         self.custom.delete_namespaced_custom_object(
                             "actions.github.com",
@@ -179,7 +179,7 @@ class World:
                     stale_since = None
             else:
                 stale_since = None
-            time.sleep(0.5)
+            time.sleep(0.5 if stale_grace else 0.01)
         raise RuntimeError(
             f"ARC's controller did not settle within {timeout:.0f} s: its AutoscalingListener "
             "names no existing EphemeralRunnerSet (see the arc-controller log)"
