@@ -1,8 +1,8 @@
 """The independent checker: what the real API server and the Actions face say, sampled, and
 the invariants judged from those samples alone (never from the listener's own account).
 
-:class:`Tracker` keeps, at event resolution (a watch on pods and nodes), the pairs both of whose
-placeholders the scheduler confirmed (:func:`half_confirmed`) and the jobs the face counts as
+:class:`Tracker` keeps, at event resolution (a watch on pods and nodes), the slots the
+placeholders back (:func:`confirmed_pairs`: confirmed halves, :func:`half_confirmed`) and the jobs the face counts as
 taken by a runner or started (busy); :class:`Sampler` counts pods, nodes and NodeClaims every
 second. :func:`judge` then checks:
 
@@ -70,14 +70,18 @@ def half_confirmed(pod: Mapping[str, Any], ready: set[str]) -> bool:
 
 
 def confirmed_pairs(pods: Iterable[Mapping[str, Any]], ready: set[str]) -> int:
-    """Pairs whose runner and workflow placeholders are both confirmed (:func:`half_confirmed`)."""
-    halves: dict[str, set[str]] = {}
+    """Slots the placeholders back: the fewer of confirmed runner halves and confirmed
+    workflow halves (:func:`half_confirmed`), whichever pairs they came from. In
+    ``kubernetes-novolume`` mode a job's runner pod and workflow pod are placed apart, so a
+    surviving runner half of one pair and a workflow half of another back one job, as the
+    listener's ledger counts them (docs/design.md#capacity-ledger)."""
+    halves = {"runner": 0, "workflow": 0}
     for pod in pods:
         labels = pod["metadata"].get("labels") or {}
-        pair, role = labels.get(L.LABEL_PAIR), labels.get(L.LABEL_ROLE)
-        if pair and role and half_confirmed(pod, ready):
-            halves.setdefault(pair, set()).add(role)
-    return sum(1 for roles in halves.values() if {"runner", "workflow"} <= roles)
+        role = labels.get(L.LABEL_ROLE)
+        if labels.get(L.LABEL_PAIR) and role in halves and half_confirmed(pod, ready):
+            halves[role] += 1
+    return min(halves.values())
 
 
 def busy_jobs(feed: ScriptedJobFeed) -> int:

@@ -44,7 +44,8 @@ def sample(at: float, confirmed: int, busy: int = 0) -> Sample:
         ([pod("a", "runner"), pod("a", "workflow")], 1),
         ([pod("a", "runner"), pod("a", "workflow", phase="Pending", node=None)], 0),
         ([pod("a", "runner"), pod("a", "workflow", deleting=True)], 0),
-        ([pod("a", "runner"), pod("b", "workflow")], 0),
+        ([pod("a", "runner"), pod("b", "workflow")], 1),
+        ([pod("a", "runner"), pod("b", "runner"), pod("c", "workflow")], 1),
         ([pod(p, r) for p in "abc" for r in ("runner", "workflow")], 3),
         ([pod("a", "runner"), pod("a", "workflow", phase="Pending", confirm_at="binding")], 1),
         ([pod("a", "runner"), pod("a", "workflow", phase="Pending", confirm_at="running")], 0),
@@ -55,7 +56,8 @@ def sample(at: float, confirmed: int, busy: int = 0) -> Sample:
         "both-running",
         "workflow-pending",
         "workflow-deleting",
-        "halves-of-two-pairs",
+        "halves-of-two-pairs-back-one-slot",
+        "two-runner-halves-one-workflow-half",
         "three",
         "bound-half-confirmed-at-binding",
         "bound-half-that-waits-for-running",
@@ -63,7 +65,7 @@ def sample(at: float, confirmed: int, busy: int = 0) -> Sample:
         "failed-half",
     ],
 )
-def test_a_pair_is_confirmed_only_when_the_scheduler_confirmed_both_halves(
+def test_a_slot_is_the_fewer_of_confirmed_runner_and_workflow_halves(
     pods: list[Any], expected: int
 ) -> None:
     assert confirmed_pairs(pods, {"n1"}) == expected
