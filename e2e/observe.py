@@ -2,9 +2,9 @@
 the invariants judged from those samples alone (never from the listener's own account).
 
 :class:`Tracker` keeps, at event resolution (a watch on pods and nodes), the slots the
-placeholders back (:func:`confirmed_pairs`: confirmed halves, :func:`half_confirmed`) and the jobs the face counts as
-taken by a runner or started (busy); :class:`Sampler` counts pods, nodes and NodeClaims every
-second. :func:`judge` then checks:
+placeholders back (:func:`confirmed_pairs`, from confirmed halves: :func:`half_confirmed`) and
+the jobs the face counts as taken by a runner or started (busy); :class:`Sampler` counts pods,
+nodes and NodeClaims every second. :func:`judge` then checks:
 
 - every long poll's ``X-ScaleSetMaxCapacity`` <= confirmed slots + busy jobs, at the poll or
   within ``grace`` seconds before it (the listener acts on a snapshot a moment old; nothing
