@@ -26,6 +26,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from e2e.kubelet import exited_status
 from providers.kubernetes.hook_template import HookTemplateError, read_hook_template
 from simulator.faces.actions import ScriptedJobFeed
 
@@ -191,31 +192,11 @@ class RunnerDouble:
             )
         if record.request_id is not None:
             self.feed.complete(record.request_id)
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        statuses = [
-            {
-                "name": c.name,
-                "image": c.image,
-                "imageID": "",
-                "ready": False,
-                "restartCount": 0,
-                "started": False,
-                "state": {
-                    "terminated": {
-                        "exitCode": 0,
-                        "reason": "Completed",
-                        "startedAt": now,
-                        "finishedAt": now,
-                    }
-                },
-            }
-            for c in runner_pod.spec.containers
-        ]
         try:
             self.core.patch_namespaced_pod_status(
                 record.pod,
                 self.namespace,
-                {"status": {"phase": "Succeeded", "containerStatuses": statuses}},
+                exited_status(runner_pod.spec.containers, 0),
             )
         except ApiException as err:
             self.errors.append(f"{record.pod}: exit: {err.status} {err.reason}")

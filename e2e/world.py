@@ -31,6 +31,7 @@ from kubernetes import client, config
 
 from e2e import observe
 from e2e.control_plane import ControlPlane, KwokTiming, no_proxy_env
+from e2e.kubelet import exited_status
 from e2e.platform import CONTROLLER_NAMESPACE, RUNNER_NAMESPACE, NodePoolSpec, install_platform
 from e2e.processes import Process, Supervisor, free_port
 from e2e.runner_double import JobTiming, RunnerDouble
@@ -112,11 +113,11 @@ class World:
             self.spec.job,
             clock=time.time,
         )
-        self.sampler = observe.Sampler(self.core, self.custom, self.feed, RUNNER_NAMESPACE)
         self.tracker = observe.Tracker(api, self.feed, RUNNER_NAMESPACE)
         for thread in self.tracker.threads(self.stop_threads):
             thread.start()
             self.threads.append(thread)
+        self.sampler = observe.Sampler(self.tracker, self.custom, self.feed)
         self._thread("runner-double", self.runner_double.run)
         self._thread("sampler", self.sampler.run)
         if self.spec.mirror_listener_pod:
@@ -403,31 +404,8 @@ class ListenerMirror:
 
     def _report_exit(self, pod: Any, process: Process) -> None:
         code = process.popen.returncode
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        terminated = {
-            "exitCode": code,
-            "reason": "Completed" if code == 0 else "Error",
-            "startedAt": now,
-            "finishedAt": now,
-        }
         self.world.core.patch_namespaced_pod_status(
-            pod.metadata.name,
-            CONTROLLER_NAMESPACE,
-            {
-                "status": {
-                    "phase": "Succeeded" if code == 0 else "Failed",
-                    "containerStatuses": [
-                        {
-                            "name": "listener",
-                            "image": pod.spec.containers[0].image,
-                            "imageID": "",
-                            "ready": False,
-                            "restartCount": 0,
-                            "state": {"terminated": terminated},
-                        }
-                    ],
-                }
-            },
+            pod.metadata.name, CONTROLLER_NAMESPACE, exited_status(pod.spec.containers, code)
         )
         self.exits.append({"process": process.name, "exit": code, "pod": pod.metadata.name})
         self.world.note(f"{process.name} exited {code}: pod {pod.metadata.name} marked terminated")
