@@ -1,7 +1,7 @@
 """Demand from the scale set's own statistics (the default source: nothing to configure).
 
 Every message of the long poll carries the scale set's statistics (docs/protocol.md#statistics).
-Jobs that match the scale set's labels but are not assigned to it yet are ``totalAvailableJobs``:
+Jobs that match the scale set's labels and no scale set has acquired yet are ``totalAvailableJobs``:
 with capacity gated by ``X-ScaleSetMaxCapacity`` they wait in GitHub's queue until the scale set
 advertises room, so they are exactly the jobs a new placeholder pair would serve.
 
