@@ -29,6 +29,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simulator.faces.standins.controller import stop_listener
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "quickstart.md"
 WORLD_SECTION = "## Try it against the simulated world first"
@@ -173,6 +175,8 @@ def clone(tmp_path: Path) -> Iterator[Path]:
             timeout=120,
             check=False,
         )
+    # Should the world have died first: the listener its helm stand-in started, not left behind.
+    stop_listener(world_dir, grace=10)
 
 
 def test_the_page_has_the_simulated_world_section_and_a_verify() -> None:
