@@ -287,6 +287,14 @@ def detach(directory: Path, argv: list[str]) -> int:
     """Start the world in its own session, wait until it wrote its files, print its setup."""
     directory = directory.resolve()
     directory.mkdir(parents=True, exist_ok=True)
+    running = _running_world(directory)
+    if running:
+        print(
+            f"live: a world already runs in {directory} (process {running}); stop it first: "
+            f"python -m simulator.faces.live --stop --dir {directory}",
+            file=sys.stderr,
+        )
+        return 1
     for stale in (WORLD_PID, SETUP_FILE):
         (directory / stale).unlink(missing_ok=True)
     with (directory / WORLD_LOG).open("wb") as log:
@@ -318,6 +326,16 @@ def detach(directory: Path, argv: list[str]) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _running_world(directory: Path) -> int:
+    """The pid in ``directory``'s world.pid when that process is alive, else 0."""
+    try:
+        pid = int((directory / WORLD_PID).read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return 0
+    return pid
 
 
 def stop_world(directory: Path) -> int:

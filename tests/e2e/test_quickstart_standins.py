@@ -5,13 +5,14 @@ checks, and what ``--quickstart`` leaves out of the world."""
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from simulator.faces.live import _parser, spec_from_args
+from simulator.faces.live import _parser, detach, spec_from_args
 from simulator.faces.standins import helm, tools
 from simulator.faces.standins.controller import listener_env
 from simulator.faces.standins.state import StandinError, StandinState
@@ -156,3 +157,14 @@ def test_the_quickstart_world_has_no_capacity_loss_window_or_burst_unless_asked(
     """A capacity-loss window overlapping the quickstart's verify failed it."""
     spec = spec_from_args(_parser().parse_args(argv))
     assert (spec.ice_window, spec.burst_count, spec.scale_set) == (ice, jobs, scale_set)
+
+
+def test_a_second_detached_world_in_the_same_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two worlds writing one kubeconfig and one listener pid file would fight: the second
+    --detach names the first and how to stop it, and starts nothing."""
+    (tmp_path / "world.pid").write_text(str(os.getpid()))  # "a world" that is alive
+    assert detach(tmp_path, ["--quickstart", "--dir", str(tmp_path)]) == 1
+    assert "a world already runs in" in capsys.readouterr().err
+    assert not (tmp_path / "world.log").exists()
