@@ -112,3 +112,18 @@ def test_a_real_prometheus_answers_every_panels_queries_in_the_simulated_world(
         if not series
     ]
     assert empty == [], empty
+
+
+def test_the_operations_guide_shows_the_picture_and_says_it_is_not_a_grafana_screenshot() -> None:
+    """The picture must not pass for a screenshot of a Grafana this project never ran."""
+    guide = (preview.ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    text = " ".join(guide.split())
+    shown = text.index("(dashboard.png)")
+    caption = text[shown : shown + 400]
+    for says in (
+        "Rendered from the dashboard's own queries by `tools/dashboard_preview.py`",
+        "against a real Prometheus scraping the listener in the simulated world",
+        "not a Grafana screenshot",
+    ):
+        assert says in caption, says
+    assert (preview.ROOT / "docs" / "dashboard.png").stat().st_size < 300_000
