@@ -263,6 +263,19 @@ def write_outputs(
     (out_dir / "REPORT.md").write_text(report_section(results, images), encoding="utf-8")
 
 
+#: What a figure does not say by itself, printed under it in REPORT.md.
+CAPTIONS = {
+    "queue_depth.png": (
+        "*Jobs waiting in GitHub's queue, not yet assigned to any scale set.* Stock ARC "
+        "(baseline) advertises capacity it does not have, so GitHub assigns its jobs at once: "
+        "they wait assigned to a runner stuck Pending for a node, not queued, and do not show "
+        "here. A low baseline line means stuck, not fast: compare the start times in the table. "
+        "The capacity-aware listener advertises only room it holds, so its waiting jobs stay "
+        "in this queue, where another scale set can still take them."
+    ),
+}
+
+
 def report_section(
     results: dict[str, Any], images: Sequence[str], *, prefix: str = "", description: str = ""
 ) -> str:
@@ -271,8 +284,11 @@ def report_section(
     if description:
         lines += [description.strip(), ""]
     lines += [markdown_table(results), "", LEGEND, ""]
-    lines += [f"![{Path(i).stem}]({prefix}{i})" for i in images]
-    return "\n".join(lines) + "\n"
+    for image in images:
+        lines += [f"![{Path(image).stem}]({prefix}{image})", ""]
+        if Path(image).name in CAPTIONS:
+            lines += [CAPTIONS[Path(image).name], ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def simulate(

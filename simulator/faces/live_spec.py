@@ -57,6 +57,10 @@ class LiveSpec:
     ice_start: float = 20.0
     ice_end: float = 32.0
     lose_nodes_at_ice_start: bool = True
+    #: False: no capacity-loss window at all (``ice_start``/``ice_end`` and
+    #: ``lose_nodes_at_ice_start`` are then unused): the quickstart's world, where a window
+    #: would fail the ``verify`` it ends with.
+    ice_window: bool = True
     burst_at: float = 24.0
     burst_count: int = 4
     burst_over: float = 2.0
@@ -104,7 +108,8 @@ class LiveSpec:
 
 
 def cluster_spec(spec: LiveSpec) -> ClusterSpec:
-    """One pool, one instance type, one ICE window; latencies scaled down to seconds."""
+    """One pool, one instance type, one ICE window (or none); latencies scaled down to
+    seconds."""
     instance = next(it for it in default_catalog() if it.name == spec.instance_type)
     return ClusterSpec(
         zones=("us-east-1a",),
@@ -123,7 +128,9 @@ def cluster_spec(spec: LiveSpec) -> ClusterSpec:
         ),
         preemption=spec.preemption,
         ice_windows=(
-            IceWindow(instance_type=instance.name, start=spec.ice_start, end=spec.ice_end),
+            (IceWindow(instance_type=instance.name, start=spec.ice_start, end=spec.ice_end),)
+            if spec.ice_window
+            else ()
         ),
         latencies=Latencies(
             pod_start=(0.3, 0.8),

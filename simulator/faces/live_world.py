@@ -128,7 +128,7 @@ class LiveWorld:
         self.jobs_planned = self._plan_jobs()
         for job in self.jobs_planned:
             loop.call_at(loop.start + job.at, self.service.submit, job)
-        if spec.lose_nodes_at_ice_start:
+        if spec.ice_window and spec.lose_nodes_at_ice_start:
             loop.call_at(loop.start + spec.ice_start, self._lose_pool_nodes)
         self.k8s = K8sFace(store).start()
         self.actions = ActionsFace(

@@ -1,6 +1,8 @@
 """Three PNG plots per scenario (matplotlib, Agg backend: no display needed).
 
-- ``queue_depth.png``: jobs waiting in GitHub's queue (not assigned to any scale set).
+- ``queue_depth.png``: jobs waiting in GitHub's queue (not assigned to any scale set); stock
+  ARC's jobs are assigned at once and wait stuck on a runner instead, so they are not counted
+  (the title and the report's caption say so).
 - ``capacity.png``: per strategy, advertised capacity (what the listeners told GitHub) vs
   confirmed capacity (``min(R, W)``: jobs holding resources + complete reserved pairs),
   summed over the scale sets; with two or three scale sets, each one's advertised capacity
@@ -49,7 +51,12 @@ def write_plots(out_dir: Path, results: dict[str, Any], series: dict[str, Any]) 
         ax.step(
             _hours(s), s["queue_depth"], where="post", label=strategy, color=COLORS.get(strategy)
         )
-    ax.set(title=f"{name}: jobs waiting in the GitHub queue", xlabel="hours", ylabel="jobs")
+    ax.set(
+        title=f"{name}: jobs waiting in the GitHub queue, unassigned\n"
+        "(stock ARC's jobs are assigned at once and wait stuck on a runner: not counted here)",
+        xlabel="hours",
+        ylabel="jobs",
+    )
     ax.legend()
     ax.grid(alpha=0.3)
     paths.append(_save(fig, out_dir / "queue_depth.png"))
