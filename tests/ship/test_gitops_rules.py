@@ -181,10 +181,16 @@ def _merged_hook(tmp_path: Path) -> Path:
     patch = found.group(1)
     argv = [
         "--current", str(current), "--scale-set", "arc-runners", "--image", "reg/acl:1",
-        "--hook-template", str(hook), "--hook-output", str(tmp_path / patch),
-        "--namespace", "arc-runners", "-o", str(tmp_path / "overlay.yaml"),
+        "--hook-template", str(hook), "--namespace", "arc-runners",
+        "-o", str(tmp_path / "overlay.yaml"),
     ]  # fmt: skip
-    assert values.main(argv) == 0
+    cwd = Path.cwd()
+    os.chdir(tmp_path)  # the page's patch names the file `values` writes by default
+    try:
+        assert values.main(argv) == 0
+    finally:
+        os.chdir(cwd)
+    assert (tmp_path / patch).exists(), sorted(p.name for p in tmp_path.iterdir())
     return tmp_path / patch
 
 
