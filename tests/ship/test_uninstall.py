@@ -238,7 +238,7 @@ def test_each_helm_uninstall_removes_what_the_page_says_its_release_holds(
     lines = re.findall(r"^helm uninstall (\S+) -n (\S+) +# .*cluster\.create=(\w+)$", text, re.M)
     assert [create for _, _, create in lines] == ["false", "true"]  # the shared one last
     rows = {row: cells for row, cells in table().items() if cells[3] == "install"}
-    for release, namespace, create in lines:
+    for release, _, create in lines:
         scale_set = release.removeprefix("arc-capacity-")
         held = helm_template(tmp_path, "--set", f"scaleSet={scale_set}",
                              "--set", f"cluster.create={create}")  # fmt: skip
@@ -248,5 +248,7 @@ def test_each_helm_uninstall_removes_what_the_page_says_its_release_holds(
             if create == "true" or cells[4] == "scale set"
         }
         assert {key(obj) for obj in held} == said, release
-        assert namespace == "arc-systems"
+    readme = (INSTALL / "README.md").read_text(encoding="utf-8")
+    installed = re.findall(r"^helm install (\S+) config/chart/\S+ -n (\S+)", readme, re.M)
+    assert sorted(installed) == sorted((release, ns) for release, ns, _ in lines)
     assert "first three lines of\n[this scale set](#this-scale-set)" in text
