@@ -216,8 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m e2e.build",
         description="Build the pinned upstream control plane (kube-apiserver, "
         "kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, Karpenter's kwok "
-        "provider, ARC's controller) into the cache (ARC_E2E_CACHE, default "
-        "~/.cache/arc-capacity-e2e); a warm cache makes it a no-op.",
+        "provider, ARC's controller) and helm (for the chart's tests) into the cache "
+        "(ARC_E2E_CACHE, default ~/.cache/arc-capacity-e2e); a warm cache makes it a no-op.",
     )
     parser.add_argument("components", nargs="*", help="only these (default: all)")
     args = parser.parse_args(argv)

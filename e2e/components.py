@@ -27,6 +27,10 @@ ARC_VERSION = "0.14.2"
 ARC_TAG = f"gha-runner-scale-set-{ARC_VERSION}"
 ARC_COMMIT = "9bb16ae49d0ce585d8e682aa7e2668a6e832d5d8"
 ARC_MODULE = "github.com/actions/actions-runner-controller"
+HELM_VERSION = "v3.22.0"
+#: Kubernetes version Helm assumes without a cluster (`helm template`, `helm lint`): what its
+#: own Makefile stamps, from the client-go it links (v0.37 -> 1.37).
+HELM_KUBE_MAJOR, HELM_KUBE_MINOR = "1", "37"
 
 
 def _kube_ldflags(version: str) -> tuple[str, ...]:
@@ -63,6 +67,9 @@ class Component:
     ldflags: tuple[str, ...] = field(default=())
     #: Built from a git checkout (ARC) instead of a wrapper module in e2e/upstream/.
     from_git: bool = False
+    #: Part of the real-control-plane world (`make e2e` builds and starts it); Helm is not: it
+    #: is a test tool of the chart (tests/ship/test_chart.py), built here by the same means.
+    world: bool = True
 
     @property
     def pin(self) -> str:
@@ -119,7 +126,25 @@ COMPONENTS: tuple[Component, ...] = (
         ),
         from_git=True,
     ),
+    Component(
+        name="helm",
+        module="helm.sh/helm/v3",
+        version=HELM_VERSION,
+        binaries=(Binary("helm", "helm.sh/helm/v3/cmd/helm"),),
+        ldflags=(
+            # What helm's Makefile stamps: `helm version` and the chart capabilities.
+            f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}",
+            "-X helm.sh/helm/v3/internal/version.gitTreeState=clean",
+            f"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor={HELM_KUBE_MAJOR}",
+            f"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor={HELM_KUBE_MINOR}",
+            f"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor={HELM_KUBE_MAJOR}",
+            f"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor={HELM_KUBE_MINOR}",
+        ),
+        world=False,
+    ),
 )
+#: What `make e2e` builds and runs.
+WORLD: tuple[str, ...] = tuple(c.name for c in COMPONENTS if c.world)
 
 
 def component(name: str) -> Component:

@@ -28,6 +28,7 @@ from typing import Any
 
 from e2e import observe
 from e2e.build import BuildError, build, cache_root
+from e2e.components import WORLD
 from e2e.processes import AlreadyRunning, ComponentError, Supervisor, exclusive
 from e2e.report import write_report
 from e2e.scenarios import SCENARIOS, Scenario
@@ -91,7 +92,7 @@ def run(names: Sequence[str], out: Path, *, keep: bool = False) -> int:
     out.mkdir(parents=True, exist_ok=True)
     chosen = [s for s in SCENARIOS if not names or s.name in names]
     started = time.monotonic()
-    built = build()
+    built = build(WORLD)
     results = []
     for scenario in chosen:
         print(f"e2e: {scenario.name}: running", flush=True)

@@ -68,7 +68,7 @@ def component_versions(
     api_version: dict[str, Any], process_logs: dict[str, Path]
 ) -> list[dict[str, Any]]:
     rows = []
-    for component in COMPONENTS:
+    for component in (c for c in COMPONENTS if c.world):
         for b in component.binaries:
             info = build_info(binary(b.name))
             reported = (

@@ -10,7 +10,9 @@ install cannot drift from the files and code it packages:
   own ServiceAccount and token Secret, its ClusterRoleBinding, Role and RoleBinding
   (``arc-capacity-listener rbac --own-service-account``), and the ``capacityAware`` and hook
   template ConfigMaps (config/capacity-aware-configmap.yaml, config/hook-template.yaml),
-  without the scale set's name, which the overlay prefixes.
+  without the scale set's name, which the overlay prefixes;
+- ``config/chart/arc-capacity-listener/``: the same objects as a Helm chart
+  (tools/install_chart.py says how each template is made from its source).
 
 Run: ``python -m tools.install_manifests [--check]`` (part of ``make docs``);
 tests/ship/test_install.py fails when a committed file is stale.
@@ -27,6 +29,7 @@ from typing import Any
 import yaml
 
 from listener.commands import rbac
+from tools import install_chart
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config"
@@ -98,6 +101,7 @@ def files() -> dict[Path, str]:
         INSTALL / "scale-set" / "hook-template.yaml": _unnamed_configmap(
             CONFIG / "hook-template.yaml"
         ),
+        **install_chart.files(COMMAND),
     }
 
 

@@ -4,7 +4,8 @@ remove every one of those objects (and the per-scale-set commands nothing shared
 
 Issue 46: switching off, going back to stock ARC and uninstalling were scattered over three
 pages, and no page listed the ServiceAccount, its token Secret, the ClusterRoleBinding or the
-Lease at all.
+Lease at all. The Helm chart (config/chart/) creates the same list, checked here with the real
+``helm template``; its ``helm uninstall`` section against what each release holds.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from providers.kubernetes import labels as L
 from providers.kubernetes.lease import lease_name
 from tests.kubernetes import objects as o
 from tests.kubernetes.test_placeholders import builder, pair
+from tests.ship.test_chart import HELM, WHY_NO_HELM
+from tests.ship.test_chart import render as helm_template
 from tests.ship.test_install import INSTALL, KUBECTL, WHY_NOT, key, kustomize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +54,14 @@ def rendered() -> list[dict[str, Any]]:
     if KUBECTL is None:
         pytest.skip(WHY_NOT)
     return kustomize(INSTALL)
+
+
+@pytest.fixture(scope="module")
+def chart(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The chart's objects for the example scale set, with the cluster-wide ones."""
+    if not HELM.exists():
+        pytest.skip(WHY_NO_HELM)
+    return helm_template(tmp_path_factory.mktemp("helm"))
 
 
 def section(heading: str) -> str:
@@ -140,13 +151,20 @@ def runtime_objects() -> list[tuple[str, str, str, dict[str, str]]]:
     ]
 
 
+INSTALLS = ["rendered", "chart"]
+
+
+@pytest.mark.parametrize("install", INSTALLS, ids=["kustomize", "helm chart"])
 def test_the_removal_list_is_what_the_install_and_the_listener_create(
-    rendered: list[dict[str, Any]],
+    install: str, request: pytest.FixtureRequest
 ) -> None:
-    """A new object in config/install (or a renamed Lease) that the page does not list fails
-    here: it would survive an uninstall."""
-    created = {key(obj) for obj in rendered} | {(k, ns, n) for k, ns, n, _ in runtime_objects()}
+    """A new object in config/install or the chart (or a renamed Lease) that the page does not
+    list fails here: it would survive an uninstall."""
+    objects = request.getfixturevalue(install)
+    created = {key(obj) for obj in objects} | {(k, ns, n) for k, ns, n, _ in runtime_objects()}
     assert set(table()) == created, sorted(set(table()) ^ created)
+    installed = {row for row, cells in table().items() if cells[3] == "install"}
+    assert {key(obj) for obj in objects} == installed
 
 
 def test_the_placeholder_row_names_the_labels_the_listener_puts_on_them() -> None:
@@ -162,27 +180,29 @@ def _all(rendered: list[dict[str, Any]]) -> list[tuple[str, str, str, dict[str, 
     return installed + runtime_objects()
 
 
+@pytest.mark.parametrize("install", INSTALLS, ids=["kustomize", "helm chart"])
 def test_after_the_last_scale_set_every_object_is_removed(
-    rendered: list[dict[str, Any]],
+    install: str, request: pytest.FixtureRequest
 ) -> None:
     deletes = commands(section("### After the last scale set"), {})
     left = [
         (kind, ns, name)
-        for kind, ns, name, labels in _all(rendered)
+        for kind, ns, name, labels in _all(request.getfixturevalue(install))
         if not any(d.removes(kind, ns, name, labels) for d in deletes)
     ]
     assert not left, left
 
 
+@pytest.mark.parametrize("install", INSTALLS, ids=["kustomize", "helm chart"])
 def test_removing_one_scale_set_removes_its_objects_and_nothing_shared(
-    rendered: list[dict[str, Any]],
+    install: str, request: pytest.FixtureRequest
 ) -> None:
     """Removing one scale set must not take the PriorityClasses, the ClusterRole or the
     monitoring other scale sets use."""
     deletes = commands(section("### This scale set"), {"ERS": ERS})
     removed = {
         (kind, ns, name)
-        for kind, ns, name, labels in _all(rendered)
+        for kind, ns, name, labels in _all(request.getfixturevalue(install))
         if any(d.removes(kind, ns, name, labels) for d in deletes)
     }
     own = {row for row, cells in table().items() if cells[4] == "scale set"}
@@ -204,3 +224,31 @@ def test_the_page_says_the_block_is_read_once_at_start_as_the_code_does() -> Non
     text = section("## 1. Switch capacity-aware mode off now")
     assert "reads the block once, at start, and never again" in text
     assert "delete pod" in text and "enabled: false" in text
+
+
+def test_each_helm_uninstall_removes_what_the_page_says_its_release_holds(
+    tmp_path: Path,
+) -> None:
+    """A release with cluster.create=false holds one scale set's rows; the one with
+    cluster.create=true every installed row: uninstalling it first would take the
+    PriorityClasses the other scale sets' runner pods name."""
+    if not HELM.exists():
+        pytest.skip(WHY_NO_HELM)
+    text = section("### With the Helm chart")
+    lines = re.findall(r"^helm uninstall (\S+) -n (\S+) +# .*cluster\.create=(\w+)$", text, re.M)
+    assert [create for _, _, create in lines] == ["false", "true"]  # the shared one last
+    rows = {row: cells for row, cells in table().items() if cells[3] == "install"}
+    for release, _, create in lines:
+        scale_set = release.removeprefix("arc-capacity-")
+        held = helm_template(tmp_path, "--set", f"scaleSet={scale_set}",
+                             "--set", f"cluster.create={create}")  # fmt: skip
+        said = {
+            (kind, ns, name.replace("arc-runners", scale_set))
+            for (kind, ns, name), cells in rows.items()
+            if create == "true" or cells[4] == "scale set"
+        }
+        assert {key(obj) for obj in held} == said, release
+    readme = (INSTALL / "README.md").read_text(encoding="utf-8")
+    installed = re.findall(r"^helm install (\S+) config/chart/\S+ -n (\S+)", readme, re.M)
+    assert sorted(installed) == sorted((release, ns) for release, ns, _ in lines)
+    assert "first three lines of\n[this scale set](#this-scale-set)" in text
