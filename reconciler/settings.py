@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -25,6 +24,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+# Re-exported for the modules that still import it from here (listener/process/assembly.py,
+# reconciler/controller.py, tests/reconciler/engine.py); new code imports reconciler.config.
+from reconciler.config import ReconcilerConfig as ReconcilerConfig
 from reconciler.demand_settings import DemandSettings, HudSettings
 from reconciler.settings_types import (
     DoNotDisrupt,
@@ -321,33 +323,6 @@ class CapacityAwareSettings(SettingsModel):
             node_launch_rate=self.node_launch_rate,
             launch_group_size=self.launch_group_size,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class ReconcilerConfig:
-    """Everything decide needs, in one frozen object (timeouts included)."""
-
-    scale_set: str
-    proactive_capacity: int = 1
-    placeholder_ready_timeout: float = 300.0
-    survivor_window: float = 120.0
-    placeholder_ttl: float = 1800.0
-    max_pairs_in_flight: int = 1_000
-    max_requests_per_step: int = 200
-    hud_fallback_queued_jobs: int = 0
-    #: New nodes per minute our pending pairs may cause (see CapacityAwareSettings).
-    node_launch_rate: float = 30.0
-    launch_group_size: int | None = None
-    #: Of the reserve, slots held hot (reconciler/hot_slots.py ``split_reserve``).
-    hot_runners: int | Literal["auto"] = 0
-    #: Adaptive / scheduled warm pool; None: ``proactive_capacity`` as is. The reconciler
-    #: replaces ``proactive_capacity`` with its size at every step.
-    warm_pool: WarmPoolPolicy | None = None
-
-    @property
-    def lease_renew_before(self) -> float:
-        """Renew a lease once less than half of it is left."""
-        return self.placeholder_ttl / 2
 
 
 def parse_capacity_aware(data: Mapping[str, Any] | None, *, where: str) -> CapacityAwareSettings:

@@ -19,8 +19,8 @@
 
 from __future__ import annotations
 
+from reconciler.config import ReconcilerConfig
 from reconciler.max_runners import clamp_max_runners
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 
 

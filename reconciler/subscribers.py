@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from reconciler.clock import Clock
+from reconciler.config import ReconcilerConfig
 from reconciler.ports import (
     Command,
     CreatePlaceholder,
@@ -23,7 +24,6 @@ from reconciler.ports import (
     RenewLease,
     Subscriber,
 )
-from reconciler.settings import ReconcilerConfig
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState
 from state_machine.table import CREATES_PODS_FROM, HAS_PODS, RELEASED
