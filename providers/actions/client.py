@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import ssl
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,7 @@ from providers.actions.retry import (
     failure_kind,
     send_with_retry,
 )
-from reconciler.clock import SystemClock
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class ActionsClient:
         user_agent: UserAgent | None = None,
         http: httpx.AsyncClient | None = None,
         root_ca: str = "",
-        clock: Callable[[], float] | None = None,
+        clock: Clock | None = None,
         sleep: Sleep = asyncio.sleep,
         retry: RetryPolicy | None = None,
         registry: SecretRegistry = REGISTRY,
@@ -152,7 +152,7 @@ class ActionsClient:
         self.user_agent = (user_agent or UserAgent(scale_set_id=scale_set_id)).header()
         self._owns_http = http is None
         self.http = http or make_http_client(root_ca=root_ca)
-        self._clock = clock or SystemClock().now
+        self._clock: Clock = clock or SYSTEM_CLOCK
         self._sleep = sleep
         self._policy = retry or RetryPolicy()
         self._registry = registry

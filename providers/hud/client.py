@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
@@ -47,6 +46,7 @@ from pydantic import (
 
 from providers.actions.redact import REGISTRY, SecretRegistry
 from providers.demand.polling import DemandFetchError, PolledDemand
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.demand_settings import HudSettings
 
 log = logging.getLogger(__name__)
@@ -272,7 +272,7 @@ class HudDemandSource(PolledDemand):
         labels: Sequence[str],
         *,
         observer: HudObserver | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         if not labels:
@@ -285,7 +285,7 @@ class HudDemandSource(PolledDemand):
             self._queued_jobs,
             on_change=on_change,
             observe=self._observed if observer is not None else None,
-            monotonic=monotonic,
+            clock=clock,
             label="HUD",
             detail=f" for {list(self.labels)}",
             logger=log,

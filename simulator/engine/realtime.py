@@ -61,6 +61,9 @@ class RealTimeDriver:
         """Virtual time as a Clock (for in-process components that share the world)."""
         return self.loop.now()
 
+    def monotonic(self) -> float:
+        return self.loop.monotonic()
+
     def _run(self) -> None:
         while not self._stop.wait(self.tick):
             try:
