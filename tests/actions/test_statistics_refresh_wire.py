@@ -59,7 +59,7 @@ def test_jobs_waiting_for_advertised_room_count_as_available_like_the_simulated_
         feed.add_job(SCALE_SET_ID)
     feed.poll(SCALE_SET_ID, 2)  # two offered, six still queued for room
     loop = EventLoop()
-    service = ActionsService(loop, EventLog("t", loop.now, loop.start))
+    service = ActionsService(loop, EventLog("t", loop, loop.start))
     ss = service.add_scale_set("arc-runners", ("arc-runners",), cluster="c")
     for _ in range(8):
         service.submit(JobSpec(at=0.0, labels=("arc-runners",), duration=20.0))
