@@ -54,7 +54,7 @@ class PlaceholderSubscriber:
             elif _releases_pods(event):
                 # The writer skips pods that are already gone, so a pair whose pods vanished
                 # on their own costs no API call here.
-                # Partial (issue 21): the pair record keeps pod names, not uids, so the writer
+                # Partial: the pair record keeps pod names, not uids, so the writer
                 # still resolves each uid (cache, its own creates, tombstones) for the delete
                 # precondition; carrying the observed uids here is left to a later change.
                 self.writer.delete_pods(
