@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -112,9 +111,9 @@ class HudQuery:
         )
 
 
-def token_from_env(name: str, env: Mapping[str, str] | None = None) -> SecretStr | None:
+def token_from_env(name: str, env: Mapping[str, str]) -> SecretStr | None:
     """The ``x-hud-internal-bot`` token from environment variable ``name`` (None if unset)."""
-    value = (os.environ if env is None else env).get(name, "").strip()
+    value = env.get(name, "").strip()
     return SecretStr(value) if value else None
 
 
@@ -158,7 +157,7 @@ class HudClient:
         cls,
         settings: HudSettings,
         *,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str],
         query: HudQuery | None = None,
     ) -> HudClient | None:
         """A client for the ``capacityAware.hud`` block (None when no URL is configured);

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
 import signal
 import sys
@@ -126,12 +125,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def main(
-    argv: Sequence[str] | None = None,
-    env: Mapping[str, str] | None = None,
+    argv: Sequence[str] | None,
+    *,
+    env: Mapping[str, str],
     clock: WaitClock | None = None,
 ) -> int:
+    """``env``: the process's environment, read once at the command line's entry."""
     args = parser().parse_args(argv)  # exit 2 on bad usage
-    environ = dict(os.environ if env is None else env)
+    environ = dict(env)
     clock = clock or WaitClock()
     namespace = args.namespace or default_namespace(environ)
     try:
