@@ -67,7 +67,7 @@ def measure(changes: int, *, debounce: float, cut: bool, window: float) -> list[
     with ActionsFace(feed, pat=PAT, poll_window=window) as face:
         gate = CapacityGate(start_value, debounce=debounce, cut_on_drop=cut)
         client = ActionsClient(
-            parse_config_url(face.configure_url()),
+            parse_config_url(face.configure_url(), env={}),
             PatAuth(SecretStr(PAT)),
             scale_set_id=42,
             registry=SecretRegistry(),

@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reconciler.clock import ManualClock
+from reconciler.config import ReconcilerConfig
 from reconciler.controller import Output, ScaleSetController
 from reconciler.schedule import Timings
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import (
     ClusterSnapshot,
     Demand,

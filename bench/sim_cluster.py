@@ -222,7 +222,7 @@ def main() -> None:
     )
     loop = EventLoop()
     store = ObjectStore(loop.now)
-    log = EventLog("bench", loop.now, loop.start)
+    log = EventLog("bench", loop, loop.start)
     rng = random.Random(args.seed)
     cluster = Cluster(loop, store, spec, rng=rng, log=log)
     cluster.start()

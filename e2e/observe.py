@@ -19,13 +19,14 @@ import bisect
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
 
 from providers.kubernetes import labels as L
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 
 PLACEHOLDER_SELECTOR = f"{L.LABEL_MANAGED_BY}={L.MANAGED_BY}"
@@ -96,7 +97,7 @@ class Sampler:
     tracker: Tracker
     custom: client.CustomObjectsApi
     feed: ScriptedJobFeed
-    clock: Callable[[], float] = time.time
+    clock: Clock = SYSTEM_CLOCK
     samples: list[Sample] = field(default_factory=list)
     nodeclaims_seen: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -104,7 +105,7 @@ class Sampler:
     def sample(self) -> Sample:
         pods, nodes = self.tracker.objects()
         busy = busy_jobs(self.feed)
-        now = self.clock()
+        now = self.clock.now()
         claims = self.custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
         for claim in claims:
             self.nodeclaims_seen.setdefault(claim["metadata"]["name"], now)

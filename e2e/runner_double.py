@@ -18,8 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +27,7 @@ from kubernetes.client.rest import ApiException
 
 from e2e.kubelet import exited_status
 from providers.kubernetes.hook_template import HookTemplateError, read_hook_template
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.faces.actions import ScriptedJobFeed
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class RunnerDouble:
     namespace: str
     scale_set_id: int
     timing: JobTiming
-    clock: Callable[[], float] = time.monotonic
+    clock: Clock = SYSTEM_CLOCK
     runners: dict[str, RunnerRecord] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     #: EphemeralRunner status fields seen on runners running a job (the listener's JobStarted
@@ -97,7 +97,7 @@ class RunnerDouble:
         self.feed.idle_runners[self.scale_set_id] = idle
 
     def _advance(self, record: RunnerRecord, pod: Any, runner: Mapping[str, Any] | None) -> None:
-        now = self.clock()
+        now = self.clock.now()
         if record.state == "starting":
             runner_id = ((runner or {}).get("status") or {}).get("runnerId")
             if pod.status.phase == "Running" and runner_id:

@@ -43,6 +43,7 @@ from e2e.scale_set import (
     listener_files,
     wait_for_listener_config,
 )
+from reconciler.clock import SYSTEM_CLOCK
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,9 +71,9 @@ class World:
         self.plane = ControlPlane(supervisor, workdir, spec.kwok)
         # One clock for the face, the feed and the checker's samples: wall time, so a poll
         # and the samples around it compare.
-        self.feed = ScriptedJobFeed(clock=time.time)
+        self.feed = ScriptedJobFeed(clock=SYSTEM_CLOCK)
         self.face = ActionsFace(
-            self.feed, scale_sets=(), pat=PAT, poll_window=spec.poll_window, clock=time.time
+            self.feed, scale_sets=(), pat=PAT, poll_window=spec.poll_window, clock=SYSTEM_CLOCK
         )
         self.stop_threads = threading.Event()
         self.mirror_stop = threading.Event()
@@ -111,7 +112,7 @@ class World:
             RUNNER_NAMESPACE,
             self.scale_set_id,
             self.spec.job,
-            clock=time.time,
+            clock=SYSTEM_CLOCK,
         )
         self.tracker = observe.Tracker(api, self.feed, RUNNER_NAMESPACE)
         for thread in self.tracker.threads(self.stop_threads):

@@ -59,6 +59,15 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     command, rest = args[0], args[1:]
+    if command in ("verify", "rbac", "run"):
+        # The one read of the environment; what runs below is handed it.
+        from listener.process.environment import EnvError, read_process_env
+
+        try:
+            env = read_process_env()
+        except EnvError as exc:
+            print(f"arc-capacity-listener: {exc}", file=sys.stderr)
+            return 1
     if command == "values":
         from listener.commands.values import main as values_main
 
@@ -66,11 +75,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if command == "verify":
         from listener.commands.verify.cli import main as verify_main
 
-        return verify_main(rest)
+        return verify_main(rest, env=env.variables)
     if command == "rbac":
         from listener.commands.rbac import main as rbac_main
 
-        return rbac_main(rest)
+        return rbac_main(rest, env=env.variables)
     if command in ("simulate", "demo", "tune"):
         return _offline_command(command, rest)
     parsed = parser.parse_args(args)
@@ -78,7 +87,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from listener.process.app import run_from_environment
         from listener.process.exit_deadline import end_process
 
-        end_process(run_from_environment())
+        end_process(run_from_environment(env.variables))
     if parsed.command == "status":
         from listener.commands.status import print_status
 

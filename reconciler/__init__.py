@@ -17,9 +17,11 @@ Read in this order:
 7. :mod:`.subscribers`: the side effects of an ``Output`` (placeholder writes, logs), behind
    the interfaces in :mod:`.ports`.
 
-Settings: :mod:`.settings` (with :mod:`.settings_types` and :mod:`.demand_settings`); time:
-:mod:`.clock`. Hot slots (idle runners with a workflow placeholder): :mod:`.hot_slots` (the
-pure decisions) and :mod:`.hot_step` (the keeper the step runs). The drivers are
-``listener/process/reconcile_loop.py`` (asyncio) and ``simulator/driver/capacity_aware.py`` (virtual
-time).
+Settings: :mod:`.config` (the frozen :class:`~reconciler.config.ReconcilerConfig` the core
+reads, no pydantic) and, at the edge, :mod:`.settings` (with :mod:`.settings_types` and
+:mod:`.demand_settings`) that validates and builds it; time: :mod:`.clock`. Hot slots (idle
+runners with a workflow placeholder): :mod:`.hot_slots` (the pure decisions) and
+:mod:`.hot_step` (the keeper the step runs). The drivers are
+``listener/process/reconcile_loop.py`` (asyncio) and ``simulator/driver/capacity_aware.py``
+(virtual time).
 """

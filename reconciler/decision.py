@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from reconciler.config import ReconcilerConfig
 from reconciler.ports import Command, PodRef
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, PlaceholderPod
 from reconciler.survivors import Survivors
 from state_machine.events import Kind

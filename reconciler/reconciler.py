@@ -22,12 +22,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from reconciler.capacity import CapacityLedger, compute_ledger
+from reconciler.config import ReconcilerConfig
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
 from reconciler.hot_slots import HotTimings, assigned_net_of_hot, hot_wanted, split_reserve
 from reconciler.hot_step import HotKeeper, HotStep
 from reconciler.ports import Command, DeleteOrphan
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from reconciler.sync import sync
 from reconciler.warm_pool import WarmPoolSize, WarmPoolWindow, warm_pairs

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -25,6 +24,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+# Re-exported for the modules that still import it from here (listener/process/assembly.py,
+# reconciler/controller.py, tests/reconciler/engine.py); new code imports reconciler.config.
+from reconciler.config import ReconcilerConfig as ReconcilerConfig
 from reconciler.demand_settings import DemandSettings, HudSettings
 from reconciler.settings_types import (
     DoNotDisrupt,
@@ -153,10 +155,9 @@ class CapacityAwareSettings(SettingsModel):
     #: A pair not READY this long after it was requested is TIMED_OUT (ICE, limits, quota...).
     placeholder_ready_timeout: Seconds = Field(default=300.0, ge=10, le=86_400)
     #: How long the surviving half of a PREEMPTED pair is protected (runner started -> its
-    #: workflow pod takes over the workflow placeholder). Measured in the simulated day: the
-    #: workflow pod is created 11.5 s (p50) / 15 s (p99) / 96 s (max) after its runner bound;
-    #: 120 s leaves room for a slow runner image pull while a survivor held for 10 min cost
-    #: about a tenth of the warm pool's idle CPU-hours.
+    #: workflow pod takes over the workflow placeholder). Long enough for the slowest workflow
+    #: pod seen after its runner bound plus a slow runner image pull; longer only holds idle
+    #: CPU (the measurement: docs/design.md#decisions, ``survivorWindow``).
     survivor_window: Seconds = Field(default=120.0, ge=0, le=86_400)
     #: Requests (= limits) of the workflow placeholder, e.g. {"cpu": "2", "memory": "4Gi"}.
     workflow_resources: dict[ResourceName, Quantity] = Field(
@@ -187,9 +188,9 @@ class CapacityAwareSettings(SettingsModel):
     #: The launch ramp follows demand, bounded by maxRunners headroom, NodePool headroom (the
     #: fit estimate) and this node-launch rate: new nodes per minute that our pending pairs may
     #: cause (counted from Karpenter NodeClaims, so the registry/cache storm stays bounded).
-    #: Per NodePool in effect (every NodeClaim counts, whoever caused it): 30 lets two scale
-    #: sets sharing one pool ramp a wide storm at stock ARC's fair p50 (20: 1.11x, 30: 1.04x on
-    #: wide-storm, 10 seeds) at unchanged cost; stock ARC itself has no bound.
+    #: Per NodePool in effect (every NodeClaim counts, whoever caused it): the default lets two
+    #: scale sets sharing one pool ramp a wide storm about as fast as stock ARC at unchanged
+    #: cost (docs/design.md#decisions, ``nodeLaunchRate``); stock ARC itself has no bound.
     node_launch_rate: float = Field(default=30.0, gt=0, le=10_000)
     #: Pairs requested together so one Karpenter batch fills one node; None = estimate it from
     #: the NodePool's instance types (1 when they are unknown).
@@ -197,8 +198,8 @@ class CapacityAwareSettings(SettingsModel):
     #: Put ``karpenter.sh/do-not-disrupt`` on workflow placeholders. Without it Karpenter
     #: deletes a node holding only warm placeholders as soon as a finished job frees room
     #: elsewhere (single-node consolidation treats placeholders like any pod), the placeholder
-    #: is re-created in that room, and the next refill buys a new node: on ice-failover 1.84x
-    #: stock ARC's launches (bench/launch_causes.py). ``auto`` (default) = ``1h`` where no
+    #: is re-created in that room, and the next refill buys a new node (the launches it cost:
+    #: docs/design.md#decisions, ``doNotDisrupt``). ``auto`` (default) = ``1h`` where no
     #: instance type the NodePools hosting the workflow half allow holds two workflow pods
     #: (there consolidation packs nothing and only churns), or where that is unknown; none
     #: where a type holds several (there it packs warm pairs: providers/kubernetes/
@@ -321,33 +322,6 @@ class CapacityAwareSettings(SettingsModel):
             node_launch_rate=self.node_launch_rate,
             launch_group_size=self.launch_group_size,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class ReconcilerConfig:
-    """Everything decide needs, in one frozen object (timeouts included)."""
-
-    scale_set: str
-    proactive_capacity: int = 1
-    placeholder_ready_timeout: float = 300.0
-    survivor_window: float = 120.0
-    placeholder_ttl: float = 1800.0
-    max_pairs_in_flight: int = 1_000
-    max_requests_per_step: int = 200
-    hud_fallback_queued_jobs: int = 0
-    #: New nodes per minute our pending pairs may cause (see CapacityAwareSettings).
-    node_launch_rate: float = 30.0
-    launch_group_size: int | None = None
-    #: Of the reserve, slots held hot (reconciler/hot_slots.py ``split_reserve``).
-    hot_runners: int | Literal["auto"] = 0
-    #: Adaptive / scheduled warm pool; None: ``proactive_capacity`` as is. The reconciler
-    #: replaces ``proactive_capacity`` with its size at every step.
-    warm_pool: WarmPoolPolicy | None = None
-
-    @property
-    def lease_renew_before(self) -> float:
-        """Renew a lease once less than half of it is left."""
-        return self.placeholder_ttl / 2
 
 
 def parse_capacity_aware(data: Mapping[str, Any] | None, *, where: str) -> CapacityAwareSettings:

@@ -19,8 +19,8 @@
 
 from __future__ import annotations
 
+from reconciler.config import ReconcilerConfig
 from reconciler.max_runners import clamp_max_runners
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 
 
@@ -55,8 +55,8 @@ def desired_pairs(
     room = max_runners_headroom(snapshot) if headroom is None else headroom
     # Jobs assigned whose runner has not bound yet will take READY pairs within seconds;
     # GitHub already counts those slots as taken. Counting them here refills the warm pool
-    # at the assignment instead of after the runner pod's preemption lands (issue 31: a
-    # merge-queue batch outran a pool refilled 1-3 s late).
+    # at the assignment instead of after the runner pod's preemption lands: a merge-queue
+    # batch otherwise outruns a pool refilled late (docs/design.md#decisions).
     # So will a runner that bound into free room with no lone workflow half reserved for it
     # (``unserved_runners``): the ledger's workflow side holds its slot with a READY pair's
     # workflow half until its workflow pod binds, 8-11 s later.
@@ -93,8 +93,8 @@ def pairs_taken(slots_taken: int, free_slots: int) -> int:
 
     The scheduler preempts only where no node fits the pod, so a runner pod (and its workflow
     pod) with free room to bind into leaves the READY pairs standing; a refill for it confirms
-    that room with a pair that is released once the job's pods bind there (issue 31's churn:
-    one short-lived pair per job on drain, extra node launches on scale-to-zero and the merge
+    that room with a pair that is released once the job's pods bind there (churn: one
+    short-lived pair per job on drain, extra node launches on scale-to-zero and the merge
     queue)."""
     return max(0, slots_taken - max(0, free_slots))
 

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from reconciler.clock import Clock
+from reconciler.config import ReconcilerConfig
 from reconciler.ports import (
     Command,
     CreatePlaceholder,
@@ -23,7 +24,6 @@ from reconciler.ports import (
     RenewLease,
     Subscriber,
 )
-from reconciler.settings import ReconcilerConfig
 from state_machine.events import TransitionEvent
 from state_machine.states import PairState
 from state_machine.table import CREATES_PODS_FROM, HAS_PODS, RELEASED
@@ -54,7 +54,7 @@ class PlaceholderSubscriber:
             elif _releases_pods(event):
                 # The writer skips pods that are already gone, so a pair whose pods vanished
                 # on their own costs no API call here.
-                # Partial (issue 21): the pair record keeps pod names, not uids, so the writer
+                # Partial: the pair record keeps pod names, not uids, so the writer
                 # still resolves each uid (cache, its own creates, tombstones) for the delete
                 # precondition; carrying the observed uids here is left to a later change.
                 self.writer.delete_pods(

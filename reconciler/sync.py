@@ -11,9 +11,9 @@ Steps, in order, for every pair whose pods may exist (one pass, one lookup per p
    nothing survives; both RUNNING -> READY; one RUNNING -> PARTIAL. A MISSING half never seen
    is not news for ``UNSEEN_AFTER`` seconds after the request: the create may not be in the
    cache yet. Past that it counts as vanished too: a half can bind and be preempted by a
-   real pod between two snapshots (storm seed 7: nine mended runner halves taken by workflow
-   pods 1.5 s after their create, their pairs PARTIAL for two minutes), and a create that
-   failed leaves nothing to wait for.
+   real pod between two snapshots (its pair would otherwise sit PARTIAL until jobs finish;
+   docs/design.md#decisions has the measurement), and a create that failed leaves nothing to
+   wait for.
 4. PARTIAL: as REQUESTED; and no half left that ever ran -> PREEMPTED; both RUNNING -> READY;
    the Running half STALLED -> back to REQUESTED.
 5. READY: a half LOST or MISSING (both were seen Running, so missing means gone) -> PREEMPTED.

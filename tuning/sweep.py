@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.engine.world import World
 from simulator.scenarios.scenario import Scenario
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
@@ -216,18 +217,18 @@ class RunProgress:
         self,
         total: int,
         stream: IO[str],
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.total = total
         self.stream = stream
         self.clock = clock
-        self.started = clock()
+        self.started = clock.monotonic()
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
         self.every = 1 if total <= 40 else max(1, total // 20)
         self.done = 0
 
     def line(self, done: int) -> str:
-        elapsed = self.clock() - self.started
+        elapsed = self.clock.monotonic() - self.started
         text = f"tune: {done}/{self.total} runs done, {_clock_text(elapsed)} elapsed"
         if 0 < done < self.total:
             text += f", about {_clock_text(elapsed / done * (self.total - done))} left"

@@ -173,7 +173,7 @@ class ListenerConfig(_Strict):
         """ARC's auth choice: an empty ``github_token`` means GitHub App auth."""
         return not self.github_token.get_secret_value()
 
-    def github_config(self, env: Mapping[str, str] | None = None) -> GitHubConfig:
+    def github_config(self, env: Mapping[str, str]) -> GitHubConfig:
         return parse_config_url(self.configure_url, env=env)
 
     def credentials(self, *, file: str = "<config>") -> Credentials:
@@ -201,7 +201,8 @@ def _problems(config: ListenerConfig) -> list[tuple[str, str]]:
         problems.append(("configure_url", "is required (the GitHub config URL)"))
     else:
         try:
-            parse_config_url(config.configure_url)
+            # Whether the URL parses; the environment only sets is_hosted (FORCE_GHES).
+            parse_config_url(config.configure_url, env={})
         except ConfigUrlError as exc:
             problems.append(("configure_url", str(exc)))
     if not config.ephemeral_runner_set_namespace:
@@ -344,14 +345,25 @@ def resolve_vault_credentials(
     config: ListenerConfig,
     *,
     file: str = "<config>",
+    env: Mapping[str, str] | None = None,
     fetch: Callable[..., keyvault.AppConfig] = keyvault.fetch_app_config,
 ) -> ListenerConfig:
     """With ``vault_type`` set: the config with the GitHub credentials read from the vault
-    (ARC's ``config.Read``); without: the config unchanged."""
+    (ARC's ``config.Read``); without: the config unchanged. ``env``: the process's environment
+    (``AZURE_AUTHORITY_HOST``)."""
     if not config.uses_vault or config.azure_key_vault is None:
         return config
+    if env is None:
+        # Pending: listener/process/app.py (rewritten on another branch) does not pass its
+        # environment yet; once it does, env becomes required and this read goes.
+        env = os.environ
+    authority = env.get(keyvault.AUTHORITY_HOST_ENV)
     try:
-        app = fetch(_vault_settings(config.azure_key_vault), config.vault_lookup_key)
+        app = fetch(
+            _vault_settings(config.azure_key_vault),
+            config.vault_lookup_key,
+            **({"authority": authority} if authority else {}),
+        )
     except keyvault.VaultError as exc:
         raise ConfigError(file, "vault_lookup_key", str(exc)) from None
     return config.model_copy(
@@ -364,10 +376,9 @@ def resolve_vault_credentials(
     )
 
 
-def config_path_from_env(env: Mapping[str, str] | None = None) -> str:
+def config_path_from_env(env: Mapping[str, str]) -> str:
     """``$LISTENER_CONFIG_PATH``; ARC requires it, so its absence is an error here too."""
-    environ = os.environ if env is None else env
-    path = environ.get(CONFIG_PATH_ENV, "")
+    path = env.get(CONFIG_PATH_ENV, "")
     if not path:
         raise ConfigError(
             "",

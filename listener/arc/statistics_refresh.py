@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -37,6 +36,7 @@ from providers.actions.errors import ActionsError
 from providers.actions.models import Statistics
 from providers.backoff import Backoff
 from providers.demand.statistics import needs_refresh, refresh_tick
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class StatisticsRefresher:
         interval: float,
         busy_interval: float | None = None,
         metrics: RefreshMetrics | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.session = session
         self.gate = gate
@@ -80,7 +80,7 @@ class StatisticsRefresher:
         self.interval = interval
         self.busy_interval = busy_interval
         self.metrics = metrics
-        self._monotonic = monotonic
+        self._clock = clock
         self._latest: Statistics | None = None
         self._latest_at = 0.0
         self._failures = 0
@@ -89,7 +89,7 @@ class StatisticsRefresher:
     def observe(self, stats: Statistics) -> None:
         """Statistics from the session or a message (and from our own refreshes)."""
         self._latest = stats
-        self._latest_at = self._monotonic()
+        self._latest_at = self._clock.monotonic()
         self.forward(stats)
 
     def due(self) -> bool:
@@ -100,7 +100,7 @@ class StatisticsRefresher:
         return needs_refresh(
             advertised=self.gate.value,
             assigned_jobs=latest.total_assigned_jobs,
-            age=self._monotonic() - self._latest_at,
+            age=self._clock.monotonic() - self._latest_at,
             interval=self.interval,
             busy_interval=self.busy_interval,
         )

@@ -22,7 +22,6 @@ Exit codes: 0 done; 1 not found / not allowed / unreachable (one line on stderr)
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -241,7 +240,8 @@ def apply(api_client: k8s.ApiClient, objects: Sequence[Mapping[str, Any]]) -> li
     return done
 
 
-def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+def main(argv: Sequence[str] | None, *, env: Mapping[str, str]) -> int:
+    """``env``: the process's environment, read once at the command line's entry."""
     parser = argparse.ArgumentParser(
         prog="arc-capacity-listener rbac",
         description="Print (or apply) the RBAC of one scale set's capacity-aware listener.",
@@ -269,7 +269,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             return 0
     from listener.process.startup import credentials_problem, kubernetes_api_client
 
-    environ = dict(os.environ if env is None else env)
+    environ = dict(env)
     try:
         api_client = kubernetes_api_client(environ)
     except Exception as exc:  # kubeconfig missing or unreadable: one line, no traceback

@@ -3,7 +3,7 @@
 ``asyncio.run`` joins the default executor at the end (``shutdown_default_executor``), and the
 interpreter joins every ``ThreadPoolExecutor`` worker again at exit. A blocking Kubernetes
 call in a worker (a Lease renewal, a reconcile step) that waits out its timeouts against an
-API that does not answer would then hold a SIGTERM'd process past its 5 s (issue 34). Here the
+API that does not answer would then hold a SIGTERM'd process past its exit budget. Here the
 workers are daemon threads, the executor is not registered for the interpreter's exit join,
 and ``shutdown`` does not wait: what is still blocked is abandoned with the process. Every
 such call is idempotent or fenced on the Lease (providers/kubernetes/write_lane.py), so abandoning

@@ -26,7 +26,8 @@ from typing import NoReturn
 
 log = logging.getLogger(__name__)
 
-#: Under the 5 s issue 34 asks for, leaving room for the interpreter's own exit.
+#: Under the listener's 5 s exit budget (docs/design.md#ownership-and-shutdown), leaving room
+#: for the interpreter's own exit.
 EXIT_DEADLINE = 4.5
 
 

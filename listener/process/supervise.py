@@ -18,11 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from providers.backoff import Backoff as CappedBackoff
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +46,12 @@ async def supervised(
     *,
     on_failure: Callable[[str], None] | None = None,
     backoff: Backoff | None = None,
-    monotonic: Callable[[], float] = time.monotonic,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> None:
     policy = backoff or Backoff()
     failures = 0
     while not stop.is_set():
-        started = monotonic()
+        started = clock.monotonic()
         try:
             await factory()
         except asyncio.CancelledError:
@@ -59,7 +59,7 @@ async def supervised(
         except Exception as exc:
             if stop.is_set():
                 return
-            if monotonic() - started > policy.healthy_after:
+            if clock.monotonic() - started > policy.healthy_after:
                 failures = 0  # it ran fine for a while: this is a new episode
             failures += 1
             delay = policy.delay(failures)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ from providers.actions.retry import (
     failure_kind,
     send_with_retry,
 )
+from reconciler.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class AdminTokenSource:
         credentials: Credentials,
         *,
         user_agent: str,
-        clock: Callable[[], float],
+        clock: Clock,
         policy: RetryPolicy,
         sleep: Sleep = asyncio.sleep,
         registry: SecretRegistry = REGISTRY,
@@ -152,7 +152,7 @@ class AdminTokenSource:
 
     def needs_refresh(self) -> bool:
         held = self._current
-        return held is None or self._clock() + REFRESH_MARGIN > held.expires_at
+        return held is None or self._clock.now() + REFRESH_MARGIN > held.expires_at
 
     async def get(self) -> AdminToken:
         """The admin connection, refreshed first when missing or about to expire."""
@@ -175,12 +175,12 @@ class AdminTokenSource:
         log.info(
             "admin connection refreshed: service %s, token valid for %.0f s",
             describe_url(connection.url),
-            expires_at - self._clock(),
+            expires_at - self._clock.now(),
         )
         return AdminToken(connection.url, connection.token, expires_at)
 
     async def _installation_token(self, auth: AppAuth) -> SecretStr:
-        app_jwt = mint_app_jwt(auth, now=self._clock())
+        app_jwt = mint_app_jwt(auth, now=self._clock.now())
         self._registry.add(app_jwt)
         url = self._config.installation_token_url(auth.installation_id)
         headers = {

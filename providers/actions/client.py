@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import ssl
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,7 @@ from providers.actions.retry import (
     failure_kind,
     send_with_retry,
 )
-from reconciler.clock import SystemClock
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +100,14 @@ class UserAgent:
 
 
 def make_http_client(
-    *, root_ca: str = "", timeout: float = ATTEMPT_TIMEOUT, trust_env: bool = True
+    *,
+    env: Mapping[str, str],
+    root_ca: str = "",
+    timeout: float = ATTEMPT_TIMEOUT,
+    trust_env: bool = True,
 ) -> httpx.AsyncClient:
-    """The transport: system CAs (+ ``root_ca`` PEM), proxy variables, Go-like redirects."""
+    """The transport: system CAs (+ ``root_ca`` PEM), the proxy variables of ``env`` (the
+    process's environment), Go-like redirects."""
     context = ssl.create_default_context()
     if root_ca.strip():
         try:
@@ -112,7 +117,7 @@ def make_http_client(
     client = httpx.AsyncClient(
         verify=context,
         # Go's proxy rules (NO_PROXY CIDRs included), see providers/actions/proxy.py.
-        **proxy.client_options(os.environ, trust_env=trust_env, verify=context),
+        **proxy.client_options(env, trust_env=trust_env, verify=context),
         timeout=httpx.Timeout(timeout),
         follow_redirects=True,
         max_redirects=10,
@@ -139,7 +144,8 @@ class ActionsClient:
         user_agent: UserAgent | None = None,
         http: httpx.AsyncClient | None = None,
         root_ca: str = "",
-        clock: Callable[[], float] | None = None,
+        env: Mapping[str, str] | None = None,
+        clock: Clock | None = None,
         sleep: Sleep = asyncio.sleep,
         retry: RetryPolicy | None = None,
         registry: SecretRegistry = REGISTRY,
@@ -151,8 +157,12 @@ class ActionsClient:
         self.scale_set_id = scale_set_id
         self.user_agent = (user_agent or UserAgent(scale_set_id=scale_set_id)).header()
         self._owns_http = http is None
-        self.http = http or make_http_client(root_ca=root_ca)
-        self._clock = clock or SystemClock().now
+        if http is None and env is None:
+            # Pending: listener/process/app.py (rewritten on another branch) does not pass its
+            # environment yet; once it does, env becomes required and this read goes.
+            env = os.environ
+        self.http = http or make_http_client(env=env or {}, root_ca=root_ca)
+        self._clock: Clock = clock or SYSTEM_CLOCK
         self._sleep = sleep
         self._policy = retry or RetryPolicy()
         self._registry = registry

@@ -14,7 +14,6 @@ Rules of docs/protocol.md#config-url and docs/protocol.md#authentication:
 from __future__ import annotations
 
 import enum
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -77,9 +76,9 @@ class GitHubConfig:
         return f"{self.api_base}/app/installations/{installation_id}/access_tokens"
 
 
-def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHubConfig:
-    """Parse a ``configure_url``; raises :class:`ConfigUrlError` naming what is wrong."""
-    environ = os.environ if env is None else env
+def parse_config_url(url: str, *, env: Mapping[str, str]) -> GitHubConfig:
+    """Parse a ``configure_url``; raises :class:`ConfigUrlError` naming what is wrong.
+    ``env``: the process's environment (``GITHUB_ACTIONS_FORCE_GHES``)."""
     trimmed = url.strip().strip("/")
     shown = _without_userinfo(trimmed)[:100]
     if "@" in trimmed.partition("://")[2].partition("/")[0]:
@@ -117,7 +116,7 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
         )
     hostname = (parts.hostname or "").lower()
     hosted = (hostname in _HOSTED_HOSTS or hostname.endswith(".ghe.com")) and (
-        FORCE_GHES_ENV not in environ
+        FORCE_GHES_ENV not in env
     )
     return GitHubConfig(
         configure_url=trimmed,

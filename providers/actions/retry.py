@@ -36,6 +36,7 @@ from providers.actions.errors import (
     describe_url,
 )
 from providers.backoff import Backoff
+from reconciler.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ async def send_with_retry(
     what: str,
     policy: RetryPolicy,
     sleep: Sleep = asyncio.sleep,
-    clock: Callable[[], float],
+    clock: Clock,
     on_failure: FailureObserver | None = None,
 ) -> httpx.Response:
     """Send ``build()`` (rebuilt per attempt, so bodies replay) under ``policy``.
@@ -230,7 +231,7 @@ async def send_with_retry(
             attempt,
             status=response.status_code,
             retry_after=response.headers.get("Retry-After"),
-            now=clock(),
+            now=clock.now(),
         )
         log.warning(
             "%s: %s %s answered HTTP %d; retrying in %.2fs (attempt %d/%d)",

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +114,10 @@ def validate_settings(settings: AzureKeyVaultSettings) -> list[tuple[str, str]]:
     return problems
 
 
+#: The Entra ID authority for sovereign clouds (docs/configuration.md).
+AUTHORITY_HOST_ENV = "AZURE_AUTHORITY_HOST"
+
+
 def fetch_app_config(
     settings: AzureKeyVaultSettings,
     lookup_key: str,
@@ -126,7 +129,8 @@ def fetch_app_config(
 ) -> AppConfig:
     """Authenticate with the certificate, read secret ``lookup_key``, decode it.
 
-    ``authority`` defaults to ``$AZURE_AUTHORITY_HOST`` or the public cloud; ``ca_bundle``
+    ``authority`` defaults to the public cloud (the caller reads ``$AZURE_AUTHORITY_HOST``
+    from the process's environment); ``ca_bundle``
     to the system trust store (a private CA is set with ``$REQUESTS_CA_BUNDLE``);
     ``disable_instance_discovery`` is for authorities Entra ID's discovery does not know
     (Azure Stack, a private one). ``verify_challenge_resource=False`` skips the SDK's check that
@@ -144,7 +148,6 @@ def fetch_app_config(
     }
     if ca_bundle:
         transport["connection_verify"] = ca_bundle
-    authority = authority or os.environ.get("AZURE_AUTHORITY_HOST") or None
     try:
         credential = CertificateCredential(
             settings.tenant_id,

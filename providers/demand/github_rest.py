@@ -24,7 +24,6 @@ The App needs read access to Actions on the repositories.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,6 +36,7 @@ from providers.actions.auth import AppAuth, Credentials, PatAuth, mint_app_jwt
 from providers.actions.errors import AuthError
 from providers.actions.redact import REGISTRY
 from providers.demand.polling import DemandFetchError
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 NAME = "github"
 API_VERSION = "2022-11-28"
@@ -93,7 +93,7 @@ class GitHubQueuedJobs:
         timeout: float = 10.0,
         rate_limit_reserve: int = 500,
         max_runs: int = 30,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not repositories:
             raise ValueError(
@@ -153,7 +153,7 @@ class GitHubQueuedJobs:
         return ids
 
     def _check_budget(self) -> None:
-        now = self._clock()
+        now = self._clock.now()
         if now < self._paused_until:
             raise DemandFetchError(
                 f"GitHub API rate limit: paused for {self._paused_until - now:.0f} s more"
@@ -200,7 +200,7 @@ class GitHubQueuedJobs:
 
     def _rate_limited(self, response: httpx.Response) -> bool:
         retry_after = _float(response.headers.get("retry-after"))
-        now = self._clock()
+        now = self._clock.now()
         if retry_after is not None:
             self._paused_until = now + retry_after
             return True
@@ -219,7 +219,7 @@ class InstallationToken:
         api_base: str,
         http: httpx.AsyncClient,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.auth = auth
         self.url = f"{api_base.rstrip('/')}/app/installations/{auth.installation_id}/access_tokens"
@@ -229,10 +229,10 @@ class InstallationToken:
         self._expires_at = 0.0
 
     async def __call__(self) -> SecretStr:
-        if self._token is not None and self._clock() < self._expires_at - TOKEN_REFRESH_MARGIN:
+        if self._token is not None and self._clock.now() < self._expires_at - TOKEN_REFRESH_MARGIN:
             return self._token
         try:
-            app_jwt = mint_app_jwt(self.auth, now=self._clock())
+            app_jwt = mint_app_jwt(self.auth, now=self._clock.now())
         except AuthError as exc:
             raise DemandFetchError(str(exc)) from None
         response = await self.http.post(
@@ -249,7 +249,7 @@ class InstallationToken:
         token = SecretStr(str(body.get("token", "")))
         REGISTRY.add(token)
         self._token = token
-        self._expires_at = _iso_epoch(body.get("expires_at")) or self._clock() + 3600.0
+        self._expires_at = _iso_epoch(body.get("expires_at")) or self._clock.now() + 3600.0
         return token
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from providers.demand import FailureMode, OnChange
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.snapshot import Demand
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class PolledDemand:
         *,
         on_change: OnChange | None = None,
         observe: RequestObserver | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         label: str | None = None,
         detail: str = "",
         logger: logging.Logger = log,
@@ -59,7 +59,7 @@ class PolledDemand:
         self._fetch = fetch
         self._on_change = on_change
         self._observe = observe
-        self._monotonic = monotonic
+        self._clock = clock
         self._label = label or name
         self._detail = detail
         self._log = logger
@@ -72,7 +72,7 @@ class PolledDemand:
         return self._current
 
     async def poll(self) -> Demand:
-        started = self._monotonic()
+        started = self._clock.monotonic()
         try:
             queued = await self._fetch()
         except DemandFetchError as exc:
@@ -130,4 +130,4 @@ class PolledDemand:
 
     def _record(self, started: float, error_kind: str | None) -> None:
         if self._observe is not None:
-            self._observe(self._monotonic() - started, error_kind)
+            self._observe(self._clock.monotonic() - started, error_kind)

@@ -28,9 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
@@ -47,6 +45,7 @@ from pydantic import (
 
 from providers.actions.redact import REGISTRY, SecretRegistry
 from providers.demand.polling import DemandFetchError, PolledDemand
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.demand_settings import HudSettings
 
 log = logging.getLogger(__name__)
@@ -112,9 +111,9 @@ class HudQuery:
         )
 
 
-def token_from_env(name: str, env: Mapping[str, str] | None = None) -> SecretStr | None:
+def token_from_env(name: str, env: Mapping[str, str]) -> SecretStr | None:
     """The ``x-hud-internal-bot`` token from environment variable ``name`` (None if unset)."""
-    value = (os.environ if env is None else env).get(name, "").strip()
+    value = env.get(name, "").strip()
     return SecretStr(value) if value else None
 
 
@@ -158,7 +157,7 @@ class HudClient:
         cls,
         settings: HudSettings,
         *,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str],
         query: HudQuery | None = None,
     ) -> HudClient | None:
         """A client for the ``capacityAware.hud`` block (None when no URL is configured);
@@ -272,7 +271,7 @@ class HudDemandSource(PolledDemand):
         labels: Sequence[str],
         *,
         observer: HudObserver | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         if not labels:
@@ -285,7 +284,7 @@ class HudDemandSource(PolledDemand):
             self._queued_jobs,
             on_change=on_change,
             observe=self._observed if observer is not None else None,
-            monotonic=monotonic,
+            clock=clock,
             label="HUD",
             detail=f" for {list(self.labels)}",
             logger=log,

@@ -3,9 +3,9 @@
 A pair backs one slot of ``X-ScaleSetMaxCapacity`` once both halves are *confirmed*. The
 scheduler has then found room for each half on a node; the question is whether anything on
 that node can still refuse the pod after binding. Waiting for ``Running`` (the kubelet started
-the pause container) costs the kubelet's start latency on every pair (issue 31: about 4 s per
-job on a warm merge queue), so a half whose requests only the scheduler's arithmetic governs is
-confirmed at binding instead.
+the pause container) costs the kubelet's start latency on every pair (the cost on a warm merge
+queue: docs/design.md#decisions), so a half whose requests only the scheduler's arithmetic
+governs is confirmed at binding instead.
 
 What kubelet admission can still refuse after binding (kubernetes/kubernetes
 ``pkg/kubelet/lifecycle/predicate.go``, ``predicateAdmitHandler.Admit``), per resource kind:

@@ -58,6 +58,7 @@ from providers.kubernetes.arc_wire import (
     WriteConflict,
 )
 from providers.kubernetes.write_lane import LeaseFence, StopToken
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,6 @@ LISTENER_QPS = 50.0
 LISTENER_BURST = 100
 
 Sleep = Callable[[float], None]
-Monotonic = Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,21 +101,21 @@ class TokenBucket:
         qps: float = LISTENER_QPS,
         burst: int = LISTENER_BURST,
         *,
-        monotonic: Monotonic = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         sleep: Sleep = time.sleep,
     ) -> None:
         if qps <= 0 or burst < 1:
             raise ValueError(f"need qps > 0 and burst >= 1, got qps={qps} burst={burst}")
         self.qps, self.burst = qps, burst
-        self._monotonic, self._sleep = monotonic, sleep
+        self._clock, self._sleep = clock, sleep
         self._tokens = float(burst)
-        self._at = monotonic()
+        self._at = clock.monotonic()
         self._lock = threading.Lock()
         self.waited = 0.0
 
     def take(self) -> None:
         with self._lock:
-            now = self._monotonic()
+            now = self._clock.monotonic()
             self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
             self._at = now
             self._tokens -= 1.0
@@ -146,7 +146,7 @@ class KubernetesScalerWriter:
         limiter: TokenBucket | None = None,
         qps: float = LISTENER_QPS,
         burst: int = LISTENER_BURST,
-        monotonic: Monotonic = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         sleep: Sleep | None = None,
         stop: StopToken | None = None,
         fence: LeaseFence | None = None,
@@ -161,8 +161,8 @@ class KubernetesScalerWriter:
         self.policy = policy or RetryPolicy()
         if sleep is None:
             sleep = stop.sleep if stop is not None else time.sleep
-        self.limiter = limiter or TokenBucket(qps, burst, monotonic=monotonic, sleep=sleep)
-        self._monotonic, self._sleep = monotonic, sleep
+        self.limiter = limiter or TokenBucket(qps, burst, clock=clock, sleep=sleep)
+        self._clock, self._sleep = clock, sleep
         self.stop = stop
         self.fence = fence
         #: Retries made, by HTTP status (0 = connection broke): what a storm cost.
@@ -192,7 +192,7 @@ class KubernetesScalerWriter:
         self, method: str, plural: str, namespace: str, name: str, body: bytes, *, status: bool
     ) -> bytes:
         what = f"{method} {plural} {namespace}/{name}{'/status' if status else ''}"
-        started = self._monotonic()
+        started = self._clock.monotonic()
         attempt = 0
         while True:
             self.limiter.take()
@@ -204,7 +204,7 @@ class KubernetesScalerWriter:
                 return answer.data
             _raise_final(answer, what, plural, namespace, name)
             wait = self.policy.wait(attempt, _retry_after(answer.headers))
-            spent = self._monotonic() - started
+            spent = self._clock.monotonic() - started
             if attempt >= self.policy.max_retries or spent + wait > self.policy.deadline:
                 raise ScalerError(
                     f"{what}: {_describe(answer)}; gave up after {attempt + 1} attempts "

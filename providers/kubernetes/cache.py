@@ -43,6 +43,7 @@ from providers.kubernetes.informer import Informers
 from providers.kubernetes.partition import Partition
 from providers.kubernetes.relevance import Verdict
 from providers.kubernetes.watch_targets import RESOURCES, CacheError, WatchTarget
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class KubeCache(Informers):
         absent_retry: float = 60.0,
         max_objects: int = 100_000,
         rng: random.Random | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         keys = [t.key for t in targets]
         if len(set(keys)) != len(keys):
@@ -106,7 +107,7 @@ class KubeCache(Informers):
         self.absent_retry = absent_retry
         self.max_objects = max_objects
         self._rng = rng or random.Random()
-        self._monotonic = monotonic
+        self._clock = clock
         # Re-entrant: wait_until's predicate may call list()/get() while holding it.
         self._lock = threading.RLock()
         self._synced_cond = threading.Condition(self._lock)

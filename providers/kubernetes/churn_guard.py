@@ -1,12 +1,12 @@
 """``doNotDisrupt: auto``: protect workflow placeholders only where a node holds one workflow
-pod (docs/design.md#placeholder-pods, issue 31).
+pod (docs/design.md#placeholder-pods).
 
 Karpenter's single-node consolidation treats a placeholder like any pod. Where a node holds
 one workflow pod (a GPU type with one GPU), a node holding only a warm placeholder is deleted
 into the room a finished job just freed elsewhere: nothing is packed, the room the next job
-would have used is taken, and its refill buys a node (ice-failover: 1.84x stock ARC's
-launches). Where a node holds several, the same consolidation packs warm pairs onto fewer
-nodes, and protecting them only costs node-hours (storm, wide-storm, burst in
+would have used is taken, and its refill buys a node (the launches it cost on ice-failover:
+docs/design.md#decisions). Where a node holds several, the same consolidation packs warm pairs
+onto fewer nodes, and protecting them only costs node-hours (storm, wide-storm, burst in
 docs/benchmarks-warm-pool.md#node-churn-issue-31). So ``auto`` protects exactly when no
 instance type a NodePool hosting the workflow half allows holds two workflow pods:
 

@@ -25,6 +25,7 @@ from providers.kubernetes.relevance import NOTHING, Verdict, facts, judge
 from providers.kubernetes.slim import transform
 from providers.kubernetes.watch_backoff import SHORT_WATCH, START, Ending, after, backoff_delay
 from providers.kubernetes.watch_targets import WatchTarget, list_call
+from reconciler.clock import Clock
 
 log = logging.getLogger("providers.kubernetes.cache")
 
@@ -51,7 +52,7 @@ class Informers:
     max_objects: int
     stats: Counter[str]
     _rng: random.Random
-    _monotonic: Callable[[], float]
+    _clock: Clock
     _lock: threading.RLock
     _synced_cond: threading.Condition
     _partitions: dict[str, Partition]
@@ -120,7 +121,7 @@ class Informers:
             return self._crashed(partition, exc)
         with self._lock:
             rv = partition.resource_version
-        started = self._monotonic()
+        started = self._clock.monotonic()
         try:
             self._watch(partition, call, rv)
         except ApiException as exc:
@@ -153,7 +154,7 @@ class Informers:
 
     def _worked(self, started: float, events: int) -> bool:
         """client-go's ``very short watch`` rule, inverted."""
-        return events > 0 or self._monotonic() - started >= SHORT_WATCH
+        return events > 0 or self._clock.monotonic() - started >= SHORT_WATCH
 
     def _crashed(self, partition: Partition, exc: Exception) -> Ending:
         """Supervision: anything else (a malformed event, a bug) must not end the informer
@@ -197,12 +198,12 @@ class Informers:
 
     def _mark_down(self, partition: Partition) -> None:
         if partition.down_since is None:
-            partition.down_since = self._monotonic()
+            partition.down_since = self._clock.monotonic()
 
     def stale_for(self) -> float:
         """Seconds the longest-failing required watch has been unable to reach the API (0 when
         all answer). A quiet but healthy watch is not stale: only failures count."""
-        now = self._monotonic()
+        now = self._clock.monotonic()
         with self._lock:
             downs = [
                 p.down_since

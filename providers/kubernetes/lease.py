@@ -28,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
+
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -116,16 +116,14 @@ class LeaseElector:
         name: str,
         identity: str,
         timing: LeaseTiming | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.api = k8s.CoordinationV1Api(api_client)
         self.namespace = namespace
         self.name = name
         self.identity = identity
         self.timing = timing or LeaseTiming()
-        self._monotonic = monotonic
-        self._wall = wall
+        self._clock = clock
         self._observed: LeaseRecord | None = None
         self._observed_at = 0.0
         self._renewed_at: float | None = None  # monotonic time of our last successful write
@@ -139,14 +137,16 @@ class LeaseElector:
     def is_leader(self) -> bool:
         """We renewed within ``renew_deadline`` (nobody else can have taken the lease)."""
         renewed = self._renewed_at
-        return renewed is not None and self._monotonic() - renewed <= self.timing.renew_deadline
+        return (
+            renewed is not None and self._clock.monotonic() - renewed <= self.timing.renew_deadline
+        )
 
     def renewable_for(self) -> float | None:
         """Seconds left in which a renewal still keeps us leader (None: never held)."""
         renewed = self._renewed_at
         if renewed is None:
             return None
-        return renewed + self.timing.renew_deadline - self._monotonic()
+        return renewed + self.timing.renew_deadline - self._clock.monotonic()
 
     def exclusive_for(self) -> float | None:
         """Seconds before another process could take the Lease over: it must see our record
@@ -154,7 +154,7 @@ class LeaseElector:
         renewed = self._renewed_at
         if renewed is None:
             return None
-        return renewed + self.timing.duration - self._monotonic()
+        return renewed + self.timing.duration - self._clock.monotonic()
 
     @property
     def holder(self) -> str:
@@ -165,7 +165,7 @@ class LeaseElector:
 
     def try_acquire_or_renew(self) -> bool:
         """One round of steps 1/2: True if we hold the lease after it."""
-        now = self._monotonic()
+        now = self._clock.monotonic()
         try:
             lease = self.api.read_namespaced_lease(
                 self.name, self.namespace, _request_timeout=REQUEST_TIMEOUT
@@ -201,7 +201,7 @@ class LeaseElector:
             spec = lease.spec
             if spec is None or (spec.holder_identity or "") != self.identity:
                 return  # somebody else holds it already: nothing of ours to release
-            stamp = self._wall()
+            stamp = datetime.fromtimestamp(self._clock.now(), UTC)
             spec.holder_identity = None
             spec.lease_duration_seconds = 1
             spec.renew_time = stamp
@@ -215,7 +215,7 @@ class LeaseElector:
             log.warning("could not release lease %s/%s: %s", self.namespace, self.name, exc)
 
     def _create(self, now: float) -> bool:
-        stamp = self._wall()
+        stamp = datetime.fromtimestamp(self._clock.now(), UTC)
         body = k8s.V1Lease(
             metadata=k8s.V1ObjectMeta(name=self.name, namespace=self.namespace),
             spec=k8s.V1LeaseSpec(
@@ -238,7 +238,7 @@ class LeaseElector:
         return True
 
     def _update(self, lease: Any, record: LeaseRecord, now: float) -> bool:
-        stamp = self._wall()
+        stamp = datetime.fromtimestamp(self._clock.now(), UTC)
         spec = lease.spec
         if record.holder != self.identity:
             spec.lease_transitions = record.transitions + 1

@@ -1,6 +1,6 @@
 """Where the scaler's Kubernetes writes run, so that none of them can hold the process.
 
-Three rules (issue 34, docs/design.md#ownership-and-shutdown):
+Three rules (docs/design.md#ownership-and-shutdown):
 
 1. **One daemon thread** (:class:`WriteLane`) runs the writes in order. The asyncio side awaits
    a future; cancelling that await never waits for the thread, and the interpreter does not

@@ -4,8 +4,9 @@ plugin and the scheduling-gated condition."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
+from reconciler.clock import Clock
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter
 from simulator.cluster.pods import scheduling_gated
@@ -46,7 +47,7 @@ def admit_priority(obj: Obj, priority_classes: PriorityClasses, emit: Emitter) -
     spec.setdefault("preemptionPolicy", policy)
 
 
-def admit_gated(obj: Obj, clock: Callable[[], float]) -> None:
+def admit_gated(obj: Obj, clock: Clock) -> None:
     """The API server's pod strategy (``applySchedulingGatedCondition``): a pod created with
     scheduling gates gets ``PodScheduled=False`` reason ``SchedulingGated``, applied in place
     like the priority admission above."""
@@ -59,5 +60,5 @@ def admit_gated(obj: Obj, clock: Callable[[], float]) -> None:
             "False",
             "SchedulingGated",
             "Scheduling is blocked due to non-empty scheduling gates",
-            clock(),
+            clock.now(),
         )

@@ -88,8 +88,8 @@ class Cluster:
         self.spec = spec
         streams = Streams.from_rng(rng)
         self.emit = Emitter(log)
-        self.state = ClusterState(store, loop.now, self.emit, categorize=categorize)
-        self._usage = Usage(loop.now)
+        self.state = ClusterState(store, loop, self.emit, categorize=categorize)
+        self._usage = Usage(loop)
         self.scheduler = Scheduler(
             loop,
             self.state,

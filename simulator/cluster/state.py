@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from reconciler.clock import Clock
 from simulator.cluster.admission import admit_gated, admit_priority, priority_class_entry
 from simulator.cluster.emit import Emitter
 from simulator.cluster.infos import TERMINAL, NodeInfo, Observer, PodInfo, compile_pod
@@ -40,13 +41,13 @@ class ClusterState:
     def __init__(
         self,
         store: ObjectStore,
-        clock: Callable[[], float],
+        clock: Clock,
         emitter: Emitter,
         *,
         categorize: Callable[[Obj], str] = default_category,
     ) -> None:
         self.store = store
-        self.now = clock
+        self.clock = clock
         self.emit = emitter
         self.categorize = categorize
         self.pods: dict[str, PodInfo] = {}
@@ -99,7 +100,7 @@ class ClusterState:
     def _admit(self, obj: Obj) -> None:
         """Admission applied in place on ADDED (see module docstring)."""
         admit_priority(obj, self.priority_classes, self.emit)
-        admit_gated(obj, self.now)
+        admit_gated(obj, self.clock)
 
     # --- nodes ------------------------------------------------------------------------
 
@@ -140,8 +141,8 @@ class ClusterState:
                 unschedulable,
                 ready,
                 allocatable,
-                created_at=self.now(),
-                last_pod_event=self.now(),
+                created_at=self.clock.now(),
+                last_pod_event=self.clock.now(),
             )
             self.nodes[name] = node
             self._sorted_nodes = None
@@ -167,7 +168,7 @@ class ClusterState:
 
     def _compile(self, obj: Obj) -> PodInfo:
         self._seq += 1
-        return compile_pod(obj, self._seq, self.now(), self.categorize)
+        return compile_pod(obj, self._seq, self.clock.now(), self.categorize)
 
     def _on_pod(self, event: str, obj: Obj) -> None:
         if event == "ADDED":
@@ -201,7 +202,7 @@ class ClusterState:
                 reason = self.admit_pinned(pod, node)
                 if reason is None and node is not None:
                     self._count(pod, node)
-                    pod.bound_at = self.now()
+                    pod.bound_at = self.clock.now()
                     self.emit(
                         "pod_bound",
                         pod=pod.name,
@@ -236,7 +237,7 @@ class ClusterState:
             node = self.nodes.get(node_name)
             if node is not None and not pod.terminal:
                 self._count(pod, node)
-                pod.bound_at = self.now()
+                pod.bound_at = self.clock.now()
                 self.emit("pod_bound", pod=pod.name, namespace=pod.namespace, node=node_name)
                 for o in self.observers:
                     o.pod_bound(pod, node)
@@ -318,7 +319,7 @@ class ClusterState:
         node.req_gpu += r.gpu
         node.npods += 1
         node.pods[pod.uid] = pod
-        node.last_pod_event = self.now()
+        node.last_pod_event = self.clock.now()
         pod.counted = True
         self.changes += 1
 
@@ -329,7 +330,7 @@ class ClusterState:
         node.req_gpu -= r.gpu
         node.npods -= 1
         node.pods.pop(pod.uid, None)
-        node.last_pod_event = self.now()
+        node.last_pod_event = self.clock.now()
         pod.counted = False
         self.changes += 1
 

@@ -9,9 +9,9 @@ change (no sampling ticks).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from reconciler.clock import Clock
 from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 
 
@@ -24,9 +24,9 @@ class Machine:
 
 
 class Usage(Observer):
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._t = clock()
+        self._t = clock.now()
         self.machines: dict[str, Machine] = {}
         self._cpu_m = 0
         self._gpu = 0
@@ -41,7 +41,7 @@ class Usage(Observer):
         self.requested_gpu_seconds: dict[str, float] = {}
 
     def flush(self) -> None:
-        now = self._clock()
+        now = self._clock.now()
         dt = now - self._t
         if dt <= 0:
             return

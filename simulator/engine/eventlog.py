@@ -9,14 +9,14 @@ recomputable from this log alone (see ``simulator.measurement.checker``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any
+
+from reconciler.clock import Clock
 
 
 class EventLog:
-    def __init__(
-        self, strategy: str, clock: Callable[[], float], start: float, *, keep: bool = True
-    ) -> None:
+    def __init__(self, strategy: str, clock: Clock, start: float, *, keep: bool = True) -> None:
         """``keep=False``: count events by type only (a sweep that reads results, not lines)."""
         self.strategy = strategy
         self._clock = clock
@@ -30,7 +30,7 @@ class EventLog:
             self.counts[type] = self.counts.get(type, 0) + 1
             return
         record: dict[str, Any] = {
-            "t": round(self._clock() - self._start, 3),
+            "t": round(self._clock.now() - self._start, 3),
             "type": type,
             "strategy": self.strategy,
         }

@@ -66,6 +66,10 @@ class EventLoop:
     def now(self) -> float:
         return self._now
 
+    def monotonic(self) -> float:
+        """Virtual time never goes back, so it is the monotonic reading too."""
+        return self._now
+
     @property
     def elapsed(self) -> float:
         return self._now - self.start

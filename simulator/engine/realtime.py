@@ -12,9 +12,8 @@ components that run in the test process and must agree with the world.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.engine.loop import EventLoop
 
 
@@ -26,7 +25,7 @@ class RealTimeDriver:
         *,
         speed: float = 1.0,
         tick: float = 0.02,
-        wall: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if speed <= 0:
             raise ValueError(f"speed must be > 0, got {speed}")
@@ -34,7 +33,7 @@ class RealTimeDriver:
         self.lock = lock
         self.speed = speed
         self.tick = tick
-        self._wall = wall
+        self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._wall_start = 0.0
@@ -44,7 +43,7 @@ class RealTimeDriver:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("driver already started")
-        self._wall_start = self._wall()
+        self._wall_start = self._clock.monotonic()
         self._virtual_start = self.loop.now()
         self._thread = threading.Thread(target=self._run, name="sim-realtime", daemon=True)
         self._thread.start()
@@ -55,11 +54,14 @@ class RealTimeDriver:
             self._thread.join(timeout)
 
     def target_time(self) -> float:
-        return self._virtual_start + (self._wall() - self._wall_start) * self.speed
+        return self._virtual_start + (self._clock.monotonic() - self._wall_start) * self.speed
 
     def now(self) -> float:
         """Virtual time as a Clock (for in-process components that share the world)."""
         return self.loop.now()
+
+    def monotonic(self) -> float:
+        return self.loop.monotonic()
 
     def _run(self) -> None:
         while not self._stop.wait(self.tick):

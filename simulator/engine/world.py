@@ -187,7 +187,7 @@ class World:
         self.seed = scenario.seed if seed is None else seed
         self.strategy_name = strategy
         self.loop = loop = EventLoop()
-        self.log = log = EventLog(strategy, loop.now, loop.start, keep=keep_log)
+        self.log = log = EventLog(strategy, loop, loop.start, keep=keep_log)
         self.strategy = make_strategy(strategy, scenario)
         log.emit(
             "run_started",

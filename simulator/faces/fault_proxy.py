@@ -28,11 +28,10 @@ import contextlib
 import random
 import socket
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.faces.fault_proxy_handler import ProxyServer, handler_for
 from simulator.faults import Fault, FaultKind, FaultPlan
 
@@ -50,16 +49,14 @@ KINDS = frozenset(
 
 
 class K8sFaultProxy:
-    def __init__(
-        self, upstream: str, *, seed: int = 0, monotonic: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, upstream: str, *, seed: int = 0, clock: Clock = SYSTEM_CLOCK) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or not parts.hostname or parts.port is None:
             raise ValueError(f"upstream must be http://host:port, got {upstream!r}")
         self.upstream_host = parts.hostname
         self.upstream_port = parts.port
         self._rng = random.Random(seed)
-        self._monotonic = monotonic
+        self._clock = clock
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
         self._plan: FaultPlan | None = None
@@ -127,14 +124,14 @@ class K8sFaultProxy:
         """Apply the plan's Kubernetes faults by real time elapsed from now."""
         with self._lock:
             self._plan = plan
-            self._plan_start = self._monotonic()
+            self._plan_start = self._clock.monotonic()
 
     def active(self) -> list[Fault]:
         with self._lock:
             faults = list(self._faults)
             plan, start = self._plan, self._plan_start
         if plan is not None:
-            elapsed = self._monotonic() - start
+            elapsed = self._clock.monotonic() - start
             faults += [
                 f for f in plan.faults if f.kind in KINDS and not f.instant and f.active_at(elapsed)
             ]
@@ -176,10 +173,10 @@ class K8sFaultProxy:
 
     def _hold(self, seconds: float, fault: Fault) -> None:
         """Wait ``seconds``, or less if the fault is cleared or the proxy stops."""
-        deadline = self._monotonic() + seconds
+        deadline = self._clock.monotonic() + seconds
         with self._cleared:
             while not self._stopping.is_set() and fault in self._faults_now():
-                left = deadline - self._monotonic()
+                left = deadline - self._clock.monotonic()
                 if left <= 0:
                     return
                 self._cleared.wait(min(left, 0.1))
@@ -188,7 +185,7 @@ class K8sFaultProxy:
         # Called with the lock held (re-entrancy free): the explicit faults only, plus plan.
         faults = list(self._faults)
         if self._plan is not None:
-            elapsed = self._monotonic() - self._plan_start
+            elapsed = self._clock.monotonic() - self._plan_start
             faults += [f for f in self._plan.faults if f.active_at(elapsed)]
         return faults
 

@@ -142,7 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         if method != "GET":
             with proxy._lock:
-                proxy.writes.append((proxy._monotonic(), method, urlsplit(self.path).path))
+                proxy.writes.append((proxy._clock.monotonic(), method, urlsplit(self.path).path))
         self._forward(method, body, is_watch)
 
     def _gone(self) -> None:
@@ -196,11 +196,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         proxy._register(self.connection, True)
-        started = proxy._monotonic()
+        started = proxy._clock.monotonic()
         try:
             while True:
                 drop = next((f for f in proxy.active() if f.kind is FaultKind.K8S_WATCH_DROP), None)
-                if drop is not None and proxy._monotonic() - started >= (drop.params.every or 1.0):
+                if drop is not None and proxy._clock.monotonic() - started >= (
+                    drop.params.every or 1.0
+                ):
                     proxy._count(FaultKind.K8S_WATCH_DROP)
                     raise ConnectionAbortedError("watch dropped (injected)")
                 line = response.readline()

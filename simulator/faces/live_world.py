@@ -34,12 +34,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from providers.kubernetes import labels as L
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.cluster import (
     Cluster,
 )
@@ -77,13 +77,11 @@ class LiveWorld:
         self,
         spec: LiveSpec | None = None,
         *,
-        wall: Callable[[], float] = time.time,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.spec = spec or LiveSpec()
         self.spec.check()
-        self._wall = wall
-        self._monotonic = monotonic
+        self._clock = clock
         self._started = False
         self.nodes_lost: list[str] = []
 
@@ -94,8 +92,8 @@ class LiveWorld:
             raise RuntimeError("the live world is already started")
         self._started = True
         spec = self.spec
-        self.loop = loop = EventLoop(start=self._wall())
-        self.log = EventLog("live", loop.now, loop.start)
+        self.loop = loop = EventLoop(start=self._clock.now())
+        self.log = EventLog("live", loop, loop.start)
         self.store = store = ObjectStore(loop.now, history=WATCH_HISTORY)
         self.router = PodRouter(store, self.log, "live")
         self.cluster = Cluster(
@@ -138,7 +136,7 @@ class LiveWorld:
             poll_window=spec.poll_window,
         ).start()
         self.hud = HudFace(self._hud_rows, token=spec.hud_token).start()
-        self.driver = RealTimeDriver(loop, store.lock, wall=self._monotonic)
+        self.driver = RealTimeDriver(loop, store.lock, clock=self._clock)
         self.driver.start()
         return self
 
@@ -220,7 +218,7 @@ class LiveWorld:
 
     def elapsed_at(self, monotonic: float) -> float:
         """Seconds since the world started at a ``time.monotonic()`` reading (face records)."""
-        return self.driver.target_time() - self.loop.start - (self._monotonic() - monotonic)
+        return self.driver.target_time() - self.loop.start - (self._clock.monotonic() - monotonic)
 
     # --- observing -------------------------------------------------------------------------
 
@@ -267,12 +265,12 @@ class LiveWorld:
     def wait_until(self, predicate: Callable[[LiveWorld], bool], timeout: float) -> bool:
         """Block until ``predicate(world)`` holds (re-checked on every store change, at least
         every 0.2 s) or ``timeout`` passes."""
-        deadline = self._monotonic() + timeout
+        deadline = self._clock.monotonic() + timeout
         with self.store.changed:
             for _ in range(int(timeout / 0.2) + 2):  # bounded: one wake per change or 0.2 s
                 if predicate(self):
                     return True
-                left = deadline - self._monotonic()
+                left = deadline - self._clock.monotonic()
                 if left <= 0:
                     return False
                 self.store.changed.wait(min(left, 0.2))

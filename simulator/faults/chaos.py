@@ -113,10 +113,10 @@ class WorldChaos:
 
     def _wrap(self, driver: Any, index: int) -> None:
         loop = self.world.loop
-        clock = SkewClock(loop.now)
+        clock = SkewClock(loop)
         self.clocks.append(clock)
         self._set_clock(driver, clock)
-        stale = StaleSource(_LateSource(driver), clock=loop.now)
+        stale = StaleSource(_LateSource(driver), clock=loop)
         self.stale.append(stale)
         kill = KillSwitch(FaultyWriter(driver.writer, self.gate, loop))
         self.kills.append(kill)

@@ -8,6 +8,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from reconciler.clock import Clock
 from reconciler.ports import PairSpec, PlaceholderWriter, PodRef
 from reconciler.snapshot import Demand
 from simulator.engine.loop import EventLoop
@@ -18,14 +19,18 @@ from simulator.faults.plan import Fault, FaultKind
 
 
 class SkewClock:
-    """A Clock reading ``base() + offset``; ``jump`` moves the offset (NTP step, VM resume)."""
+    """A Clock whose wall time reads ``base.now() + offset``; ``jump`` moves the offset (NTP
+    step, VM resume). Its monotonic reading is the base's: a wall-clock step does not move it."""
 
-    def __init__(self, base: Callable[[], float]) -> None:
+    def __init__(self, base: Clock) -> None:
         self._base = base
         self.offset = 0.0
 
     def now(self) -> float:
-        return self._base() + self.offset
+        return self._base.now() + self.offset
+
+    def monotonic(self) -> float:
+        return self._base.monotonic()
 
     def jump(self, seconds: float) -> None:
         self.offset += seconds
@@ -123,7 +128,7 @@ class StaleSource:
     down (dropped, or answering 410 until the relist). ``freeze()`` keeps a deep copy of what
     the inner source shows; ``thaw()`` goes live again (the relist)."""
 
-    def __init__(self, inner: ObjectSource, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, inner: ObjectSource, clock: Clock | None = None) -> None:
         self.inner = inner
         self._frozen: dict[tuple[str, str | None], list[Obj]] | None = None
         self._depth = 0
@@ -134,7 +139,7 @@ class StaleSource:
         """Like ``KubeCache.stale_for``: seconds since the watches stopped answering."""
         if self._since is None or self._clock is None:
             return 0.0
-        return self._clock() - self._since
+        return self._clock.monotonic() - self._since
 
     @property
     def stale(self) -> bool:
@@ -144,7 +149,7 @@ class StaleSource:
         self._depth += 1
         if self._frozen is None:
             self._frozen = {}
-            self._since = self._clock() if self._clock is not None else None
+            self._since = self._clock.monotonic() if self._clock is not None else None
 
     def thaw(self, fault: Fault | None = None) -> None:
         self._depth = max(0, self._depth - 1)

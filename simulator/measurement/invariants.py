@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from providers.kubernetes import labels as L
+from reconciler.clock import Clock
 from simulator.engine.store import Obj, ObjectStore
 
 
@@ -150,19 +151,19 @@ class InvariantObserver:
 
     # --- inputs -------------------------------------------------------------------------
 
-    def watch_store(self, store: ObjectStore, clock: Callable[[], float]) -> None:
+    def watch_store(self, store: ObjectStore, clock: Clock) -> None:
         """Follow placeholder pods of the scale set and the AutoscalingRunnerSet's maxRunners
         (existing objects included); ``clock`` is the store's (the time its events happen)."""
         for pod in store.list("Pod"):
-            self._on_pod("ADDED", pod, now=clock())
+            self._on_pod("ADDED", pod, now=clock.now())
         for ars in store.list("AutoscalingRunnerSet"):
-            self._on_ars("ADDED", ars, now=clock())
+            self._on_ars("ADDED", ars, now=clock.now())
 
         def on_change(event_type: str, obj: Obj) -> None:
             if obj["kind"] == "Pod":
-                self._on_pod(event_type, obj, now=clock())
+                self._on_pod(event_type, obj, now=clock.now())
             else:
-                self._on_ars(event_type, obj, now=clock())
+                self._on_ars(event_type, obj, now=clock.now())
 
         store.subscribe(on_change, kinds=("Pod", "AutoscalingRunnerSet"))
 

@@ -54,7 +54,7 @@ def observe_world(
             max_runners=driver.ctx.spec.max_runners,
             max_runners_grace=max_runners_grace,
         )
-        observer.watch_store(store, loop.now)
+        observer.watch_store(store, loop)
         observers[name] = observer
 
     def on_capacity(scale_set: Any, value: int) -> None:

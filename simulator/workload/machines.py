@@ -38,7 +38,8 @@ class _Machine:
 class MachineBilling:
     """Integrates machine-seconds and dollars; feed it store events of Nodes and NodeClaims."""
 
-    clock: Callable[[], float]
+    #: Seconds since the run started (the run's own time axis, not a Clock).
+    elapsed: Callable[[], float]
     seconds: float = 0.0
     dollars: float = 0.0
     unpriced: set[str] = field(default_factory=set)
@@ -61,13 +62,13 @@ class MachineBilling:
         machine = self._open.get(key)
         if event_type == "DELETED":
             if machine is not None:
-                self._bill(machine, self.clock())
+                self._bill(machine, self.elapsed())
                 del self._open[key]
             return
         if machine is None:
             if event_type != "ADDED":
                 return
-            machine = self._open[key] = _Machine(self.clock())
+            machine = self._open[key] = _Machine(self.elapsed())
         if machine.instance_type is None:
             machine.instance_type = (meta.get("labels") or {}).get(LABEL_INSTANCE_TYPE)
 

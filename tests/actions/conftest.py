@@ -71,7 +71,7 @@ def sleeps() -> SleepRecorder:
 def pat_client(face: ActionsFace, sleeps: SleepRecorder, **kwargs: Any) -> ActionsClient:
     kwargs.setdefault("registry", SecretRegistry())
     return ActionsClient(
-        parse_config_url(face.configure_url()),
+        parse_config_url(face.configure_url(), env={}),
         PatAuth(SecretStr(PAT)),
         scale_set_id=SCALE_SET_ID,
         sleep=sleeps,
@@ -85,7 +85,7 @@ def app_client(
 ) -> ActionsClient:
     kwargs.setdefault("registry", SecretRegistry())
     return ActionsClient(
-        parse_config_url(face.configure_url()),
+        parse_config_url(face.configure_url(), env={}),
         AppAuth(APP_ID, INSTALLATION_ID, SecretStr(private_key)),
         scale_set_id=SCALE_SET_ID,
         sleep=sleeps,

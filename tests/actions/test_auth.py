@@ -59,8 +59,8 @@ def test_admin_token_is_refreshed_60s_before_exp_and_never_by_queue_calls(
     feed: ScriptedJobFeed, sleeps: SleepRecorder
 ) -> None:
     clock = ManualClock(time.time())
-    with ActionsFace(feed, pat=PAT, poll_window=0.05, admin_token_ttl=600, clock=clock.now) as face:
-        client = pat_client(face, sleeps, clock=clock.now)
+    with ActionsFace(feed, pat=PAT, poll_window=0.05, admin_token_ttl=600, clock=clock) as face:
+        client = pat_client(face, sleeps, clock=clock)
         session = session_for(client, sleeps)
 
         async def story() -> None:
@@ -89,9 +89,9 @@ def test_a_failed_refresh_keeps_the_old_token_and_fails_the_call(
     face: ActionsFace, sleeps: SleepRecorder
 ) -> None:
     clock = ManualClock(time.time())
-    face.clock = clock.now
+    face.clock = clock
     face.admin_token_ttl = 600
-    client = pat_client(face, sleeps, clock=clock.now)
+    client = pat_client(face, sleeps, clock=clock)
     session = session_for(client, sleeps)
 
     async def story() -> None:

@@ -222,7 +222,7 @@ class TestProtocolSequence:
 
     def test_a_bad_pat_fails_at_the_registration_token(self, face: ActionsFace, sleeps):
         client = ActionsClient(
-            parse_config_url(face.configure_url()),
+            parse_config_url(face.configure_url(), env={}),
             PatAuth(SecretStr("ghp_wrongwrongwrong")),
             scale_set_id=SCALE_SET_ID,
             sleep=sleeps,
@@ -435,7 +435,7 @@ class TestTransportSetup:
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("HTTP_PROXY", face.url)
         client = ActionsClient(
-            parse_config_url("http://ghes.example.invalid/acme"),
+            parse_config_url("http://ghes.example.invalid/acme", env={}),
             PatAuth(SecretStr(PAT)),
             scale_set_id=SCALE_SET_ID,
             sleep=sleeps,

@@ -24,6 +24,7 @@ from providers.actions.errors import (
 )
 from providers.actions.models import ZERO_TIME, JobAssigned, parse_rfc3339
 from providers.actions.retry import RetryPolicy, send_with_retry
+from reconciler.clock import SYSTEM_CLOCK
 from tests.actions.conftest import run
 
 
@@ -186,7 +187,7 @@ async def _get(port: int, policy: RetryPolicy) -> httpx.Response:
             what="get message",
             policy=policy,
             sleep=no_sleep,
-            clock=time.time,
+            clock=SYSTEM_CLOCK,
         )
 
 

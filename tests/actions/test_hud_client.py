@@ -100,7 +100,7 @@ class TestQuery:
     def test_client_from_the_capacity_aware_settings(self, hud: HudFace) -> None:
         from reconciler.settings import HudSettings
 
-        assert HudClient.from_settings(HudSettings()) is None  # no URL: no HUD
+        assert HudClient.from_settings(HudSettings(), env={}) is None  # no URL: no HUD
         settings = HudSettings(url=hud.url, token_env="MY_HUD_TOKEN", timeout=3)
         made = HudClient.from_settings(settings, env={"MY_HUD_TOKEN": TOKEN})
         assert made is not None and made.timeout == 3

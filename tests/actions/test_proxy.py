@@ -91,10 +91,10 @@ def test_a_cidr_in_no_proxy_bypasses_the_proxy_on_the_wire(proxy_server: Loopbac
     assert direct_calls == ["http://10.20.30.40/api/v3/meta"]
 
 
-def test_the_actions_client_transport_uses_these_rules(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
-    monkeypatch.setenv("NO_PROXY", "10.0.0.0/8")
-    client = make_http_client()
+def test_the_actions_client_transport_uses_these_rules() -> None:
+    client = make_http_client(
+        env={"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": "10.0.0.0/8"}
+    )
     transport = client._transport
     assert isinstance(transport, GoProxyTransport)
     assert transport.route(httpx.URL("https://10.1.2.3/")) is None

@@ -17,6 +17,7 @@ from providers.actions.retry import (
     parse_retry_after,
     send_with_retry,
 )
+from reconciler.clock import ManualClock
 from tests.actions.conftest import SleepRecorder, run
 
 NOW = datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC).timestamp()
@@ -96,7 +97,7 @@ def send(client: httpx.AsyncClient, sleeps: SleepRecorder, body: bytes = b"") ->
                 what="test call",
                 policy=POLICY,
                 sleep=sleeps,
-                clock=lambda: NOW,
+                clock=ManualClock(NOW),
             )
 
     return run(go())

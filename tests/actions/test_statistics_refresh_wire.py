@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from listener.arc.statistics_refresh import StatisticsRefresher
 from providers.demand.statistics import StatisticsDemand
+from reconciler.clock import ManualClock
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 from tests.actions.conftest import SCALE_SET_ID, SleepRecorder, pat_client, run, session_for
 
@@ -12,23 +13,15 @@ class Gate:
     value = 0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_refresh_is_a_session_patch_whose_statistics_reach_demand(
     face: ActionsFace, feed: ScriptedJobFeed, sleeps: SleepRecorder
 ) -> None:
     client = pat_client(face, sleeps)
     session = session_for(client, sleeps)
-    clock = Clock()
+    clock = ManualClock(100.0)
     demand = StatisticsDemand()
     subject = StatisticsRefresher(
-        session, Gate(), demand.observe_statistics, interval=2.0, monotonic=clock
+        session, Gate(), demand.observe_statistics, interval=2.0, clock=clock
     )
 
     async def story() -> bool:
@@ -38,7 +31,7 @@ def test_the_refresh_is_a_session_patch_whose_statistics_reach_demand(
             subject.observe(opened.statistics)
             feed.add_job(SCALE_SET_ID)
             feed.poll(SCALE_SET_ID, 1)  # the feed offers it: counted as available
-            clock.now += 2.0
+            clock.advance(2.0)
             return await subject.tick()
         finally:
             await client.aclose()
@@ -66,7 +59,7 @@ def test_jobs_waiting_for_advertised_room_count_as_available_like_the_simulated_
         feed.add_job(SCALE_SET_ID)
     feed.poll(SCALE_SET_ID, 2)  # two offered, six still queued for room
     loop = EventLoop()
-    service = ActionsService(loop, EventLog("t", loop.now, loop.start))
+    service = ActionsService(loop, EventLog("t", loop, loop.start))
     ss = service.add_scale_set("arc-runners", ("arc-runners",), cluster="c")
     for _ in range(8):
         service.submit(JobSpec(at=0.0, labels=("arc-runners",), duration=20.0))

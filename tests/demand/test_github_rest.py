@@ -20,6 +20,7 @@ from providers.demand.github_rest import (
     token_provider,
 )
 from providers.demand.polling import PolledDemand
+from reconciler.clock import ManualClock
 from tests.actions.conftest import run
 from tests.demand.github_fake import GitHubFake, job
 from tests.demand.loopback import LoopbackServer
@@ -141,18 +142,18 @@ def test_a_secondary_rate_limit_pauses_it_for_retry_after(
     server: LoopbackServer, fake: GitHubFake
 ) -> None:
     fake.secondary_limit_retry_after = 60
-    now = [1000.0]
+    clock = ManualClock(1000.0)
 
     async def go() -> tuple[str | None, int, str | None]:
         async with httpx.AsyncClient() as http:
-            polled = PolledDemand("github", source(server, fake, http, clock=lambda: now[0]))
+            polled = PolledDemand("github", source(server, fake, http, clock=clock))
             first = (await polled.poll()).error
             calls = len(server.requests)
-            now[0] += 59
+            clock.advance(59)
             paused = (await polled.poll()).error
             assert len(server.requests) == calls  # 1 s before Retry-After ends: no call
             fake.secondary_limit_retry_after = None
-            now[0] += 2  # 1 s after it ends
+            clock.advance(2)  # 1 s after it ends
             await polled.poll()
             return first, len(server.requests) - calls, paused
 

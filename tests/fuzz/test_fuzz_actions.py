@@ -109,7 +109,7 @@ def test_get_message_bodies_decode_or_raise_a_decode_error(raw: bytes) -> None:
 
 def _client(transport: httpx.MockTransport) -> ActionsClient:
     return ActionsClient(
-        parse_config_url("https://github.com/acme"),
+        parse_config_url("https://github.com/acme", env={}),
         PatAuth(SecretStr("ghp_fuzz")),
         scale_set_id=42,
         http=httpx.AsyncClient(transport=transport),

@@ -14,6 +14,7 @@ from providers.kubernetes.relevance import Verdict
 from providers.kubernetes.slim import slim_pod
 from providers.kubernetes.translate import build_snapshot
 from providers.kubernetes.watch_targets import WatchTarget, default_targets
+from reconciler.clock import ManualClock
 from reconciler.snapshot import Demand
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
@@ -290,12 +291,12 @@ def test_a_malformed_watch_line_is_counted_and_every_informer_keeps_applying_eve
 def test_a_dead_informer_thread_makes_the_cache_stale(
     api: client.ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    now = [100.0]
-    c = KubeCache(api, default_targets(TARGET), monotonic=lambda: now[0])
+    clock = ManualClock(100.0)
+    c = KubeCache(api, default_targets(TARGET), clock=clock)
     monkeypatch.setattr(c, "_informer", lambda partition: None)  # every thread ends at once
     c.start()
     for thread in c._threads:
         thread.join(5)
-    now[0] += 31.0
+    clock.advance(31.0)
     assert c.stale_for() == pytest.approx(31.0)
     c.stop()

@@ -14,22 +14,15 @@ from providers.kubernetes.lease import (
     LeaseTiming,
     held_by_other,
 )
+from reconciler.clock import ManualClock
 from tests.kubernetes import objects as o
 
 NAME = "arc-capacity-listener-arc-runners"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def elector(api: client.ApiClient, identity: str, clock: Clock) -> LeaseElector:
+def elector(api: client.ApiClient, identity: str, clock: ManualClock) -> LeaseElector:
     return LeaseElector(
-        api, namespace=o.NS, name=NAME, identity=identity, timing=LeaseTiming(), monotonic=clock
+        api, namespace=o.NS, name=NAME, identity=identity, timing=LeaseTiming(), clock=clock
     )
 
 
@@ -52,7 +45,7 @@ def test_an_empty_or_own_holder_is_never_held_by_other() -> None:
 def test_the_first_process_creates_the_lease_and_the_second_waits(
     api: client.ApiClient,
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     first, second = elector(api, "pod-a_x1", clock), elector(api, "pod-b_x2", clock)
     assert first.try_acquire_or_renew()
     assert not second.try_acquire_or_renew()
@@ -66,11 +59,11 @@ def test_the_first_process_creates_the_lease_and_the_second_waits(
 def test_a_renewing_owner_keeps_the_lease_however_long_the_second_waits(
     api: client.ApiClient,
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     first, second = elector(api, "a", clock), elector(api, "b", clock)
     assert first.try_acquire_or_renew()
     for _ in range(20):
-        clock.now += 5
+        clock.advance(5)
         assert first.try_acquire_or_renew()
         assert not second.try_acquire_or_renew()
 
@@ -80,22 +73,22 @@ def test_a_lease_first_seen_just_now_counts_as_live_whatever_its_renew_time(
 ) -> None:
     """Like client-go, expiry is measured on our own clock from when we first saw the record:
     another node's clock may be minutes off, so its renewTime proves nothing."""
-    clock = Clock()
+    clock = ManualClock(1000.0)
     assert elector(api, "a", clock).try_acquire_or_renew()
-    clock.now += 3600
+    clock.advance(3600)
     assert not elector(api, "b", clock).try_acquire_or_renew()
 
 
 def test_the_second_takes_over_when_the_owner_stops_renewing_and_counts_a_transition(
     api: client.ApiClient,
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     first, second = elector(api, "a", clock), elector(api, "b", clock)
     assert first.try_acquire_or_renew()
     assert not second.try_acquire_or_renew()  # observes the record now
-    clock.now += 14
+    clock.advance(14)
     assert not second.try_acquire_or_renew()
-    clock.now += 2
+    clock.advance(2)
     assert second.try_acquire_or_renew()
     lease = client.CoordinationV1Api(api).read_namespaced_lease(NAME, o.NS)
     assert (lease.spec.holder_identity, lease.spec.lease_transitions) == ("b", 1)
@@ -104,7 +97,7 @@ def test_the_second_takes_over_when_the_owner_stops_renewing_and_counts_a_transi
 
 
 def test_a_released_lease_is_taken_at_once(api: client.ApiClient) -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     first, second = elector(api, "a", clock), elector(api, "b", clock)
     assert first.try_acquire_or_renew()
     assert not second.try_acquire_or_renew()
@@ -113,14 +106,14 @@ def test_a_released_lease_is_taken_at_once(api: client.ApiClient) -> None:
 
 
 def test_of_two_takers_of_an_expired_lease_only_one_wins(api: client.ApiClient) -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     owner = elector(api, "a", clock)
     assert owner.try_acquire_or_renew()
     b, c = elector(api, "b", clock), elector(api, "c", clock)
     assert not b.try_acquire_or_renew() and not c.try_acquire_or_renew()  # both observe it
     leases = client.CoordinationV1Api(api)
     stale = leases.read_namespaced_lease(NAME, o.NS)
-    clock.now += 16
+    clock.advance(16)
     # Both read the same expired record; b writes first, c's write carries a stale version.
     assert b.try_acquire_or_renew()
     stale.spec.holder_identity = "c"
@@ -176,7 +169,7 @@ def test_the_next_holder_inherits_the_session_the_last_one_noted(
     """The Lease carries the holder's message session to the next holder (lease.py step 4),
     so a session that could not be deleted at exit is deleted by the next process instead of
     blocking it with 409 until the service expires it (issue 34)."""
-    clock = Clock()
+    clock = ManualClock(1000.0)
     first, second = elector(api, "a", clock), elector(api, "b", clock)
     assert first.try_acquire_or_renew()
     first.session_note = "sess-1"
@@ -185,9 +178,9 @@ def test_the_next_holder_inherits_the_session_the_last_one_noted(
     if released:
         first.release()
     else:
-        clock.now += 16  # the holder died: its Lease expires
+        clock.advance(16)  # the holder died: its Lease expires
         assert not second.try_acquire_or_renew()  # first sight of the record
-        clock.now += 16
+        clock.advance(16)
     assert second.try_acquire_or_renew()
     assert second.inherited_session == inherited
     assert first.inherited_session == ""  # nobody held it before the first

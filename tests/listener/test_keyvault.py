@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from listener.arc.config import ConfigError, parse_listener_config, resolve_vault_credentials
 from providers.actions.auth import AppAuth, PatAuth
 from providers.azure.keyvault import (
+    AppConfig,
     AzureKeyVaultSettings,
     VaultError,
     fetch_app_config,
@@ -219,3 +221,47 @@ def test_a_pat_config_is_unchanged_by_vault_resolution() -> None:
     )
     assert resolve_vault_credentials(config) is config
     assert isinstance(config.credentials(), PatAuth)
+
+
+@pytest.mark.parametrize(
+    ("env", "passed"),
+    [
+        (
+            {"AZURE_AUTHORITY_HOST": "https://login.microsoftonline.us"},
+            "https://login.microsoftonline.us",
+        ),
+        ({}, None),  # unset: the SDK's public cloud
+        ({"AZURE_AUTHORITY_HOST": ""}, None),
+    ],
+)
+def test_the_authority_comes_from_the_environment_the_process_was_started_with(
+    env: dict[str, str], passed: str | None, tmp_path: Path
+) -> None:
+    """docs/configuration.md: ``AZURE_AUTHORITY_HOST`` picks the Entra ID authority (sovereign
+    clouds); it is read from the environment handed down, not looked up by the vault client."""
+    seen: list[dict[str, Any]] = []
+    (tmp_path / "cert.pem").write_text("not read: the fetch below is a fake")
+
+    def fetch(settings: Any, key: str, **kwargs: Any) -> AppConfig:
+        seen.append(kwargs)
+        return AppConfig(github_token=SecretStr(PAT))
+
+    config = parse_listener_config(
+        {
+            "configure_url": "https://github.com/acme",
+            "vault_type": "azure_key_vault",
+            "vault_lookup_key": "gh-app",
+            "azure_key_vault": {
+                "tenant_id": TENANT,
+                "client_id": CLIENT_ID,
+                "url": "https://example.vault.azure.net",
+                "certificate_path": str(tmp_path / "cert.pem"),
+            },
+            "ephemeral_runner_set_namespace": "arc-runners",
+            "ephemeral_runner_set_name": "arc-runners-r6jw6",
+            "max_runners": 5,
+            "runner_scale_set_id": 7,
+        }
+    )
+    resolve_vault_credentials(config, env=env, fetch=fetch)
+    assert seen == ([{"authority": passed}] if passed else [{}])

@@ -589,7 +589,7 @@ class Harness:
 
 def harness(face: ActionsFace, feed: ScriptedJobFeed, gate: CapacityGate) -> Harness:
     client = ActionsClient(
-        parse_config_url(face.configure_url()),
+        parse_config_url(face.configure_url(), env={}),
         PatAuth(SecretStr(PAT)),
         scale_set_id=SCALE_SET,
         registry=SecretRegistry(),

@@ -7,9 +7,9 @@ import threading
 
 from listener.process.reconcile_loop import Observation, ReconcileLoop
 from reconciler.clock import SystemClock
+from reconciler.config import ReconcilerConfig
 from reconciler.controller import ScaleSetController
 from reconciler.schedule import Timings
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from tests.reconciler.builders import SCALE_SET, running_pair, snapshot
 

@@ -15,6 +15,7 @@ from listener.arc.statistics_refresh import MAX_BACKOFF, StatisticsRefresher
 from providers.actions.errors import TransportError
 from providers.actions.models import Statistics
 from providers.demand.statistics import StatisticsDemand, needs_refresh, refresh_tick
+from reconciler.clock import ManualClock
 from tests.actions.conftest import run
 
 # --- the rule (shared with the simulated world) ----------------------------------------------
@@ -95,14 +96,6 @@ class Gate:
         self.value = value
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class Recorded:
     def __init__(self) -> None:
         self.results: list[bool] = []
@@ -123,8 +116,8 @@ def stats(available: int, assigned: int = 0) -> Statistics:
 
 def refresher(
     session: FakeSession, advertised: int = 0, busy_interval: float | None = None
-) -> tuple[StatisticsRefresher, StatisticsDemand, Clock, Recorded]:
-    clock, metrics = Clock(), Recorded()
+) -> tuple[StatisticsRefresher, StatisticsDemand, ManualClock, Recorded]:
+    clock, metrics = ManualClock(100.0), Recorded()
     demand = StatisticsDemand()
     subject = StatisticsRefresher(
         session,
@@ -133,7 +126,7 @@ def refresher(
         interval=2.0,
         busy_interval=busy_interval,
         metrics=metrics,
-        monotonic=clock,
+        clock=clock,
     )
     return subject, demand, clock, metrics
 
@@ -142,7 +135,7 @@ def test_a_job_queued_at_zero_reaches_demand_through_a_refresh() -> None:
     session = FakeSession([stats(available=1)])
     subject, demand, clock, metrics = refresher(session)
     subject.observe(stats(available=0))  # the session's own statistics at start
-    clock.now += 2.0
+    clock.advance(2.0)
     assert run(subject.tick()) is True
     assert demand.current.queued_jobs == 1
     assert (session.calls, metrics.results) == (1, [True])
@@ -153,7 +146,7 @@ def test_no_refresh_before_the_first_statistics_or_while_fresh() -> None:
     subject, _, clock, _ = refresher(session)
     assert run(subject.tick()) is False  # nothing observed yet
     subject.observe(stats(available=0))
-    clock.now += 1.0
+    clock.advance(1.0)
     assert run(subject.tick()) is False  # one second before the interval
     assert session.calls == 0
 
@@ -163,7 +156,7 @@ def test_a_batch_in_flight_is_refreshed_every_busy_interval() -> None:
     subject, demand, clock, _ = refresher(session, advertised=3, busy_interval=1.0)
     subject.observe(stats(available=0, assigned=3))  # every advertised slot assigned
     assert subject.next_delay() == 1.0
-    clock.now += 1.0
+    clock.advance(1.0)
     assert run(subject.tick()) is True
     assert demand.current.queued_jobs == 2
 
@@ -172,7 +165,7 @@ def test_a_listener_with_a_free_slot_makes_no_request() -> None:
     session = FakeSession([])
     subject, _, clock, _ = refresher(session, advertised=2)
     subject.observe(stats(available=0, assigned=1))
-    clock.now += 60.0
+    clock.advance(60.0)
     assert run(subject.tick()) is False
     assert session.calls == 0
 
@@ -182,7 +175,7 @@ def test_a_closed_session_is_not_refreshed() -> None:
     subject, _, clock, _ = refresher(session)
     subject.observe(stats(available=0))
     session.is_open = False
-    clock.now += 60.0
+    clock.advance(60.0)
     assert run(subject.tick()) is False
     assert session.calls == 0
 
@@ -195,7 +188,7 @@ def test_failures_back_off_log_once_and_recover(caplog: pytest.LogCaptureFixture
     delays = []
     with caplog.at_level(logging.DEBUG, logger="listener.arc.statistics_refresh"):
         for _ in range(4):
-            clock.now += 60.0
+            clock.advance(60.0)
             run(subject.tick())
             delays.append(subject.next_delay())
     assert delays == [4.0, 8.0, 16.0, 2.0]
@@ -211,7 +204,7 @@ def test_the_back_off_is_capped() -> None:
     subject, _, clock, _ = refresher(session)
     subject.observe(stats(available=0))
     for _ in range(12):
-        clock.now += 1_000.0
+        clock.advance(1_000.0)
         run(subject.tick())
     assert subject.next_delay() == MAX_BACKOFF
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.config import ReconcilerConfig
 from reconciler.controller import NOT_SYNCED_RETRY, ScaleSetController, Work
 from reconciler.schedule import Timings
-from reconciler.settings import ReconcilerConfig
 
 from .builders import SCALE_SET, running_pair, snapshot
 

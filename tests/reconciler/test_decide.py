@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from reconciler.config import ReconcilerConfig
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
 from reconciler.ports import DeleteOrphan, RenewLease
-from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import desired_pairs
 from reconciler.snapshot import ClusterSnapshot, Demand, PairPods, PodPhase
 from state_machine.record import PairRecord

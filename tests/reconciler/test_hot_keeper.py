@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
+from reconciler.config import ReconcilerConfig
 from reconciler.controller import ScaleSetController
 from reconciler.ports import CreatePlaceholder, DeleteOrphan
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.schedule import Timings
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, PlaceholderPod, PodPhase, RunnerPod
 from reconciler.warm_pool import WarmPoolPolicy
 from state_machine.hot import HotState

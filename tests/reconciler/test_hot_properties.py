@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from reconciler.config import ReconcilerConfig
 from reconciler.controller import ScaleSetController
 from reconciler.ports import CreatePlaceholder, DeleteOrphan
 from reconciler.schedule import Timings
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, PlaceholderPod, PodPhase, RunnerPod, WorkflowPod
 from state_machine.hot import HotState
 from state_machine.states import Role

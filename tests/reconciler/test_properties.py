@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from reconciler.capacity import compute_ledger
 from reconciler.clock import ManualClock
-from reconciler.settings import ReconcilerConfig
+from reconciler.config import ReconcilerConfig
 from reconciler.sizing import desired_pairs
 from reconciler.snapshot import ClusterSnapshot, Demand, PairPods, PlaceholderPod, PodPhase
 from reconciler.subscribers import RecordingSubscriber

@@ -11,10 +11,10 @@ import itertools
 
 import pytest
 
+from reconciler.config import ReconcilerConfig
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
 from reconciler.ramp import launch_budget
-from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import packed_target
 from reconciler.snapshot import ClusterSnapshot, FitEstimate, LaunchFacts, PairPods, PodPhase
 from state_machine.record import PairRecord

@@ -14,9 +14,9 @@ from dataclasses import replace
 
 import pytest
 
+from reconciler.config import ReconcilerConfig
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
-from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import desired_pairs, free_pair_slots, pairs_taken
 from reconciler.snapshot import FitEstimate
 from state_machine.record import PairRecord

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from reconciler.capacity import compute_ledger
 from reconciler.clock import ManualClock
+from reconciler.config import ReconcilerConfig
 from reconciler.ports import PodRef
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import PairPods, PodPhase
 from reconciler.subscribers import PlaceholderSubscriber, RecordingSubscriber
 from state_machine.states import PairState, Role

@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from reconciler.config import ReconcilerConfig
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
 from reconciler.ports import DeleteOrphan
-from reconciler.settings import ReconcilerConfig
 from reconciler.sizing import desired_pairs, handover_headroom, max_runners_headroom
 from reconciler.snapshot import PairPods, PodPhase
 from state_machine.record import PairRecord

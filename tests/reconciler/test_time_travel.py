@@ -9,9 +9,9 @@ import pytest
 from freezegun import freeze_time
 
 from reconciler.clock import SystemClock
+from reconciler.config import ReconcilerConfig
 from reconciler.ports import DeleteOrphan, RenewLease
 from reconciler.schedule import Schedule, Timings
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import PairPods
 from reconciler.subscribers import RecordingSubscriber
 from state_machine.states import PairState, Role

@@ -13,9 +13,9 @@ import itertools
 
 import pytest
 
+from reconciler.config import ReconcilerConfig
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, FitEstimate, PairPods, PodPhase
 from reconciler.unblock import STUCK_AFTER, stuck_pairs, to_release
 from state_machine.record import PairRecord

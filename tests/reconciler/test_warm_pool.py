@@ -8,7 +8,8 @@ import pytest
 from freezegun import freeze_time
 
 from reconciler.clock import ManualClock, SystemClock
-from reconciler.settings import ReconcilerConfig, parse_capacity_aware
+from reconciler.config import ReconcilerConfig
+from reconciler.settings import parse_capacity_aware
 from reconciler.settings_types import SettingsError
 from reconciler.warm_pool import (
     MIN_RATE_SPAN,

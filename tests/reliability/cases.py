@@ -396,7 +396,7 @@ class ActionsRun:
 
 def _client(face: ActionsFace, sleeps: Sleeps) -> ActionsClient:
     return ActionsClient(
-        parse_config_url(face.configure_url()),
+        parse_config_url(face.configure_url(), env={}),
         PatAuth(SecretStr(PAT)),
         scale_set_id=SCALE_SET_ID,
         sleep=sleeps,

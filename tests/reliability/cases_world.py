@@ -232,7 +232,7 @@ def listener_crash_restarts() -> Outcome:
         reservable=lambda: sim.truth().capacity,
         max_runners=30,
     )
-    observer.watch_store(sim.store, sim.loop.now)
+    observer.watch_store(sim.store, sim.loop)
     process = sim.start_listener()
     process.sink.on_publish.append(observer.advertised)
     kills = leaks = 0

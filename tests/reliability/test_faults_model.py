@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.clock import ManualClock
 from reconciler.snapshot import Demand
 from simulator.engine.loop import EventLoop
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
@@ -158,12 +159,12 @@ class TestVirtualTimeHooks:
         assert [f.kind for f in scheduler.skipped] == [FaultKind.ACTIONS_5XX]
 
     def test_a_skewed_clock_jumps_both_ways(self) -> None:
-        base = [100.0]
-        clock = SkewClock(lambda: base[0])
+        clock = SkewClock(ManualClock(100.0))
         clock.jump(600)
         assert clock.now() == 700
         clock.jump(-900)
         assert clock.now() == -200
+        assert clock.monotonic() == 100.0, "a wall-clock step leaves monotonic time alone"
 
     def test_a_stale_source_serves_what_it_saw_at_the_freeze(self) -> None:
         class Live:

@@ -45,7 +45,7 @@ def test_fifty_kills_mid_reconcile_never_leak_a_placeholder_nor_over_advertise()
         reservable=lambda: sim.truth().capacity,
         max_runners=30,
     )
-    observer.watch_store(sim.store, sim.loop.now)
+    observer.watch_store(sim.store, sim.loop)
     # Leftovers of the dead process plus what the live one may want: a loose, finite bound.
     pod_bound = 2 * 2 * (sim.settings.proactive_capacity + MAX_QUEUED)
 

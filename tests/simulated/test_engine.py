@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.clock import ManualClock
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 
@@ -37,7 +38,7 @@ def test_a_cancelled_callback_does_not_run_and_the_clock_ends_at_until():
 
 @pytest.mark.parametrize(("keep", "lines"), [(True, 2), (False, 0)])
 def test_an_event_log_that_keeps_no_lines_still_counts_events_by_type(keep, lines):
-    log = EventLog("s", lambda: 1.0, 0.0, keep=keep)
+    log = EventLog("s", ManualClock(1.0), 0.0, keep=keep)
     log.emit("job_queued", job=1)
     log.emit("job_queued", job=2)
     assert len(list(log.lines())) == lines

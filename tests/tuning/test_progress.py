@@ -7,15 +7,8 @@ import io
 
 import pytest
 
+from reconciler.clock import ManualClock
 from tuning.sweep import RunProgress
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.mark.parametrize(
@@ -30,17 +23,17 @@ class Clock:
 def test_each_line_gives_runs_done_of_total_and_the_time_left(
     done: int, elapsed: float, expected: str
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     progress = RunProgress(4, io.StringIO(), clock)
-    clock.now += elapsed
+    clock.advance(elapsed)
     assert progress.line(done) == expected
 
 
 def test_a_log_that_is_not_a_terminal_gets_a_line_per_run() -> None:
-    clock, stream = Clock(), io.StringIO()
+    clock, stream = ManualClock(100.0), io.StringIO()
     progress = RunProgress(3, stream, clock)
     for done in (1, 2, 3):
-        clock.now += 10
+        clock.advance(10)
         progress(done / 3)
     assert stream.getvalue().splitlines() == [
         "tune: 1/3 runs done, 10s elapsed, about 20s left",
@@ -50,10 +43,10 @@ def test_a_log_that_is_not_a_terminal_gets_a_line_per_run() -> None:
 
 
 def test_a_long_sweep_in_a_log_prints_every_twentieth_and_the_last() -> None:
-    clock, stream = Clock(), io.StringIO()
+    clock, stream = ManualClock(100.0), io.StringIO()
     progress = RunProgress(100, stream, clock)
     for done in range(1, 101):
-        clock.now += 1
+        clock.advance(1)
         progress(done / 100)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 20

@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 
 from listener.commands import rbac
 from listener.commands.verify.cli import main
-from listener.commands.verify.probe import Clock
+from listener.commands.verify.probe import WaitClock
 from listener.commands.verify.shapes import LABEL_VERIFY
 from simulator.engine.store import KINDS
 from simulator.faces.live_spec import LiveSpec
@@ -94,7 +94,7 @@ def run_verify(
     capsys: pytest.CaptureFixture[str],
     *args: str,
     capacity: dict[str, Any] | None = None,
-    clock: Clock | None = None,
+    clock: WaitClock | None = None,
 ) -> Outcome:
     """``verify --json`` against ``world``, its capacityAware block as ``run`` gets it."""
     kubeconfig = tmp_path / "kubeconfig.yaml"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from listener.commands.verify.probe import Clock
+from listener.commands.verify.probe import WaitClock
 from providers.kubernetes import labels as L
 from simulator.faces.live_world import LiveWorld
 from tests.verify.conftest import NAMESPACE, SCALE_SET, labelled_by_verify, objects, run_verify
@@ -62,7 +62,7 @@ def test_an_interrupted_run_deletes_what_it_created(
             raise KeyboardInterrupt
 
     outcome = run_verify(
-        world, tmp_path, capsys, clock=Clock(sleep=interrupting_sleep), capacity=None
+        world, tmp_path, capsys, clock=WaitClock(sleep=interrupting_sleep), capacity=None
     )
     assert max(seen_pods) > 0  # it was interrupted while its objects existed
     assert outcome.code == 1
@@ -366,7 +366,7 @@ def test_each_row_is_printed_as_it_completes(
     code = main(
         ["--scale-set", SCALE_SET, "--namespace", NAMESPACE, "--probe-timeout", "5s"],
         env=env,
-        clock=Clock(sleep=sleep),
+        clock=WaitClock(sleep=sleep),
     )
     rest = capsys.readouterr().out
     assert code == 0, printed_before_first_wait[0] + rest

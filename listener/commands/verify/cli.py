@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
 import signal
 import sys
@@ -30,7 +29,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 
 from listener.commands.verify.cluster import VerifyError, find_scale_set, load_settings
 from listener.commands.verify.exercises import Budget, Exercises
-from listener.commands.verify.probe import Clock, Probe, remove_labelled, sweep_leftovers
+from listener.commands.verify.probe import Probe, WaitClock, remove_labelled, sweep_leftovers
 from listener.commands.verify.reads import read_hook, read_rows, settings_row
 from listener.commands.verify.report import Report, failed, passed, row_text, skipped
 from listener.commands.verify.shapes import LABEL_VERIFY, Shapes
@@ -126,13 +125,15 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def main(
-    argv: Sequence[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    clock: Clock | None = None,
+    argv: Sequence[str] | None,
+    *,
+    env: Mapping[str, str],
+    clock: WaitClock | None = None,
 ) -> int:
+    """``env``: the process's environment, read once at the command line's entry."""
     args = parser().parse_args(argv)  # exit 2 on bad usage
-    environ = dict(os.environ if env is None else env)
-    clock = clock or Clock()
+    environ = dict(env)
+    clock = clock or WaitClock()
     namespace = args.namespace or default_namespace(environ)
     try:
         api = kubernetes_api_client(environ)
@@ -158,7 +159,7 @@ class Verify:
         args: argparse.Namespace,
         namespace: str,
         env: Mapping[str, str],
-        clock: Clock,
+        clock: WaitClock,
         report: Report,
     ) -> None:
         self.api = api
@@ -211,7 +212,7 @@ class Verify:
                 f"{scale.target.max_runners}",
             )
         )
-        sweep = sweep_leftovers(self.api, self.namespaces, self.clock.wall())
+        sweep = sweep_leftovers(self.api, self.namespaces, self.clock.now())
         others = "".join(f"; left run {run} alone (in progress)" for run in sweep.running)
         report.add(
             passed("leftovers", f"removed {sweep.removed} object(s) of an earlier run{others}")
@@ -225,7 +226,7 @@ class Verify:
             report.add(*(skipped(check, why) for check in EXERCISES))
             return
         probe = Probe(self.api, scale.target.placeholder_namespace, self.run_id, self.clock)
-        until = self.clock.wall() + max(0.0, deadline - self.clock.monotonic()) + 60
+        until = self.clock.now() + max(0.0, deadline - self.clock.monotonic()) + 60
         owner = probe.create_owner(until)
         probe_shapes = self._shapes(settings, scale.ers, owner, hook.pod_spec)
         if probe_shapes is None:
@@ -251,7 +252,7 @@ class Verify:
                 run_id=self.run_id,
                 namespace=self.namespaces[-1],
                 owner=owner,
-                now=self.clock.wall(),
+                now=self.clock.now(),
                 workflow_pod_spec=workflow_pod_spec,
             )
         except PlaceholderSpecError as exc:

@@ -62,7 +62,7 @@ class Exercises:
         self.budget = budget
         ns = probe.namespace
         self.target = ScaleSetTarget(shapes.scale_set, ns, ns, max_runners=1)
-        self.now = probe.clock.wall
+        self.now = probe.clock.now
 
     def run(self) -> Iterator[Row]:
         """Each exercise's row as soon as it is judged."""

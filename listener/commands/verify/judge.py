@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget
 from providers.kubernetes.translate import build_snapshot
 from reconciler.capacity import compute_ledger
+from reconciler.config import ReconcilerConfig
 from reconciler.decide import time_out
 from reconciler.decision import DecideInput, Decision
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, Demand, PairPods
 from reconciler.sync import sync
 from state_machine.events import Kind

@@ -9,7 +9,7 @@ except those of a run still in progress (its owner ConfigMap's ``verify-until`` 
 the end of its ``--timeout`` plus a minute, has not passed), so two runs do not delete each
 other's probes.
 
-Waiting: :class:`Clock` is the one injectable clock (monotonic seconds and sleep);
+Waiting: :class:`WaitClock` is the one injectable clock and its sleep;
 :meth:`Probe.wait_for` polls a bounded number of times and never past its deadline.
 """
 
@@ -27,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from listener.commands.verify.cluster import REQUEST_TIMEOUT, ApiSource, body, items
 from listener.commands.verify.shapes import LABEL_VERIFY, probe_name, verify_labels
 from providers.kubernetes import labels as L
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -36,14 +37,22 @@ POLL = 0.5
 
 
 @dataclass(frozen=True, slots=True)
-class Clock:
-    monotonic: Callable[[], float] = time.monotonic
+class WaitClock:
+    """The one clock (:class:`reconciler.clock.Clock`) and the sleep that waits on it: a test
+    injects both, so waiting moves its fake time."""
+
+    clock: Clock = SYSTEM_CLOCK
     sleep: Callable[[float], None] = time.sleep
-    wall: Callable[[], float] = time.time
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def monotonic(self) -> float:
+        return self.clock.monotonic()
 
 
 class Probe:
-    def __init__(self, api: k8s.ApiClient, namespace: str, run_id: str, clock: Clock) -> None:
+    def __init__(self, api: k8s.ApiClient, namespace: str, run_id: str, clock: WaitClock) -> None:
         self.api = api
         self.core = k8s.CoreV1Api(api)
         self.namespace = namespace

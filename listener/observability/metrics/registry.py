@@ -352,15 +352,19 @@ class PrometheusMetrics:
         return {name: inst.labels for name, inst in self._arc.items()}
 
 
+#: A gauge's scrape-time reader (a value, not a time).
+GaugeReader = Callable[[], float]
+
+
 def _nan_if_none(value: int | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def _answers(queued: Callable[[], int | None]) -> Callable[[], float]:
+def _answers(queued: Callable[[], int | None]) -> GaugeReader:
     return lambda: 0.0 if queued() is None else 1.0
 
 
-def _safe(read: Callable[[], float], fallback: float) -> Callable[[], float]:
+def _safe(read: GaugeReader, fallback: float) -> GaugeReader:
     """A scrape-time reader that cannot break the scrape: an exception gives ``fallback``
     (logged once per reader), never a failed /metrics answer."""
     failed = False

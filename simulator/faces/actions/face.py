@@ -15,7 +15,7 @@ from http.server import ThreadingHTTPServer
 
 import jwt
 
-from reconciler.clock import SystemClock
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.faces.actions.handler import _make_handler, _QuietServer
 from simulator.faces.actions.jobs import JobFeed
 from simulator.faces.actions.routes import _ROUTE_NAMES
@@ -48,7 +48,7 @@ class ActionsFace:
         poll_window: float = 50.0,
         poll_interval: float = 0.05,
         admin_token_ttl: float = 3600.0,
-        clock: Callable[[], float] | None = None,
+        clock: Clock | None = None,
         tls: ssl.SSLContext | None = None,
         message_delay: float = 0.0,
         runner_groups: Mapping[int, str] | None = None,
@@ -68,7 +68,7 @@ class ActionsFace:
         self.poll_window = poll_window
         self.poll_interval = max(0.001, poll_interval)
         self.admin_token_ttl = admin_token_ttl
-        self.clock = clock or SystemClock().now
+        self.clock: Clock = clock or SYSTEM_CLOCK
         self.tls = tls
         #: Pause before writing a 200 message (lets tests race a cut against an answer).
         self.message_delay = message_delay
@@ -284,7 +284,7 @@ class ActionsFace:
         return token
 
     def _admin_token(self) -> str:
-        now = self.clock()
+        now = self.clock.now()
         token = jwt.encode(
             {
                 "iat": int(now),
@@ -309,7 +309,7 @@ class ActionsFace:
             )
         except jwt.PyJWTError:
             return False
-        return float(claims.get("exp", 0)) > self.clock()
+        return float(claims.get("exp", 0)) > self.clock.now()
 
     def _app_jwt_ok(self, token: str) -> bool:
         if self.app is None:
@@ -323,7 +323,7 @@ class ActionsFace:
             )
         except jwt.PyJWTError:
             return False
-        now = self.clock()
+        now = self.clock.now()
         issuers = {self.app.app_id, self.app.client_id} - {""}
         return (
             claims.get("iss") in issuers

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from reconciler.clock import SystemClock
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +97,8 @@ class ScriptedJobFeed:
     advertised capacity (lowering it never revokes assigned jobs); tests start and complete
     jobs, which queues JobStarted / JobCompleted messages. Thread-safe."""
 
-    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
-        self._clock = clock or SystemClock().now
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self._clock: Clock = clock or SYSTEM_CLOCK
         self._lock = threading.Lock()
         self._jobs: dict[int, ScriptedJob] = {}
         self._outbox: dict[int, list[dict[str, Any]]] = {}
@@ -131,21 +131,21 @@ class ScriptedJobFeed:
                 display_name=display_name or f"job {request_id}",
                 event_name=event_name,
                 workflow_run_id=555_000 + request_id,
-                queued_at=self._clock(),
+                queued_at=self._clock.now(),
             )
             return request_id
 
     def start(self, request_id: int, runner_name: str, runner_id: int | None = None) -> None:
         with self._lock:
             job = self._job(request_id, "assigned", "acquired")
-            job.state, job.started_at = "started", self._clock()
+            job.state, job.started_at = "started", self._clock.now()
             job.runner_name, job.runner_id = runner_name, runner_id or 300 + request_id % 1000
             self._emit(job.scale_set_id, job.message("JobStarted"))
 
     def complete(self, request_id: int, result: str = "succeeded") -> None:
         with self._lock:
             job = self._job(request_id, "assigned", "acquired", "started")
-            job.state, job.finished_at, job.result = "completed", self._clock(), result
+            job.state, job.finished_at, job.result = "completed", self._clock.now(), result
             self._emit(job.scale_set_id, job.message("JobCompleted"))
 
     def push_raw(self, scale_set_id: int, message: dict[str, Any]) -> None:
@@ -171,7 +171,7 @@ class ScriptedJobFeed:
                 if room <= 0:
                     break
                 if job.scale_set_id == scale_set_id and job.state == "queued":
-                    job.state, job.assigned_at = "assigned", self._clock()
+                    job.state, job.assigned_at = "assigned", self._clock.now()
                     self._emit(scale_set_id, job.message("JobAvailable"))
                     room -= 1
             return self._outbox.pop(scale_set_id, [])

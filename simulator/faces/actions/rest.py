@@ -31,7 +31,7 @@ class RestRoutes:
         token = face._issue("ghs_")
         with face._lock:
             face._state.installation_tokens.add(token)
-        self._json(request, 201, {"token": token, "expires_at": wire_time(face.clock() + 3600)})
+        self._json(request, 201, {"token": token, "expires_at": wire_time(face.clock.now() + 3600)})
 
     def _route_registration_token(self, request: FaceRequest, params: dict[str, str]) -> None:
         face = self.face
@@ -46,7 +46,7 @@ class RestRoutes:
         token = face._issue("REG")
         with face._lock:
             face._state.registration_tokens.add(token)
-        self._json(request, 201, {"token": token, "expires_at": wire_time(face.clock() + 3600)})
+        self._json(request, 201, {"token": token, "expires_at": wire_time(face.clock.now() + 3600)})
 
     def _route_runner_registration(self, request: FaceRequest, params: dict[str, str]) -> None:
         face = self.face

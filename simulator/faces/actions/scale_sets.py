@@ -223,7 +223,7 @@ class ScaleSetRoutes:
                     runner_group_id=group_id,
                     runner_group_name=face.runner_groups[group_id],
                     disable_update=disable_update,
-                    created_on=face.clock(),
+                    created_on=face.clock.now(),
                 )
                 face._state.next_scale_set_id += 1
                 face.scale_sets = {**face.scale_sets, info.id: info}

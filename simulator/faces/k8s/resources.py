@@ -12,6 +12,7 @@ import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from reconciler.clock import Clock
 from simulator.engine.store import KindInfo, ObjectStore, StoreError, iso
 from simulator.faces.k8s import admission, apply, discovery, schemas, table
 from simulator.faces.k8s.errors import ApiError, from_store
@@ -63,12 +64,12 @@ class Resources:
         count: Counter,
         *,
         strict_priority_classes: bool,
-        wall_clock: Callable[[], float],
+        clock: Clock,
     ) -> None:
         self.store = store
         self.count = count
         self.strict_priority_classes = strict_priority_classes
-        self.wall_clock = wall_clock
+        self.clock = clock
         self._rng = random.Random(0)
 
     # --- reads ----------------------------------------------------------------------------
@@ -87,7 +88,7 @@ class Resources:
             rv = str(self.store.resource_version)
             if info.kind == "Pod" and table.wants_table(accept):
                 return dump(
-                    table.pod_table(objs, self.wall_clock(), rv, query.get("includeObject", ""))
+                    table.pod_table(objs, self.clock.now(), rv, query.get("includeObject", ""))
                 )
             return dump(
                 {
@@ -105,7 +106,7 @@ class Resources:
             if route.info.kind == "Pod" and table.wants_table(accept):
                 rv = str(obj["metadata"].get("resourceVersion", ""))
                 return dump(
-                    table.pod_table([obj], self.wall_clock(), rv, query.get("includeObject", ""))
+                    table.pod_table([obj], self.clock.now(), rv, query.get("includeObject", ""))
                 )
             return dump(obj)
 
@@ -163,7 +164,7 @@ class Resources:
                         f'{route.resource} "{meta["name"]}" already exists',
                         route.details(),
                     )
-                meta["creationTimestamp"] = iso(self.wall_clock())
+                meta["creationTimestamp"] = iso(self.clock.now())
                 return dump(obj)
             try:
                 return dump(self.store.create(obj))
@@ -277,7 +278,7 @@ class Resources:
         check_fields(info, config, query.get("fieldValidation", ""))
         if (config.get("metadata") or {}).get("name") not in (None, route.name):
             raise ApiError(400, "BadRequest", "the name of the object does not match the URL")
-        now = iso(self.wall_clock())
+        now = iso(self.clock.now())
         with self.store.lock:
             existing = self.store.find(info.kind, route.namespace, route.name or "")
             result, fields = apply.applied(existing, config, manager)

@@ -29,12 +29,12 @@ import json
 import logging
 import socket
 import threading
-import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.engine.store import KINDS, Gone, KindInfo, ObjectStore
 from simulator.faces.k8s import authz, discovery, openapi, watch
 from simulator.faces.k8s.errors import ApiError, not_found_path
@@ -63,7 +63,7 @@ class K8sFace:
         absent_groups: Iterable[str] = (),
         bookmark_interval: float = 5.0,
         strict_priority_classes: bool = True,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         tokens: Mapping[str, str] | None = None,
         fresh_timeout: float = 3.0,
     ) -> None:
@@ -82,7 +82,7 @@ class K8sFace:
         self.absent_groups = frozenset(absent_groups)
         self.bookmark_interval = bookmark_interval
         self.fresh_timeout = fresh_timeout
-        self.monotonic = monotonic
+        self.clock = clock
         self.tokens: dict[str, authz.Identity] | None = (
             None if tokens is None else {t: authz.parse_identity(i) for t, i in tokens.items()}
         )
@@ -99,7 +99,7 @@ class K8sFace:
             store,
             self.count,
             strict_priority_classes=strict_priority_classes,
-            wall_clock=time.time,
+            clock=clock,
         )
         self._handlers: dict[str, Callable[[Request], Response]] = {
             "version": self._version,

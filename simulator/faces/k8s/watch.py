@@ -114,7 +114,7 @@ def stream(face: K8sFace, route: Route, query: Mapping[str, str], write: Write) 
         wanted = int(start) if start else 0
     except ValueError:
         raise ApiError(400, "BadRequest", f"invalid resourceVersion {start!r}") from None
-    deadline = face.monotonic() + min(max(timeout, 0.0), MAX_WATCH_SECONDS)
+    deadline = face.clock.monotonic() + min(max(timeout, 0.0), MAX_WATCH_SECONDS)
     generation = face.drop_generation
     face.count("watch", info.kind, route.namespace)
 
@@ -197,14 +197,14 @@ def _follow(
 ) -> None:
     info = route.info
     store = face.store
-    last_bookmark = face.monotonic()
+    last_bookmark = face.clock.monotonic()
     while True:
         for out in pending:
             write(out)
         pending = []
         if face.stopping or generation != face.drop_generation:
             raise ConnectionAbortedError("watch dropped")
-        now = face.monotonic()
+        now = face.clock.monotonic()
         if now >= deadline:
             return
         # A bookmark never goes back before the watch's resourceVersion (the watcher drops

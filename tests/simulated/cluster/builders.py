@@ -105,7 +105,7 @@ def small_type(
 def world(spec: ClusterSpec, seed: int = 1, start: bool = True) -> World:
     loop = EventLoop()
     store = ObjectStore(loop.now)
-    log = EventLog("test", loop.now, loop.start)
+    log = EventLog("test", loop, loop.start)
     cluster = Cluster(loop, store, spec, rng=random.Random(seed), log=log)
     store.create(
         {

@@ -156,4 +156,4 @@ def events(world: World, *types: str) -> list[dict[str, Any]]:
 
 def bare_log() -> tuple[EventLoop, EventLog]:
     loop = EventLoop()
-    return loop, EventLog("test", loop.now, loop.start)
+    return loop, EventLog("test", loop, loop.start)
