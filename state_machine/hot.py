@@ -69,6 +69,7 @@ HOT_EDGES: tuple[Edge[HotState], ...] = (
     HotEdge(L, W, ACTIVE, "still wanted: a new workflow placeholder is created"),
     # The runner took a job while its room was lost: the placeholder (if any) is left to it.
     HotEdge(L, T, PASSIVE, "its runner took a job while the slot was lost"),
+    # Reserve shrank, maxRunners lowered or 0 while the slot was lost: nothing to mend.
     HotEdge(L, X, ACTIVE, "no longer wanted"),
     # The job's workflow pod took the placeholder's room (preempted it) or is bound: done.
     HotEdge(T, X, PASSIVE, "the placeholder is gone or the job's workflow pod is bound"),
