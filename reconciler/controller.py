@@ -44,7 +44,7 @@ from reconciler.reconciler import Reconciler, StepResult
 from reconciler.schedule import Schedule, Timings
 from reconciler.settings import CapacityAwareSettings, ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
-from state_machine.events import TransitionEvent
+from state_machine.events import AnyTransition
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Output:
     error: Exception | None = None
 
     @property
-    def events(self) -> tuple[TransitionEvent, ...]:
+    def events(self) -> tuple[AnyTransition, ...]:
         return self.result.events if self.result is not None else ()
 
     @property

@@ -5,6 +5,9 @@
   ``hotRunners`` says how much of it is held as hot slots, the rest stays warm pairs.
 - :func:`hot_wanted`: the slots wanted now, within maxRunners headroom (0 while maxRunners
   is 0: a drain releases every slot).
+- :func:`enter` and :func:`apply`: a slot entering the table, and one move, both checked
+  against the table (state_machine/hot.py), kind included; :func:`entered_event` and
+  :func:`moved_event` are their transition events.
 - :func:`sync_hot`: the passive moves one snapshot proves (state_machine/hot.py), pairing
   free idle runners with slots that wait for one.
 - :func:`decide_hot`: the active moves (time out, release, mend) and the new slots.
@@ -22,14 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from state_machine.events import Kind
-from state_machine.hot import (
-    HOT_CONFIRMED,
-    HOT_LIVE,
-    HOT_TERMINAL,
-    HotState,
-    hot_edge,
-)
+from state_machine.events import HotTransitionEvent, Kind
+from state_machine.hot import HOT, HOT_CONFIRMED, HOT_INITIAL, HOT_LIVE, HOT_TERMINAL, HotState
 
 W, H, T, L, X = HotState.WARMING, HotState.HOT, HotState.TAKEN, HotState.LOST, HotState.RELEASED
 HotSetting = int | Literal["auto"]
@@ -133,10 +130,21 @@ class HotMove:
     placeholder: str | None = None
 
 
+def enter(
+    slot_id: str, placeholder: str, kind: Kind, now: float, state: HotState = HOT_INITIAL
+) -> HotSlot:
+    """A slot entering the table through an insert edge into ``state``: active when decide
+    wants it, passive when adopted from an earlier instance. Raises ``InvalidTransition``
+    for an insert the table does not have."""
+    HOT.check(slot_id, None, state, kind)
+    return HotSlot(slot_id, state, placeholder, None, now, now)
+
+
 def apply(slot: HotSlot, move: HotMove, now: float) -> HotSlot | None:
-    """The slot after ``move``; None when it is released. Raises ``InvalidHotMove`` off-table."""
+    """The slot after ``move``; None when it is released. Raises ``InvalidTransition`` for a
+    move off the table or of the wrong kind (the table's own check, as a pair's commit)."""
     if move.target is not slot.state:
-        hot_edge(slot.state, move.target, move.kind)
+        HOT.check(slot.slot_id, slot.state, move.target, move.kind)
     if move.target in HOT_TERMINAL:
         return None
     placeholder = move.placeholder or slot.placeholder
@@ -147,6 +155,34 @@ def apply(slot: HotSlot, move: HotMove, now: float) -> HotSlot | None:
         placeholder=placeholder,
         entered_at=now if move.target is not slot.state else slot.entered_at,
         requested_at=now if placeholder != slot.placeholder else slot.requested_at,
+    )
+
+
+def entered_event(
+    scale_set: str, slot: HotSlot, kind: Kind, reason: str, now: float
+) -> HotTransitionEvent:
+    """The event of ``slot`` entering the table (:func:`enter`)."""
+    return HotTransitionEvent(
+        slot.slot_id, scale_set, None, slot.state, kind, reason, now, slot.runner, slot.placeholder
+    )
+
+
+def moved_event(
+    scale_set: str, slot: HotSlot, move: HotMove, after: HotSlot | None, now: float
+) -> HotTransitionEvent:
+    """The event of ``move`` taking ``slot`` to ``after`` (:func:`apply`; None: released,
+    shown with the runner and placeholder it held)."""
+    shown = after if after is not None else replace(slot, runner=move.runner)
+    return HotTransitionEvent(
+        slot.slot_id,
+        scale_set,
+        slot.state,
+        move.target,
+        move.kind,
+        move.reason,
+        now,
+        shown.runner,
+        shown.placeholder,
     )
 
 

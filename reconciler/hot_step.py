@@ -2,16 +2,17 @@
 
 :class:`HotKeeper` holds the slots (state_machine/hot.py) and, once per reconcile step, turns
 the snapshot into observations, applies :func:`~reconciler.hot_slots.sync_hot` then
-:func:`~reconciler.hot_slots.decide_hot`, and returns the commands (create a slot's workflow
-placeholder, delete one) for the subscribers. It logs one line per move. On its first step it
-adopts the hot placeholders a previous listener left (each becomes a WARMING slot that pairs
-with an idle runner again), so a restart neither drops nor duplicates them.
+:func:`~reconciler.hot_slots.decide_hot`, and returns one transition event per move
+(:class:`~state_machine.events.HotTransitionEvent`, published with the pairs' to the same
+subscribers: the log line, the counters) and the commands (create a slot's workflow
+placeholder, delete one) the placeholder subscriber carries out. On its first step it adopts
+the hot placeholders a previous listener left through the table's adoption edge (each enters
+WARMING and pairs with an idle runner again), so a restart neither drops nor duplicates them.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,21 +28,25 @@ from reconciler.hot_slots import (
     backs_workflow_side,
     confirmed_hot,
     decide_hot,
+    enter,
+    entered_event,
+    moved_event,
     scaler_hot_runners,
     sync_hot,
 )
 from reconciler.ports import Command, CreatePlaceholder, DeleteOrphan, PairSpec, PodRef
 from reconciler.snapshot import ClusterSnapshot, PlaceholderPod
+from state_machine.events import HotTransitionEvent, Kind
 from state_machine.hot import HotState
 from state_machine.record import HOT_PREFIX, hot_placeholder_name
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class HotStep:
     commands: tuple[Command, ...]
     moves: tuple[HotMove, ...]
+    #: One per state change, inserts included (new and adopted slots), in the order applied.
+    events: tuple[HotTransitionEvent, ...]
     #: Idle runners the scaler keeps (live slots) and slots advertised (confirmed) after it.
     hot_runners: int
     confirmed: int
@@ -78,11 +83,12 @@ class HotKeeper:
         placeholder_ttl: float,
     ) -> HotStep:
         commands: list[Command] = []
+        events: list[HotTransitionEvent] = []
         if self.steps == 0:
-            self._adopt(snapshot, now)
+            self._adopt(snapshot, now, events)
         self.steps += 1
         moves = list(sync_hot(list(self.slots.values()), _runners(snapshot), self._seen(snapshot)))
-        self._apply(moves, now, snapshot, commands)
+        self._apply(moves, now, snapshot, commands, events)
         active, fresh = decide_hot(
             list(self.slots.values()),
             wanted=wanted,
@@ -95,10 +101,9 @@ class HotKeeper:
             replace(m, placeholder=self._pod(m.placeholder)) if m.placeholder else m for m in active
         )
         fresh = tuple(replace(s, placeholder=self._pod(s.slot_id)) for s in fresh)
-        self._apply(active, now, snapshot, commands)
+        self._apply(active, now, snapshot, commands, events)
         for slot in fresh:
-            self.slots[slot.slot_id] = slot
-            log.info("hot slot=%s (new)->WARMING kind=active reason='wanted'", slot.slot_id)
+            self._insert(slot.slot_id, slot.placeholder, Kind.ACTIVE, "wanted", now, events)
             commands.append(self._create(slot.slot_id, slot.placeholder, now, placeholder_ttl))
         for move in active:
             if move.placeholder is not None:
@@ -112,6 +117,7 @@ class HotKeeper:
         return HotStep(
             tuple(commands),
             (*moves, *active),
+            tuple(events),
             scaler_hot_runners(self.slots.values()),
             confirmed_hot(self.slots.values()),
             released,
@@ -137,36 +143,46 @@ class HotKeeper:
             )
         )
 
-    def _adopt(self, snapshot: ClusterSnapshot, now: float) -> None:
+    def _adopt(
+        self, snapshot: ClusterSnapshot, now: float, events: list[HotTransitionEvent]
+    ) -> None:
+        """Hot placeholders an earlier instance left enter through the adoption edge."""
         for name, pod in sorted(snapshot.hot_placeholders.items()):
             if pod.deleting or pod.pair_id in self.slots:
                 continue
-            self.slots[pod.pair_id] = HotSlot(pod.pair_id, HotState.WARMING, name, None, now, now)
-            log.info(
-                "hot slot=%s adopted placeholder=%s from instance %s",
-                pod.pair_id,
-                name,
-                pod.instance or "?",
-            )
+            reason = f"adopted placeholder {name} from instance {pod.instance or '?'}"
+            self._insert(pod.pair_id, name, Kind.PASSIVE, reason, now, events)
+
+    def _insert(
+        self,
+        slot_id: str,
+        placeholder: str,
+        kind: Kind,
+        reason: str,
+        now: float,
+        events: list[HotTransitionEvent],
+    ) -> None:
+        slot = enter(slot_id, placeholder, kind, now)
+        self.slots[slot_id] = slot
+        events.append(entered_event(self.scale_set, slot, kind, reason, now))
 
     def _apply(
-        self, moves: Sequence[HotMove], now: float, snapshot: ClusterSnapshot, out: list[Command]
+        self,
+        moves: Sequence[HotMove],
+        now: float,
+        snapshot: ClusterSnapshot,
+        out: list[Command],
+        events: list[HotTransitionEvent],
     ) -> None:
         """Apply ``moves``; a placeholder left behind (released, or replaced by a mend) is
-        deleted when the snapshot shows it (one not seen yet is swept as an orphan later)."""
+        deleted when the snapshot shows it (one not seen yet is swept as an orphan later).
+        A move that changes the state is a transition event; a new runner pairing in the
+        same state is not."""
         for move in moves:
             slot = self.slots[move.slot_id]
             after = apply(slot, move, now)
             if move.target is not slot.state:
-                log.info(
-                    "hot slot=%s %s->%s kind=%s runner=%s reason=%r",
-                    slot.slot_id,
-                    slot.state.value,
-                    move.target.value,
-                    move.kind.value,
-                    move.runner or "-",
-                    move.reason,
-                )
+                events.append(moved_event(self.scale_set, slot, move, after, now))
             if after is None:
                 del self.slots[slot.slot_id]
             else:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from state_machine.events import TransitionEvent
+from state_machine.events import AnyTransition
 from state_machine.states import Role
 
 
@@ -68,13 +68,14 @@ Command = RenewLease | DeleteOrphan | CreatePlaceholder
 
 
 class Subscriber(Protocol):
-    """Reacts to the committed events (and commands) of one reconcile step.
+    """Reacts to the committed events (and commands) of one reconcile step: pair and hot-slot
+    transitions alike (:data:`~state_machine.events.AnyTransition`).
 
     Side effects happen only here. A subscriber never calls back into the reconciler: the
     results of its actions are observed in a later snapshot.
     """
 
-    def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None: ...
+    def notify(self, events: Sequence[AnyTransition], commands: Sequence[Command]) -> None: ...
 
 
 class PlaceholderWriter(Protocol):

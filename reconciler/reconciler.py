@@ -9,7 +9,8 @@ into an ``Output``; drivers carry that out):
    ``decide`` (active moves and maintenance commands) on that view.
 2. Commit the whole plan to the store (validated against the table first: an invalid plan
    raises and changes nothing; the controller publishes the confirmed capacity instead).
-3. Return the committed events, the commands and the ledger. The ledger counts what the
+3. Return the committed events (the pairs', then the hot slots'), the commands and the
+   ledger. The ledger counts what the
    snapshot confirms minus what this step is releasing (pairs it deleted or timed out, pods
    it swept), so a slot being deleted is never advertised, not even for one step.
 """
@@ -31,7 +32,7 @@ from reconciler.ports import Command, DeleteOrphan
 from reconciler.snapshot import ClusterSnapshot
 from reconciler.sync import sync
 from reconciler.warm_pool import WarmPoolSize, WarmPoolWindow, warm_pairs
-from state_machine.events import TransitionEvent
+from state_machine.events import AnyTransition
 from state_machine.record import PairRecord
 from state_machine.states import PairState
 from state_machine.store import Change, Observed, PairStore
@@ -52,7 +53,8 @@ class Plan:
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
-    events: tuple[TransitionEvent, ...]
+    #: The pairs' committed events, then the hot slots' (one per move, inserts included).
+    events: tuple[AnyTransition, ...]
     commands: tuple[Command, ...]
     ledger: CapacityLedger
     subscriber_errors: int = 0
@@ -197,7 +199,7 @@ class Reconciler:
             hot_workflow_halves=self.hot.workflow_halves(snapshot),
         )
         return StepResult(
-            events,
+            (*events, *(hot.events if hot is not None else ())),
             (*plan.commands, *(hot.commands if hot is not None else ())),
             ledger,
             launch_limited_by=plan.launch_limited_by,

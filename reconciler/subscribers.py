@@ -1,9 +1,11 @@
 """Subscribers: the only place where transition events turn into side effects.
 
 - :class:`PlaceholderSubscriber` creates both pods of a pair when it is requested, deletes
-  what is left of a pair when it times out or is deleted, and executes lease renewals and
-  orphan deletions, all through a :class:`~reconciler.ports.PlaceholderWriter`.
-- :class:`LoggingSubscriber` writes the one log line per transition.
+  what is left of a pair when it times out or is deleted, and executes lease renewals,
+  orphan deletions and hot slots' placeholder creates (commands), all through a
+  :class:`~reconciler.ports.PlaceholderWriter`.
+- :class:`LoggingSubscriber` writes the one log line per transition, a pair's or a hot
+  slot's.
 - :class:`RecordingSubscriber` keeps everything it was told, for tests and the simulator.
 """
 
@@ -24,7 +26,7 @@ from reconciler.ports import (
     RenewLease,
     Subscriber,
 )
-from state_machine.events import TransitionEvent
+from state_machine.events import AnyTransition, HotTransitionEvent, TransitionEvent
 from state_machine.states import PairState
 from state_machine.table import CREATES_PODS_FROM, HAS_PODS, RELEASED
 
@@ -45,8 +47,12 @@ class PlaceholderSubscriber:
         self.clock = clock
         self.config = config
 
-    def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
+    def notify(self, events: Sequence[AnyTransition], commands: Sequence[Command]) -> None:
         for event in events:
+            if not isinstance(event, TransitionEvent):
+                # A hot slot's placeholder is created and deleted by the commands its step
+                # returns (they carry the pod's uid precondition); its events are news only.
+                continue
             if event.target is PairState.REQUESTED and event.source in CREATES_PODS_FROM:
                 # From QUEUED both pods are new; a mend (from PREEMPTED) asks for both again,
                 # and writers skip the survivor they already see (AlreadyExists is success).
@@ -87,12 +93,13 @@ def _releases_pods(event: TransitionEvent) -> bool:
 
 
 class LoggingSubscriber:
-    """One line per transition, same shape every time (``TransitionEvent.log_line``)."""
+    """One line per transition, same shape every time (``log_line`` of a pair's or a hot
+    slot's event)."""
 
     def __init__(self, logger: logging.Logger | None = None) -> None:
         self.logger = logger or logging.getLogger("reconciler.transitions")
 
-    def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
+    def notify(self, events: Sequence[AnyTransition], commands: Sequence[Command]) -> None:
         for event in events:
             # The fields ride along so JSON log pipelines can filter on pair/from/to/reason
             # without parsing msg (docs/configuration.md#logs).
@@ -121,10 +128,15 @@ class LoggingSubscriber:
 class RecordingSubscriber:
     def __init__(self) -> None:
         self.events: list[TransitionEvent] = []
+        self.hot_events: list[HotTransitionEvent] = []
         self.commands: list[Command] = []
 
-    def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
-        self.events.extend(events)
+    def notify(self, events: Sequence[AnyTransition], commands: Sequence[Command]) -> None:
+        for event in events:
+            if isinstance(event, TransitionEvent):
+                self.events.append(event)
+            else:
+                self.hot_events.append(event)
         self.commands.extend(commands)
 
     def transitions(self) -> list[tuple[str, PairState | None, PairState]]:
@@ -133,7 +145,7 @@ class RecordingSubscriber:
 
 def notify_subscribers(
     subscribers: Iterable[Subscriber],
-    events: Sequence[TransitionEvent],
+    events: Sequence[AnyTransition],
     commands: Sequence[Command],
 ) -> int:
     """Hand one step's committed events and commands to every subscriber, in order; returns

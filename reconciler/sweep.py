@@ -10,7 +10,7 @@ from reconciler.snapshot import Half, PairPods
 from reconciler.sync import classify
 from state_machine.events import Kind
 from state_machine.states import PairState
-from state_machine.store import Move
+from state_machine.store import NewPair
 
 S = PairState
 _TIMED_OUT = S.TIMED_OUT  # a global, not a class attribute read per pod (see decide.py)
@@ -39,14 +39,10 @@ def _adoptable(pods: PairPods) -> bool:
 
 
 def _adopt(decision: Decision, pair_id: str, pods: PairPods) -> None:
-    """Take over a READY pair of an earlier instance through the table's own edges.
-
-    QUEUED -> REQUESTED -> READY in one batch; the subscriber's create on REQUESTED meets
-    AlreadyExists, which writers treat as success.
-    """
-    decision.add(pair_id, f"adopted from instance {pods.present()[0].instance or '?'}")
-    decision.changes.append(Move(pair_id, S.REQUESTED, Kind.ACTIVE, "adopted"))
-    decision.changes.append(Move(pair_id, S.READY, Kind.PASSIVE, "adopted: both pods Running"))
+    """Take over a READY pair of an earlier instance through the table's adoption edge: it
+    enters READY (passive: both pods are seen Running); nothing is created."""
+    reason = f"adopted from instance {pods.present()[0].instance or '?'}: both pods Running"
+    decision.changes.append(NewPair(pair_id, reason, S.READY, Kind.PASSIVE))
     decision.states[pair_id] = S.READY
 
 

@@ -4,10 +4,10 @@ placeholder that holds its workflow pod's room (docs/design.md#hot-runners).
 A hot slot is not a placeholder pair: its runner half is a real runner that ARC creates
 because the scaler's EphemeralRunnerSet target counts the slot (assigned jobs + hot slots,
 within maxRunners, as ARC's ``minRunners`` does), and only its workflow half is a placeholder
-the reconciler creates. So it has its own small table, with the same rules as the pairs'
-(``state_machine/table.py``): every edge is one :class:`HotEdge` with who causes it (passive =
-proven by an observation, active = chosen by decide) and when; the generated
-docs/state-machine.md and the table-driven tests come from :data:`HOT_EDGES`, and the sets
+the reconciler creates. So it has its own small table, built with the same machinery as
+the pairs' (:mod:`state_machine.machinery`): every edge says who causes it (passive = proven
+by an observation, active = chosen by decide) and when; the generated docs/state-machine.md
+and the table-driven tests come from :data:`HOT_EDGES`, and the sets
 ("confirmed", "live", ...) are derived from it.
 
 Only a slot in HOT is confirmed: its runner is registered, idle and paired with it, *and* its
@@ -16,39 +16,33 @@ workflow placeholder is Running. Confirmed slots are advertised like READY pairs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-from types import MappingProxyType
-
 from state_machine.events import Kind
-
-
-class HotState(StrEnum):
-    """Where one hot slot stands."""
-
-    WARMING = "WARMING"
-    HOT = "HOT"
-    TAKEN = "TAKEN"
-    LOST = "LOST"
-    RELEASED = "RELEASED"
-
+from state_machine.machinery import Edge, InvalidTransition, Table
+from state_machine.states import HotState as HotState  # the table's states, re-exported
 
 W, H, T, L, X = HotState.WARMING, HotState.HOT, HotState.TAKEN, HotState.LOST, HotState.RELEASED
 ACTIVE, PASSIVE = Kind.ACTIVE, Kind.PASSIVE
-
-
-@dataclass(frozen=True, slots=True)
-class HotEdge:
-    source: HotState
-    target: HotState
-    kind: Kind
-    when: str
-
+#: The hot table's edges are ``Edge[HotState]`` (the name reads better in the table).
+HotEdge = Edge
+#: A move the hot-slot table does not allow (the same error as the pairs').
+InvalidHotMove = InvalidTransition
 
 #: Where every hot slot starts: decide wants more hot slots than exist.
 HOT_INITIAL = W
 
-HOT_EDGES: tuple[HotEdge, ...] = (
+HOT_EDGES: tuple[Edge[HotState], ...] = (
+    # Inserts. Decide wants more hot slots than exist (within the reserve and maxRunners):
+    # its workflow placeholder is created.
+    HotEdge(
+        None,
+        W,
+        ACTIVE,
+        "decide wants more hot slots than exist (within the reserve and maxRunners); its "
+        "workflow placeholder is created",
+    ),
+    # On the first step, a hot placeholder an earlier listener instance left is taken over as
+    # a slot that waits for an idle runner again: a restart neither drops nor duplicates it.
+    HotEdge(None, W, PASSIVE, "adopted: an earlier instance's hot placeholder is found at start"),
     # Both conditions hold in one snapshot: an idle registered runner of this scale set that no
     # other slot holds is paired with the slot, and the slot's workflow placeholder is Running.
     HotEdge(W, H, PASSIVE, "a registered idle runner is paired with it and its placeholder runs"),
@@ -75,6 +69,7 @@ HOT_EDGES: tuple[HotEdge, ...] = (
     HotEdge(L, W, ACTIVE, "still wanted: a new workflow placeholder is created"),
     # The runner took a job while its room was lost: the placeholder (if any) is left to it.
     HotEdge(L, T, PASSIVE, "its runner took a job while the slot was lost"),
+    # Reserve shrank, maxRunners lowered or 0 while the slot was lost: nothing to mend.
     HotEdge(L, X, ACTIVE, "no longer wanted"),
     # The job's workflow pod took the placeholder's room (preempted it) or is bound: done.
     HotEdge(T, X, PASSIVE, "the placeholder is gone or the job's workflow pod is bound"),
@@ -83,58 +78,36 @@ HOT_EDGES: tuple[HotEdge, ...] = (
 )
 
 ALL_HOT_STATES: tuple[HotState, ...] = tuple(HotState)
-
-
-def _targets() -> MappingProxyType[HotState, frozenset[HotState]]:
-    out: dict[HotState, set[HotState]] = {s: set() for s in ALL_HOT_STATES}
-    for edge in HOT_EDGES:
-        out[edge.source].add(edge.target)
-    return MappingProxyType({s: frozenset(t) for s, t in out.items()})
-
+#: The hot-slot table: targets, reachability and the checks a move is applied with.
+HOT = Table("hot slots", "hot slot", HotState, HOT_EDGES)
 
 #: For each state, the states it may move to.
-HOT_TARGETS = _targets()
+HOT_TARGETS = HOT.targets
 
 
 def hot_allowed(source: HotState, target: HotState) -> bool:
-    return target in HOT_TARGETS[source]
+    return HOT.allowed(source, target)
 
 
-def hot_edge(source: HotState, target: HotState, kind: Kind) -> HotEdge:
+def hot_edge(source: HotState | None, target: HotState, kind: Kind) -> Edge[HotState]:
     """The one edge of that kind between two states; :class:`InvalidHotMove` if none."""
-    for edge in HOT_EDGES:
-        if (edge.source, edge.target, edge.kind) == (source, target, kind):
-            return edge
-    raise InvalidHotMove(f"no {kind.value} edge {source.value} -> {target.value} in HOT_EDGES")
-
-
-class InvalidHotMove(Exception):
-    """A move the hot-slot table does not allow."""
+    return HOT.edge(source, target, kind)
 
 
 def hot_reachable_from(start: HotState) -> frozenset[HotState]:
     """States reachable from ``start`` (not including it unless on a cycle)."""
-    seen: set[HotState] = set()
-    frontier = [start]
-    while frontier:
-        for nxt in HOT_TARGETS[frontier.pop()]:
-            if nxt not in seen:
-                seen.add(nxt)
-                frontier.append(nxt)
-    return frozenset(seen)
+    return HOT.reachable_from(start)
 
 
 #: No way out.
-HOT_TERMINAL = frozenset(s for s in ALL_HOT_STATES if not HOT_TARGETS[s])
+HOT_TERMINAL = HOT.terminal
 #: Advertised like READY pairs (kept by hand: a single state, pinned by a test).
 HOT_CONFIRMED = frozenset({H})
 #: Counted by the scaler's target (ARC keeps an idle runner for each): the slots that are, or
 #: can still become, confirmed.
-HOT_LIVE = frozenset(
-    s for s in ALL_HOT_STATES if s in HOT_CONFIRMED or HOT_CONFIRMED & hot_reachable_from(s)
-)
+HOT_LIVE = HOT.reaching(HOT_CONFIRMED)
 #: A workflow placeholder may exist and must be deleted on the way out.
-HOT_HAS_PLACEHOLDER = frozenset(s for s in ALL_HOT_STATES if s not in HOT_TERMINAL)
+HOT_HAS_PLACEHOLDER = HOT.where(lambda s: s not in HOT_TERMINAL)
 
 
 #: What each state means, for the generated docs (docs/state-machine.md).

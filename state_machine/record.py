@@ -58,19 +58,28 @@ class PairRecord:
     seen: frozenset[Role] = frozenset()
 
     @classmethod
-    def new(cls, pair_id: str, scale_set: str, at: float, reason: str) -> PairRecord:
+    def new(
+        cls,
+        pair_id: str,
+        scale_set: str,
+        at: float,
+        reason: str,
+        state: PairState = PairState.QUEUED,
+    ) -> PairRecord:
+        """A record entering the table in ``state`` (an insert edge: QUEUED when decide wants
+        it, READY when adopted)."""
         runner_pod, workflow_pod = pod_names(scale_set, pair_id)
         return cls(
             pair_id=pair_id,
             scale_set=scale_set,
-            state=PairState.QUEUED,
+            state=state,
             version=1,
             runner_pod=runner_pod,
             workflow_pod=workflow_pod,
             reason=reason,
             since=at,
-            first_entered=MappingProxyType({PairState.QUEUED: at}),
-            history=(HistoryEntry(PairState.QUEUED, at, reason),),
+            first_entered=MappingProxyType({state: at}),
+            history=(HistoryEntry(state, at, reason),),
         )
 
     def moved(self, target: PairState, at: float, reason: str) -> PairRecord:

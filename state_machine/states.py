@@ -1,4 +1,5 @@
-"""The seven states of a placeholder pair (docs/design.md#state-machine)."""
+"""The seven states of a placeholder pair and the five of a hot slot
+(docs/design.md#state-machine, docs/design.md#hot-runners)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,16 @@ class PairState(StrEnum):
     PREEMPTED = "PREEMPTED"
     TIMED_OUT = "TIMED_OUT"
     DELETED = "DELETED"
+
+
+class HotState(StrEnum):
+    """Where one hot slot stands (its table: state_machine/hot.py)."""
+
+    WARMING = "WARMING"
+    HOT = "HOT"
+    TAKEN = "TAKEN"
+    LOST = "LOST"
+    RELEASED = "RELEASED"
 
 
 class Role(StrEnum):

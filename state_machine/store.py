@@ -1,11 +1,11 @@
 """The versioned pair store.
 
 The reconciler hands the store a batch of decisions (:class:`NewPair`, :class:`Move`) per
-step. :meth:`PairStore.commit` validates the whole batch against the table first and only
-then applies it, so an invalid decision raises :class:`InvalidTransition` and changes
-nothing. Every applied change yields one :class:`TransitionEvent`. DELETED records leave the
-store at the end of the commit (their events carry everything subscribers need), so the
-store never grows with history.
+step. :meth:`PairStore.commit` validates the whole batch against the table first (edge and
+kind: a passive move along an active-only edge is refused) and only then applies it, so an
+invalid decision raises :class:`InvalidTransition` and changes nothing. Every applied change
+yields one :class:`TransitionEvent`. DELETED records leave the store at the end of the commit
+(their events carry everything subscribers need), so the store never grows with history.
 """
 
 from __future__ import annotations
@@ -23,10 +23,13 @@ from state_machine.table import INITIAL, TERMINAL
 
 @dataclass(frozen=True, slots=True)
 class NewPair:
-    """Create a pair in the initial state (QUEUED)."""
+    """Create a pair through an insert edge: QUEUED (decide wants it), or READY with kind
+    PASSIVE (adopted from an earlier instance, both pods seen Running)."""
 
     pair_id: str
     reason: str
+    target: PairState = INITIAL
+    kind: Kind = Kind.ACTIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +139,14 @@ class PairStore:
             if isinstance(change, NewPair):
                 if current is not None:
                     raise DuplicatePair(change.pair_id)
-                view[change.pair_id] = INITIAL
+                self._machine.check(change.pair_id, None, change.target, change.kind)
+                view[change.pair_id] = change.target
                 continue
             if current is None:
                 raise UnknownPair(change.pair_id)
             if isinstance(change, Observed):
                 continue
-            self._machine.check(change.pair_id, current, change.target)
+            self._machine.check(change.pair_id, current, change.target, change.kind)
             view[change.pair_id] = change.target
 
     def _state_of(self, pair_id: str) -> PairState | None:
@@ -153,9 +157,11 @@ class PairStore:
         self, change: NewPair | Move, at: float, built: Mapping[str, PairRecord]
     ) -> TransitionEvent:
         if isinstance(change, NewPair):
-            record = PairRecord.new(change.pair_id, self.scale_set, at, change.reason)
+            record = PairRecord.new(
+                change.pair_id, self.scale_set, at, change.reason, change.target
+            )
             self._put(record)
-            return _event(record, None, Kind.ACTIVE)
+            return _event(record, None, change.kind)
         before = self._records[change.pair_id]
         after = built.get(change.pair_id)
         if after is None or not _is_move_of(after, before, change, at):

@@ -3,7 +3,7 @@
 :class:`KubernetesPlaceholderWriter` implements ``reconciler.ports.PlaceholderWriter``:
 
 - ``create_pair``: builds both pods (:class:`PlaceholderPodBuilder`) and POSTs them in
-  parallel. 409 AlreadyExists is success (an adopted pair, a retried step). A pod the watch
+  parallel. 409 AlreadyExists is success (a retried step). A pod the watch
   cache already holds costs no call: a mend re-creates a pair whose surviving half is
   there (storm: ~400 mends per run, each one 409 before).
 - ``delete_pods``: DELETE with ``gracePeriodSeconds: 0`` and a **UID precondition**, so a

@@ -4,6 +4,7 @@ a job landing on it, a lost placeholder, a drain and a listener restart, step by
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 import pytest
@@ -14,7 +15,9 @@ from reconciler.ports import CreatePlaceholder, DeleteOrphan
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.schedule import Timings
 from reconciler.snapshot import ClusterSnapshot, PlaceholderPod, PodPhase, RunnerPod
+from reconciler.subscribers import LoggingSubscriber
 from reconciler.warm_pool import WarmPoolPolicy
+from state_machine.events import HotTransitionEvent, Kind
 from state_machine.hot import HotState
 from state_machine.states import Role
 
@@ -92,6 +95,14 @@ def created(result: StepResult) -> list[CreatePlaceholder]:
 
 def deleted(result: StepResult) -> list[str]:
     return [c.pod.name for c in result.commands if isinstance(c, DeleteOrphan)]
+
+
+def hot_moves(result: StepResult) -> list[tuple[HotState | None, HotState, Kind, str]]:
+    return [
+        (e.source, e.target, e.kind, e.reason)
+        for e in result.events
+        if isinstance(e, HotTransitionEvent)
+    ]
 
 
 def slot_states(rec: Engine) -> list[HotState]:
@@ -210,6 +221,34 @@ def test_a_restarted_listener_adopts_hot_placeholders_and_confirms_them_again() 
     assert slot_states(rec) == [S.HOT]
     assert created(step) == [] and deleted(step) == []
     assert step.ledger.capacity == 1
+    # It enters through the table's adoption edge (passive), then the observation moves it.
+    assert hot_moves(step) == [
+        (None, S.WARMING, Kind.PASSIVE, f"adopted placeholder {old.name} from instance old"),
+        (S.WARMING, S.HOT, Kind.PASSIVE, "runner r1 registered and idle, placeholder Running"),
+    ]
+
+
+def test_every_hot_move_is_a_transition_event_logged_once_with_its_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A hot slot's moves are published like a pair's: one event per state change after the
+    pairs' events, one log line each from the same subscriber, with the reason. A runner
+    pairing that changes no state is not a transition."""
+    rec, pod = confirmed_slot()
+    taken = rec.step(
+        world(10.0, hot={pod.name: pod}, runners=(runner("r1"),), busy=frozenset({"r1"})),
+        now=10.0,
+    )
+    assert hot_moves(taken) == [
+        (S.HOT, S.TAKEN, Kind.PASSIVE, "runner r1 took a job"),
+        (None, S.WARMING, Kind.ACTIVE, "wanted"),  # the refill keeps the reserve
+    ]
+    caplog.set_level(logging.INFO, logger="reconciler.transitions")
+    LoggingSubscriber().notify(taken.events, ())
+    lines = [r.getMessage() for r in caplog.records if r.name == "reconciler.transitions"]
+    assert len(lines) == len(taken.events)
+    assert lines[0].startswith("transition hot_slot=hot-i0-1 scale_set=")
+    assert "HOT->TAKEN kind=passive runner=r1 reason='runner r1 took a job'" in lines[0]
 
 
 def test_a_hot_placeholder_no_slot_holds_is_deleted_after_the_first_step() -> None:

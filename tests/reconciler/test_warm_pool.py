@@ -196,6 +196,15 @@ def test_a_mended_pair_is_a_refill_measured_from_its_mend() -> None:
     assert window.observation(205.0).ready_seconds == (30.0, 4.0)
 
 
+def test_an_adopted_pair_is_not_a_refill() -> None:
+    """Adoption enters READY through its own edge (nothing was created, so nothing was
+    refilled). Walked through QUEUED -> REQUESTED -> READY at one instant, as it once was,
+    every pair adopted after a restart added a 0 s refill time and pulled W down."""
+    window = WarmPoolWindow(600.0, started_at=0.0)
+    window.observe([event("a", None, S.READY, 100.0)])
+    assert window.observation(100.0).ready_seconds == ()
+
+
 def test_window_counts_pairs_taken_and_forgets_old_ones() -> None:
     window = WarmPoolWindow(600.0, started_at=0.0)
     window.observe(

@@ -1,5 +1,6 @@
-"""Hot-slot metrics (docs/metrics.md): slots by state per step, and jobs that started on a hot
-slot, from a real reconcile step."""
+"""Hot-slot metrics (docs/metrics.md): slots by state per step (gauges), and transitions and
+jobs that started on a hot slot (counters, from the step's hot-slot transition events), from a
+real reconcile step."""
 
 from __future__ import annotations
 
@@ -17,10 +18,18 @@ def test_hot_slots_by_state_and_jobs_started_on_them_follow_each_step() -> None:
         world(10.0, hot={pod.name: pod}, runners=(runner("r1"),), busy=frozenset({"r1"})),
         now=10.0,
     )
+    subscriber.notify(taken.events, taken.commands)
     subscriber.observe_step(taken, 0.001)
     assert value(metrics, "arc_capacity_hot_slots", state="TAKEN", **SCALE_SET) == 1
     assert value(metrics, "arc_capacity_hot_slots", state="WARMING") == 1  # the refill
     assert value(metrics, "arc_capacity_hot_slots", state="HOT") == 0
+    assert value(metrics, "arc_capacity_hot_slot_jobs_total", **SCALE_SET) == 1
+    moved = {"from": "HOT", "to": "TAKEN", "kind": "passive"}
+    refill = {"from": "new", "to": "WARMING", "kind": "active"}
+    assert value(metrics, "arc_capacity_hot_slot_transitions_total", **moved, **SCALE_SET) == 1
+    assert value(metrics, "arc_capacity_hot_slot_transitions_total", **refill) == 1
+    # Gauges come from the step, counters from events only: a step seen twice counts once.
+    subscriber.observe_step(taken, 0.001)
     assert value(metrics, "arc_capacity_hot_slot_jobs_total", **SCALE_SET) == 1
 
 

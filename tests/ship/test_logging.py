@@ -274,3 +274,37 @@ def test_a_pair_transition_keeps_its_fields_as_json_keys_not_only_in_msg(
     assert str(entry["msg"]).startswith("transition pair=k3x9a-7 ")
     # The slog source object is not overwritten by a field.
     assert isinstance(entry["source"], dict)
+
+
+def test_a_hot_slot_transition_is_one_line_with_its_fields_like_a_pairs(
+    capture: tuple[logging.Logger, io.StringIO],
+) -> None:
+    """Hot slots' moves once had their own log line from the keeper, with no fields; they
+    are transition events now, logged by the same subscriber in the same shape."""
+    from reconciler.subscribers import LoggingSubscriber
+    from state_machine.events import HotTransitionEvent, Kind
+    from state_machine.states import HotState
+
+    event = HotTransitionEvent(
+        slot_id="hot-i0-4",
+        scale_set="arc-runners",
+        source=HotState.HOT,
+        target=HotState.LOST,
+        kind=Kind.PASSIVE,
+        reason="placeholder p lost or no longer counts",
+        at=0.0,
+        runner="arc-runners-abcde-runner-x",
+        placeholder="p",
+    )
+    LoggingSubscriber().notify([event], [])
+    (entry,) = lines(capture[1])
+    assert entry["logger"] == "reconciler.transitions"
+    assert {k: entry[k] for k in ("hot_slot", "from", "to", "kind", "runner", "reason")} == {
+        "hot_slot": "hot-i0-4",
+        "from": "HOT",
+        "to": "LOST",
+        "kind": "passive",
+        "runner": "arc-runners-abcde-runner-x",
+        "reason": "placeholder p lost or no longer counts",
+    }
+    assert str(entry["msg"]).startswith("transition hot_slot=hot-i0-4 scale_set=arc-runners ")

@@ -178,7 +178,7 @@ BACKGROUND_TASKS = ("hud", "reconcile", "demand", "statistics", "other")
 ACTIONS_ERROR_KINDS = (
     "transport", "throttled", "server", "conflict", "unauthorized", "client", "other",
 )  # fmt: skip
-NEW_PAIR = "new"  # ``from`` label of the creation edge (no source state)
+NEW_PAIR = "new"  # ``from`` label of an insert edge (no source state: a new or adopted record)
 
 _CAP_S = SCALE_SET_LABELS
 
@@ -228,7 +228,12 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          ("state",)),
     _cap("hot_slot_jobs_total", "counter",
          "Jobs that started on a hot slot (its runner took the job: a move to TAKEN).",
-         "+1 per slot moving to TAKEN"),
+         "+1 per hot-slot transition event to TAKEN"),
+    _cap("hot_slot_transitions_total", "counter",
+         "Hot slot state transitions (the hot-slot table's edges; the reason is in the log "
+         "line).",
+         "+1 per hot-slot transition event; `from` is a state or `new` (a new or adopted "
+         "slot), `to` a state, `kind` is `active`/`passive`", ("from", "to", "kind")),
     _cap("starved_runners", "gauge",
          "Bound runner pods whose workflow pod exists but is not bound: claimed jobs waiting "
          "for a node.", "per reconcile step"),

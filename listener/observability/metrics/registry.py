@@ -40,7 +40,7 @@ from listener.observability.metrics.labels import (
 )
 from reconciler.capacity import CapacityLedger
 from reconciler.clock import Clock
-from state_machine.events import TransitionEvent
+from state_machine.events import HotTransitionEvent, TransitionEvent
 from state_machine.hot import HotState
 from state_machine.states import PairState, Role
 
@@ -184,12 +184,22 @@ class PrometheusMetrics:
         if load is not None:
             self._cap_metric("warm_pool_load").set(load)
 
-    def observe_hot(self, by_state: Mapping[HotState, int], jobs_started: int) -> None:
+    def observe_hot(self, by_state: Mapping[HotState, int]) -> None:
         for state in HotState:
             if state is not HotState.RELEASED:
                 self._cap_metric("hot_slots", state=state.value).set(by_state.get(state, 0))
-        if jobs_started:
-            self._cap_metric("hot_slot_jobs_total").inc(jobs_started)
+
+    def record_hot_transition(self, event: HotTransitionEvent) -> None:
+        self._cap_metric(
+            "hot_slot_transitions_total",
+            **{
+                "from": event.source.value if event.source is not None else NEW_PAIR,
+                "to": event.target.value,
+                "kind": event.kind.value,
+            },
+        ).inc()
+        if event.target is HotState.TAKEN:
+            self._cap_metric("hot_slot_jobs_total").inc()
 
     def observe_pair_counts(self, counts: Mapping[PairState, int]) -> None:
         for state in PairState:

@@ -7,7 +7,7 @@ from typing import Any
 
 from listener.observability.metrics.registry import PrometheusMetrics
 from reconciler.ports import Command, DeleteOrphan, RenewLease
-from state_machine.events import TransitionEvent
+from state_machine.events import AnyTransition, TransitionEvent
 from state_machine.states import PairState
 
 
@@ -27,9 +27,12 @@ class MetricsSubscriber:
         self.metrics = metrics
         self.counts = counts
 
-    def notify(self, events: Sequence[TransitionEvent], commands: Sequence[Command]) -> None:
+    def notify(self, events: Sequence[AnyTransition], commands: Sequence[Command]) -> None:
         for event in events:
-            self.metrics.record_transition(event)
+            if isinstance(event, TransitionEvent):
+                self.metrics.record_transition(event)
+            else:
+                self.metrics.record_hot_transition(event)
         orphans = sum(1 for c in commands if isinstance(c, DeleteOrphan))
         renewed = sum(len(c.pods) for c in commands if isinstance(c, RenewLease))
         if orphans:
@@ -51,7 +54,7 @@ class MetricsSubscriber:
             self.metrics.observe_warm_pool(warm_pool.pairs, warm_pool.load)
         hot = getattr(result, "hot", None)
         if hot is not None:
-            self.metrics.observe_hot(hot.by_state, hot.jobs_started)
+            self.metrics.observe_hot(hot.by_state)
         current = counts if counts is not None else (self.counts() if self.counts else None)
         if current is not None:
             self.metrics.observe_pair_counts(current)
