@@ -18,7 +18,9 @@ once to cover its jobs.
 
 Fails safe: no view, an unreadable one, or one whose own row is older than ``max_age`` gives
 no share (``share is None``): the listener acts alone, exactly as with the view off.
-Rounding is up (``ceil``), so the shares of the fleet never cover fewer jobs than are queued.
+Queued jobs are split exactly (their parts sum to the queue; the first clusters by name take
+what is left over); the warm pool is rounded up (``ceil``), so every cluster keeps a warm pair
+while ``proactiveCapacity`` >= 1.
 """
 
 from __future__ import annotations
@@ -61,7 +63,10 @@ class FleetShare:
     reason: str
     #: Age of this cluster's own row (None: no row).
     age: float | None = None
+    #: The healthy clusters, sorted by name (this one included).
     healthy: tuple[str, ...] = ()
+    #: This cluster's place among them: who builds the jobs an even split leaves over.
+    rank: int = 0
 
     @property
     def fresh(self) -> bool:
@@ -92,12 +97,13 @@ def fleet_share(view: FleetView | None, *, cluster: str, now: float, max_age: fl
         for r in view.rows
         if r.cluster != cluster and now - r.sampled_at <= max_age and r.trouble <= 0
     )
-    healthy = (cluster, *others)
+    healthy = tuple(sorted((cluster, *others)))
     return FleetShare(
         1.0 / len(healthy),
         f"even split across {len(healthy)} healthy cluster(s)",
         age,
         healthy,
+        rank=healthy.index(cluster),
     )
 
 
@@ -109,11 +115,29 @@ def share_of(count: int, share: float | None) -> int:
     return max(0, math.ceil(count * share - 1e-9))
 
 
+def split_of(count: int, rank: int, members: int) -> int:
+    """Member ``rank``'s part of ``count`` split evenly over ``members``: the parts sum to
+    ``count`` exactly, the first ``count mod members`` members (by name) take one more."""
+    if members <= 1 or count <= 0:
+        return max(0, count)
+    base, left = divmod(count, members)
+    return base + (1 if rank < left else 0)
+
+
 def with_share(demand: Demand, share: FleetShare) -> Demand:
-    """The demand decide sees: this cluster's share of the queued jobs, carrying the share for
+    """The demand decide sees: this cluster's part of the queued jobs, carrying the share for
     the warm pool (``Demand.fleet_share``). A failing demand (None) stays failing: the floor
-    is this cluster's own."""
+    is this cluster's own.
+
+    Queued jobs are split exactly (:func:`split_of`), not rounded up in every cluster: one
+    queued job rounded up is a pair in each cluster for it, the duplication the view is for
+    (ice-failover: most pairs built with the view on were released unused, docs/fleet.md).
+    Clusters whose views disagree for a moment (one sees a peer in trouble, the other not)
+    may cover a job twice or, briefly, not at all; the warm pools still take it."""
     if share.share is None:
         return demand
-    queued = None if demand.queued_jobs is None else share_of(demand.queued_jobs, share.share)
+    members = len(share.healthy) or 1
+    queued = (
+        None if demand.queued_jobs is None else split_of(demand.queued_jobs, share.rank, members)
+    )
     return replace(demand, queued_jobs=queued, fleet_share=share.share)

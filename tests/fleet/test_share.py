@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.fleet import ClusterRow, FleetView, fleet_share, share_of, with_share
+from reconciler.fleet import ClusterRow, FleetView, fleet_share, share_of, split_of, with_share
 from reconciler.snapshot import Demand
 
 NOW = 10_000.0
@@ -83,13 +83,24 @@ def test_a_share_of_a_count_rounds_up(count: int, share: float | None, expected:
 
 @pytest.mark.parametrize("clusters", [1, 2, 3, 4, 7])
 @pytest.mark.parametrize("queued", [0, 1, 2, 3, 5, 11, 100])
-def test_the_fleets_shares_never_cover_fewer_jobs_than_are_queued(
-    clusters: int, queued: int
-) -> None:
-    """Every healthy cluster builds for ceil(queued / n): together at least every job, and
-    at most n - 1 pairs more than jobs (one rounding each)."""
-    built = sum(share_of(queued, 1 / clusters) for _ in range(clusters))
-    assert queued <= built <= queued + clusters - 1
+def test_the_fleets_parts_of_the_queue_sum_to_the_queue(clusters: int, queued: int) -> None:
+    """Regression (ice-failover with the view on, parts rounded up in every cluster): one
+    queued job was a pair in each cluster, most of them released unused. Split exactly, the
+    parts cover every job once, and no two parts differ by more than one."""
+    parts = [split_of(queued, rank, clusters) for rank in range(clusters)]
+    assert sum(parts) == queued
+    assert max(parts) - min(parts) <= 1
+    assert parts == sorted(parts, reverse=True)  # the first clusters by name take the rest
+
+
+@pytest.mark.parametrize(
+    ("cluster", "queued", "expected"),
+    [("east", 1, 1), ("west", 1, 0), ("east", 5, 3), ("west", 5, 2), ("west", 0, 0)],
+)
+def test_a_cluster_builds_its_part_of_the_queue(cluster: str, queued: int, expected: int) -> None:
+    view = FleetView(rows=(row("east"), row("west")))
+    share = fleet_share(view, cluster=cluster, now=NOW, max_age=MAX_AGE)
+    assert with_share(Demand(queued_jobs=queued), share).queued_jobs == expected
 
 
 def test_the_demand_is_shared_only_while_the_view_is_fresh() -> None:
