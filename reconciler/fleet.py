@@ -130,8 +130,7 @@ def with_share(demand: Demand, share: FleetShare) -> Demand:
     is this cluster's own.
 
     Queued jobs are split exactly (:func:`split_of`), not rounded up in every cluster: one
-    queued job rounded up is a pair in each cluster for it, the duplication the view is for
-    (ice-failover: most pairs built with the view on were released unused, docs/fleet.md).
+    queued job rounded up is a pair in each cluster for it, the duplication the view is for.
     Clusters whose views disagree for a moment (one sees a peer in trouble, the other not)
     may cover a job twice or, briefly, not at all; the warm pools still take it."""
     if share.share is None:

@@ -84,9 +84,8 @@ def test_a_share_of_a_count_rounds_up(count: int, share: float | None, expected:
 @pytest.mark.parametrize("clusters", [1, 2, 3, 4, 7])
 @pytest.mark.parametrize("queued", [0, 1, 2, 3, 5, 11, 100])
 def test_the_fleets_parts_of_the_queue_sum_to_the_queue(clusters: int, queued: int) -> None:
-    """Regression (ice-failover with the view on, parts rounded up in every cluster): one
-    queued job was a pair in each cluster, most of them released unused. Split exactly, the
-    parts cover every job once, and no two parts differ by more than one."""
+    """Rounded up in every cluster, one queued job was a pair in each cluster. Split
+    exactly, the parts cover every job once, and no two parts differ by more than one."""
     parts = [split_of(queued, rank, clusters) for rank in range(clusters)]
     assert sum(parts) == queued
     assert max(parts) - min(parts) <= 1
