@@ -26,6 +26,7 @@ from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.config import ReconcilerConfig
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
+from reconciler.fleet import share_of
 from reconciler.hot_slots import HotTimings, assigned_net_of_hot, hot_wanted, split_reserve
 from reconciler.hot_step import HotKeeper, HotStep
 from reconciler.ports import Command, DeleteOrphan
@@ -130,15 +131,25 @@ class Reconciler:
         while True:
             yield f"{self.instance}-{next(self._seq)}"
 
-    def _step_config(self, now: float) -> ReconcilerConfig:
-        """The config of this step: with a warm pool policy, its size replaces the fixed one."""
+    def _step_config(self, now: float, fleet_share: float | None = None) -> ReconcilerConfig:
+        """The config of this step: with a warm pool policy, its size replaces the fixed one;
+        with a fleet share (reconciler/fleet.py), the pool kept is that share of it (a job
+        that misses this cluster's pool lands in another cluster's)."""
         policy = self.config.warm_pool
         if policy is None:
-            return self.config
-        size = warm_pairs(policy, self.warm_window.observation(now), now)
+            size = WarmPoolSize(self.config.proactive_capacity, "static")
+        else:
+            size = warm_pairs(policy, self.warm_window.observation(now), now)
+        if fleet_share is not None:
+            shared = share_of(size.pairs, fleet_share)
+            size = replace(
+                size, pairs=shared, reason=f"{size.reason}; fleet share {fleet_share:.2f}"
+            )
         if size.pairs != self.warm_pool.pairs:
             log.info("warm pool %s: %d pairs (%s)", self.config.scale_set, size.pairs, size.reason)
         self.warm_pool = size
+        if size.pairs == self.config.proactive_capacity:
+            return self.config
         return replace(self.config, proactive_capacity=size.pairs)
 
     def _hot_step(
@@ -175,7 +186,9 @@ class Reconciler:
         assigned = assigned_net_of_hot(snapshot.assigned_jobs, self._hot_in_target)
         if assigned != snapshot.assigned_jobs:
             snapshot = replace(snapshot, assigned_jobs=assigned)
-        config, hot = self._hot_step(snapshot, self._step_config(now), now)
+        config, hot = self._hot_step(
+            snapshot, self._step_config(now, snapshot.demand.fleet_share), now
+        )
         plan = reconcile(
             self.store.view(),
             snapshot,

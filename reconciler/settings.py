@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_camel
 # reconciler/controller.py, tests/reconciler/engine.py); new code imports reconciler.config.
 from reconciler.config import ReconcilerConfig as ReconcilerConfig
 from reconciler.demand_settings import DemandSettings, HudSettings
+from reconciler.fleet_settings import FleetViewSettings
 from reconciler.settings_types import (
     DoNotDisrupt,
     ImageRef,
@@ -226,6 +227,9 @@ class CapacityAwareSettings(SettingsModel):
     hud_fallback_queued_jobs: StrictInt = Field(default=0, ge=0, le=10_000)
     hud: HudSettings = Field(default_factory=HudSettings)
     demand: DemandSettings = Field(default_factory=DemandSettings)
+    #: Fleet-aware demand and warm pool from a shared metric store (off by default;
+    #: docs/fleet.md). Never changes what is advertised.
+    fleet_view: FleetViewSettings = Field(default_factory=FleetViewSettings)
     #: Namespace of the placeholder pods; default (None) = the runner namespace.
     placeholder_namespace: str | None = None
     #: Cut the in-flight long poll short when advertised capacity drops

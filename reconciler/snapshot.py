@@ -207,6 +207,10 @@ class Demand:
     error: str | None = None
     #: Which source produced it (``statistics``, ``hud``, ...), for logs and metrics.
     source: str = ""
+    #: This cluster's share of its fleet (reconciler/fleet.py) when ``fleetView`` is on and
+    #: fresh: ``queued_jobs`` is already this share, and the warm pool keeps the same share
+    #: of ``proactiveCapacity``. None: this cluster acts alone.
+    fleet_share: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "config" / "monitoring" / "alert-rules.yaml"
 PROMETHEUS_RULE = ROOT / "config" / "monitoring" / "prometheusrule.yaml"
 UNIT_TESTS = ROOT / "config" / "monitoring" / "alert-rules.test.yaml"
+#: The fleet recording rules (docs/fleet.md) and their PrometheusRule, rendered the same way.
+FLEET_RULES = ROOT / "config" / "monitoring" / "fleet-rules.yaml"
+FLEET_PROMETHEUS_RULE = ROOT / "config" / "monitoring" / "fleet-prometheusrule.yaml"
 COMMAND = "python -m tools.alert_rules"
 #: Where runbook_url points unless ``--runbook-base`` says otherwise (a path in this repo).
 DEFAULT_RUNBOOK_BASE = "docs/troubleshooting.md"
@@ -74,15 +77,24 @@ class RulesSourceError(ValueError):
     """The rules file has no top-level ``groups:`` line to embed."""
 
 
-def render(source: str) -> str:
+def render(source: str, header: str = HEADER, name: str = RULES.name) -> str:
     """The PrometheusRule text for the plain rules file ``source``."""
     lines = source.splitlines()
     try:
         start = lines.index("groups:")
     except ValueError:
-        raise RulesSourceError(f"{RULES.name}: no top-level `groups:` line") from None
+        raise RulesSourceError(f"{name}: no top-level `groups:` line") from None
     body = [f"  {line}" if line else "" for line in lines[start:]]
-    return HEADER + "\n".join(body) + "\n"
+    return header + "\n".join(body) + "\n"
+
+
+FLEET_HEADER = (
+    HEADER.replace("config/monitoring/alert-rules.yaml", "config/monitoring/fleet-rules.yaml")
+    .replace("The listener's alert rules", "The fleet recording rules (docs/fleet.md)")
+    .replace("alert-rules.yaml itself", "fleet-rules.yaml itself")
+    .replace("Install it next to podmonitor.yaml", "Install it where the fleet's series meet")
+    .replace("name: arc-capacity-listener\n", "name: arc-capacity-fleet\n")
+)
 
 
 def with_runbook_base(source: str, base: str) -> str:
@@ -174,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             RULES: source,
             PROMETHEUS_RULE: render(source),
             UNIT_TESTS: render_unit_tests(source),
+            FLEET_PROMETHEUS_RULE: render(
+                FLEET_RULES.read_text(encoding="utf-8"), FLEET_HEADER, FLEET_RULES.name
+            ),
         }
     except RulesSourceError as exc:
         print(f"{COMMAND}: {exc}", file=sys.stderr)

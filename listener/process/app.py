@@ -191,6 +191,15 @@ class ListenerApp:
                 lambda: demand.current.queued_jobs,
                 {name: functools.partial(queued_from, name) for name in demand.combined.order},
             )
+            # The fleet key every cluster's rows are joined on (config/monitoring/
+            # fleet-rules.yaml), published whether or not this listener reads the view.
+            self.metrics.set_fleet(
+                capacity.fleet_view.fleet_for(
+                    config.runner_scale_set_name or config.ephemeral_runner_set_name
+                )
+            )
+            if self.side.fleet is not None:
+                self.metrics.watch_fleet_view(self.side.fleet)
 
     # --- run ---------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
+from pydantic import SecretStr
 
 from listener.arc.config import ListenerConfig
 from listener.arc.gate import CapacityGate
@@ -33,6 +34,8 @@ from providers.actions.auth import Credentials
 from providers.actions.session import MessageSession
 from providers.backoff import Backoff
 from providers.demand.build import build_remote_sources
+from providers.fleet.prometheus import PrometheusFleetReader
+from providers.fleet.share import fleet_share_source
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels
 from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
@@ -103,7 +106,17 @@ class CapacitySide:
         self._wake: Callable[[], None] | None = None
         # Demand sources (providers/demand): the statistics source is fed by the listener
         # loop; remote ones attach once the session (our labels) is open.
-        self.demand: ScaleSetDemand = scale_set_demand(capacity, self._wake_reconciler)
+        # With fleetView on, decide sees this cluster's share of the fleet (docs/fleet.md).
+        self.fleet = fleet_share_source(
+            capacity.fleet_view,
+            config.runner_scale_set_name or config.ephemeral_runner_set_name,
+            clock,
+            self._wake_reconciler,
+            metrics.record_fleet_view_error,
+        )
+        self.demand: ScaleSetDemand = scale_set_demand(
+            capacity, self._wake_reconciler, fleet=self.fleet
+        )
 
     def new_part(self, api_client: k8s.ApiClient) -> CapacityAwarePart:
         """The provider, runtime and loop of this process's scale set, not started yet."""
@@ -169,7 +182,36 @@ class CapacitySide:
             tasks.append(self._supervise("hud", lambda: self._poll_hud(session)))
         if {"github", "http"} & set(combined.order):
             tasks.append(self._supervise("demand", lambda: self._poll_remote_demand(session)))
+        if self.fleet is not None:
+            tasks.append(self._supervise("fleet", self._poll_fleet))
         return tasks
+
+    async def _poll_fleet(self) -> None:
+        """The fleet view every ``fleetView.pollInterval`` (providers/fleet)."""
+        fleet, settings = self.fleet, self.capacity.fleet_view
+        if fleet is None or settings.url is None:
+            return
+        token = self.env.get(settings.token_env, "").strip()
+        reader = PrometheusFleetReader(
+            settings.url,
+            fleet.fleet,
+            timeout=settings.timeout,
+            retries=settings.retries,
+            token=SecretStr(token) if token else None,
+            tenant=settings.tenant,
+        )
+        log.info(
+            "fleet view: %s as cluster %s of fleet %s, every %gs (maxAge %gs)",
+            reader.endpoint,
+            fleet.cluster,
+            fleet.fleet,
+            settings.poll_interval,
+            settings.max_age,
+        )
+        try:
+            await fleet.run(reader.read, self.stop, settings.poll_interval)
+        finally:
+            await reader.aclose()
 
     def ready(self) -> bool:
         """The capacity side's part of readiness: started, with a fresh cache."""

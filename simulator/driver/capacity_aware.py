@@ -36,6 +36,7 @@ from listener.process.assembly import (
 )
 from providers.demand import FailureMode
 from providers.demand.statistics import refresh_tick
+from providers.fleet.share import FleetShareSource
 from providers.kubernetes.hook_template import HookTemplateError, read_hook_template
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, runner_pod_template
 from providers.kubernetes.scale_set import ScaleSetTarget
@@ -46,12 +47,14 @@ from reconciler.reconciler import Reconciler
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
 from reconciler.subscribers import notify_subscribers
+from simulator.driver.fleet_store import FleetStore, MemberSample
 from simulator.driver.step_log import StepLog
 from simulator.driver.store_snapshots import StoreSnapshots
 from simulator.driver.store_view import StoreCacheView, StorePlaceholderWriter
 from simulator.engine.loop import Timer
 from simulator.scenarios.strategies import CAPACITY_AWARE, ScaleSetContext, Strategy
 from simulator.workload.hud import HudUnavailable
+from state_machine.states import PairState
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,7 @@ class CapacityAwareDriver:
         *,
         use_fit: bool,
         fit_refresh: float,
+        fleet_store: FleetStore | None = None,
     ) -> None:
         self.ctx = ctx
         self.settings = settings
@@ -130,7 +134,25 @@ class CapacityAwareDriver:
         self.hud_demand = Demand(queued_jobs=None, error="HUD not polled yet", source="hud")
         #: The listener's demand (providers/demand/combine.py) over the same sources; a
         #: restarted process keeps it (the world's statistics and HUD feed go on).
-        self.scale_set_demand: ScaleSetDemand = scale_set_demand(settings, self.lead)
+        #: ``fleetView`` on: the world's shared store and this scale set's share of its
+        #: fleet; the store's ``cluster`` label is the world's name of this cluster.
+        self.fleet_store = fleet_store if settings.fleet_view.enabled else None
+        self.fleet: FleetShareSource | None = None
+        if self.fleet_store is not None:
+            self.fleet = FleetShareSource(
+                cluster=ctx.cluster,
+                fleet=settings.fleet_view.fleet_for(spec.name),
+                max_age=settings.fleet_view.max_age,
+                clock=ctx.loop,
+                on_change=self.lead,
+            )
+        #: What the store's scrapes read (the listener's series): the last step's ledger,
+        #: failing closed, the last pair timeout.
+        self._failing_closed = False
+        self._last_timeout: float | None = None
+        self.scale_set_demand: ScaleSetDemand = scale_set_demand(
+            settings, self.lead, fleet=self.fleet
+        )
         for name in {"hud", "http"} & set(self.sources):
             self.scale_set_demand.combined.attach(_HudFeed(name, self))
         self.snapshots = StoreSnapshots(
@@ -216,7 +238,29 @@ class CapacityAwareDriver:
                 self._refresh_statistics()
         if {"hud", "http"} & set(self.sources):
             self._poll_hud()
+        if self.fleet is not None and self.fleet_store is not None:
+            self.fleet_store.join(ctx.cluster, self.fleet.fleet, self.fleet_sample)
+            self._poll_fleet()
         self._arm()
+
+    def fleet_sample(self) -> MemberSample:
+        """What this listener's series say at a scrape (the fleet rules' inputs)."""
+        stats = self.ctx.listener.latest_statistics or {}
+        assigned = int(stats.get("totalAssignedJobs", 0))
+        recent = self._last_timeout is not None and self.ctx.loop.now() - self._last_timeout < 600
+        return MemberSample(
+            free_slots=max(0, self.ctx.listener.gate.value - assigned),
+            in_flight=self.reconciler.store.count([PairState.REQUESTED, PairState.PARTIAL]),
+            queued=int(stats.get("totalAvailableJobs", 0)),
+            trouble=self._failing_closed or recent,
+        )
+
+    def _poll_fleet(self) -> None:
+        """Every ``fleetView.pollInterval``: read the fleet view from the store (the
+        listener's providers/fleet poller)."""
+        if self.fleet is not None and self.fleet_store is not None:
+            self.fleet.observe(self.fleet_store.query(self.fleet.fleet))
+            self.ctx.loop.call_later(self.settings.fleet_view.poll_interval, self._poll_fleet)
 
     @property
     def demand(self) -> Demand:
@@ -348,6 +392,9 @@ class CapacityAwareDriver:
         """Carry out an output: the subscribers first (placeholder writes), then the capacity
         into the listener's gate (a change may cut its long poll)."""
         notify_subscribers(self.subscribers, output.events, output.commands)
+        self._failing_closed = output.failing_closed
+        if any(e.target is PairState.TIMED_OUT for e in output.events):
+            self._last_timeout = self.ctx.loop.now()
         if output.result is not None:
             self.ctx.listener.set_hot_runners(output.result.hot_runners)
         if output.capacity is not None:
@@ -382,9 +429,14 @@ class CapacityAware(Strategy):
         self.use_fit = use_fit
         self.fit_refresh = fit_refresh
         self.drivers: list[CapacityAwareDriver] = []
+        #: The world's shared metric store (simulator/driver/fleet_store.py), built for the
+        #: first scale set with ``fleetView`` on.
+        self.fleet_store: FleetStore | None = None
 
     def attach(self, ctx: ScaleSetContext) -> None:
         settings = self.per_scale_set.get(ctx.spec.name, self.settings)
+        if settings.fleet_view.enabled and self.fleet_store is None:
+            self.fleet_store = FleetStore(ctx.loop)
         gate = ctx.listener.gate
         gate.cut_rule = PollCut(
             settings.cut_poll_on_drop,
@@ -398,6 +450,7 @@ class CapacityAware(Strategy):
             settings,
             use_fit=self.use_fit,
             fit_refresh=self.fit_refresh,
+            fleet_store=self.fleet_store,
         )
         self.drivers.append(driver)
         ctx.loop.call_soon(driver.start)

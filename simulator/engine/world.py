@@ -279,6 +279,7 @@ class World:
                 hud=self.hud,
                 log=log,
                 rng=self._rng(f"strategy/{strategy}/{spec.name}"),
+                cluster=ss_model.cluster,
             )
             self.strategy.attach(ctx)
             strategies = scenario.strategies

@@ -71,6 +71,8 @@ class ScaleSetContext:
     hud: Hud
     log: EventLog
     rng: random.Random
+    #: The scenario's name of the cluster the scale set runs in (its ``cluster`` label).
+    cluster: str = ""
 
 
 class Strategy:

@@ -64,9 +64,11 @@ class PrometheusServer:
         target: str,
         rules: Path | None,
         scrape_configs: list[dict[str, Any]] | None = None,
+        port: int | None = None,
     ) -> None:
-        """Scrapes ``target`` as job ``arc-listeners``, or with ``scrape_configs`` as given."""
-        self.port = free_port()
+        """Scrapes ``target`` as job ``arc-listeners``, or with ``scrape_configs`` as given;
+        on ``port`` when its URL must be known before it starts (default: a free one)."""
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = workdir / "prometheus.yml"
         jobs = scrape_configs or [

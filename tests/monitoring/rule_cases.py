@@ -128,6 +128,9 @@ HEALTHY_SERIES = [
     series("arc_capacity_actions_errors_total", "0+0.05x180", kind="unauthorized"),
     series("arc_capacity_starved_runners", "0x30 1 1 1 0x147"),  # a workflow pod waits 3 min
     series("arc_capacity_undecodable_messages_total", f"0x{DAY}"),
+    # fleetView on: one read misses at minute 70 (a store restart), fresh otherwise.
+    series("arc_capacity_fleet_view_enabled", f"1x{DAY}"),
+    series("arc_capacity_fleet_view_fresh", "1x69 0 0 1x108"),
 ]
 
 #: Minutes of the healthy day every rule is evaluated at (the burst, the blips, the rest).
@@ -364,6 +367,30 @@ FAILURES = [
         "a runner's workflow pod waits for a node",
         [series("arc_capacity_starved_runners", "1x20")],
         _fires("ArcCapacityStarvedRunners", 9, 11),
+    ),
+    Case(
+        "fleetView on, the store unreachable from minute 5",
+        [
+            series("arc_capacity_fleet_view_enabled", "1x30"),
+            series("arc_capacity_fleet_view_fresh", "1x4 0x25"),
+        ],
+        _fires("ArcCapacityFleetViewStale", 14, 16),
+    ),
+    Case(
+        "fleetView on, one missed read in a row of fresh ones: silent",
+        [
+            series("arc_capacity_fleet_view_enabled", "1x30"),
+            series("arc_capacity_fleet_view_fresh", "1x9 0 0 1x18"),
+        ],
+        [Expect(20, "ArcCapacityFleetViewStale")],
+    ),
+    Case(
+        "fleetView off (fresh is 0, as it is never read): silent",
+        [
+            series("arc_capacity_fleet_view_enabled", "0x30"),
+            series("arc_capacity_fleet_view_fresh", "0x30"),
+        ],
+        [Expect(20, "ArcCapacityFleetViewStale")],
     ),
     Case(
         "a message could not be decoded at minute 2",

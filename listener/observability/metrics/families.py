@@ -173,11 +173,13 @@ POLL_CUT_DIRECTIONS = ("drop", "rise")
 _POLL_CUT_ALIASES = {"down": "drop", "decrease": "drop", "up": "rise", "increase": "rise"}
 HUD_ERROR_KINDS = ("timeout", "connect", "http", "decode", "other")
 API_WRITE_VERBS = ("create", "delete", "patch")
-BACKGROUND_TASKS = ("hud", "reconcile", "demand", "statistics", "other")
+BACKGROUND_TASKS = ("hud", "reconcile", "demand", "statistics", "fleet", "other")
 #: ``kind`` of ``arc_capacity_actions_errors_total`` (providers/actions/retry.py failure_kind).
 ACTIONS_ERROR_KINDS = (
     "transport", "throttled", "server", "conflict", "unauthorized", "client", "other",
 )  # fmt: skip
+#: ``kind`` of ``arc_capacity_fleet_view_errors_total`` (providers/fleet/prometheus.py).
+FLEET_ERROR_KINDS = ("timeout", "connect", "http", "decode", "query", "other")
 NEW_PAIR = "new"  # ``from`` label of an insert edge (no source state: a new or adopted record)
 
 _CAP_S = SCALE_SET_LABELS
@@ -314,6 +316,31 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          "1 while this demand source answers, 0 while it fails or has not answered yet.",
          "read at each scrape, one series per configured source (capacity-aware only); "
          "`source` is `statistics`, `hud`, `github` or `http`", ("source",)),
+    _cap("fleet_member", "gauge",
+         "1 while this process owns the scale set's Lease in capacity-aware mode, else 0; "
+         "`fleet` is the key its peers in other clusters share (`fleetView.fleet`, default the "
+         "scale set's name). The fleet recording rules (config/monitoring/fleet-rules.yaml) "
+         "join on it.",
+         "on every Lease acquire and release (capacity-aware only)", ("fleet",)),
+    _cap("fleet_view_enabled", "gauge", "1 while `fleetView.enabled` is set, else 0.",
+         "at start"),
+    _cap("fleet_view_fresh", "gauge",
+         "1 while the fleet view is fresh and this cluster builds for its share of it, 0 "
+         "while it acts alone (view off, not read yet, unreachable or older than "
+         "`fleetView.maxAge`).",
+         "read at each scrape (with `fleetView` on)"),
+    _cap("fleet_view_age_seconds", "gauge",
+         "Age of this cluster's own row in the fleet view (scrape + rule evaluation + the "
+         "store's delay + the poll); NaN while there is none.",
+         "read at each scrape (with `fleetView` on)"),
+    _cap("fleet_share", "gauge",
+         "This cluster's share of the fleet's queued jobs and warm pool (1 while acting "
+         "alone).",
+         "read at each scrape (with `fleetView` on)"),
+    _cap("fleet_view_errors_total", "counter",
+         "Fleet view reads that failed (the listener acts alone while no fresh view is read).",
+         "read at each scrape; `kind` is one of " + ", ".join(f"`{k}`" for k in FLEET_ERROR_KINDS),
+         ("kind",)),
     # Queue metrics ARC's listener does not export (ARC issues #4429/#4431, PR #4430 proposes
     # gha_available_jobs / gha_acquired_jobs): project-prefixed, so a later ARC release with
     # those gha_* names cannot collide with a custom `listenerMetrics` set.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter
 from pydantic import BaseModel
@@ -25,6 +25,7 @@ from listener.observability.metrics.families import (
     API_WRITE_VERBS,
     BACKGROUND_TASKS,
     CAPACITY_FAMILIES,
+    FLEET_ERROR_KINDS,
     HUD_ERROR_KINDS,
     NEW_PAIR,
     POLL_CUT_DIRECTIONS,
@@ -43,6 +44,9 @@ from reconciler.clock import Clock
 from state_machine.events import HotTransitionEvent, TransitionEvent
 from state_machine.hot import HotState
 from state_machine.states import PairState, Role
+
+if TYPE_CHECKING:
+    from providers.fleet.share import FleetShareSource
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +97,8 @@ class PrometheusMetrics:
         self._cap: dict[str, Any] = {
             f.name: _make(f, f.labels, f.buckets, self.registry) for f in CAPACITY_FAMILIES
         }
+        self._owner = False
+        self._fleet: str | None = None
         self._init_capacity_series()
         self.record_static(min_runners, max_runners)
 
@@ -255,6 +261,35 @@ class PrometheusMetrics:
 
     def record_owner(self, owner: bool) -> None:
         self._cap_metric("owner").set(1 if owner else 0)
+        self._owner = owner
+        if self._fleet is not None:
+            self._cap_metric("fleet_member", fleet=self._fleet).set(1 if owner else 0)
+
+    def set_fleet(self, fleet: str) -> None:
+        """Export ``arc_capacity_fleet_member{fleet}``: this scale set's fleet key, 1 while
+        this process owns the Lease (capacity-aware only)."""
+        self._fleet = fleet
+        self._cap_metric("fleet_member", fleet=fleet).set(1 if self._owner else 0)
+
+    def watch_fleet_view(self, source: FleetShareSource) -> None:
+        """The fleet view's freshness, age and share, and its read failures, at each scrape."""
+        self._cap_metric("fleet_view_enabled").set(1)
+        self._cap_metric("fleet_view_fresh").set_function(
+            _safe(lambda: 1.0 if source.share().fresh else 0.0, 0.0)
+        )
+        self._cap_metric("fleet_view_age_seconds").set_function(
+            _safe(lambda: _nan_if_none(source.share().age), math.nan)
+        )
+        self._cap_metric("fleet_share").set_function(
+            _safe(lambda: source.share().share or 1.0, 1.0)
+        )
+        for kind in FLEET_ERROR_KINDS:
+            self._cap_metric("fleet_view_errors_total", kind=kind)
+
+    def record_fleet_view_error(self, kind: str) -> None:
+        """One failed read of the fleet view (``kind`` outside FLEET_ERROR_KINDS: ``other``)."""
+        value = kind if kind in FLEET_ERROR_KINDS else "other"
+        self._cap_metric("fleet_view_errors_total", kind=value).inc()
 
     def record_failing_closed(self, failing: bool) -> None:
         self._cap_metric("failing_closed").set(1 if failing else 0)
@@ -366,7 +401,7 @@ class PrometheusMetrics:
 GaugeReader = Callable[[], float]
 
 
-def _nan_if_none(value: int | None) -> float:
+def _nan_if_none(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
