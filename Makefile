@@ -31,7 +31,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict state_machine reconciler providers listener
+	$(BIN)/mypy --strict state_machine reconciler providers scaleset listener
 	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # Builds the real Dockerfile with buildah on a debootstrap'd base and runs it with podman
@@ -55,7 +55,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict state_machine reconciler providers listener
+	$(BIN)/mypy --strict state_machine reconciler providers scaleset listener
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs

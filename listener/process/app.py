@@ -59,6 +59,7 @@ from listener.observability.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.process.assembly import scale_set_target
 from listener.process.capacity_config import load_capacity_aware
 from listener.process.capacity_side import CapacitySide
+from listener.process.context import ProcessContext
 from listener.process.daemon_executor import DaemonThreadPoolExecutor
 from listener.process.exit_deadline import ExitDeadline, bounded
 from listener.process.startup import (
@@ -134,7 +135,7 @@ class ListenerApp:
         self.config = config
         self.capacity = capacity
         self.env = env
-        self.clock = SystemClock()
+        clock = SystemClock()
         self.instance = new_instance_id()
         self.stop = asyncio.Event()
         #: The scaler's Kubernetes writes: a daemon lane that never holds the exit.
@@ -149,7 +150,7 @@ class ListenerApp:
             ),
             min_runners=config.min_runners,
             max_runners=config.max_runners,
-            clock=self.clock,
+            clock=clock,
             metrics_config=config.metrics,
         )
         self.gate = CapacityGate(
@@ -172,18 +173,19 @@ class ListenerApp:
         #: Reads statistics by session refresh while blind (listener/arc/statistics_refresh.py).
         self.refresher: StatisticsRefresher | None = None
         #: Phase D (capacity-aware only) and the placeholder shutdown; it owns the demand.
-        self.side = CapacitySide(
-            config,
-            capacity,
-            env,
-            clock=self.clock,
+        #: What every part of this process shares (listener/process/context.py).
+        self.ctx = ProcessContext(
+            config=config,
+            settings=capacity,
+            env=env,
+            clock=clock,
             instance=self.instance,
             stop=self.stop,
             gate=self.gate,
             metrics=self.metrics,
             status=self.status,
-            credentials=self.credentials,
         )
+        self.side = CapacitySide(self.ctx, self.credentials)
         self.metrics.watch_readiness(self._ready)
         if capacity.enabled:
             demand, queued_from = self.side.demand, self.side.queued_from

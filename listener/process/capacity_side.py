@@ -2,10 +2,11 @@
 wait, the capacity-aware part, its demand pollers, and deleting this instance's placeholders
 at shutdown.
 
-:class:`CapacitySide` is handed what it uses by the process (listener/process/app.py, whose
-module docstring orders the phases): the configuration, the clock, the stop event, the gate,
-the metrics and the status board; it owns the demand (:func:`~listener.process.assembly.
-scale_set_demand`) and, once started, the part (listener/process/assembly.py).
+:class:`CapacitySide` is handed the process's context (listener/process/context.py; the
+process, listener/process/app.py, orders the phases) and the credentials; it owns the demand
+(:func:`scaleset.demand.scale_set_demand`) and, once started, the part
+(listener/process/assembly.py). A demand source's changed answer reaches the part's loop as
+one ``DEMAND_CHANGED`` trigger.
 """
 
 from __future__ import annotations
@@ -20,13 +21,9 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from listener.arc.config import ListenerConfig
-from listener.arc.gate import CapacityGate
-from listener.arc.loop_ports import ScalerControls
 from listener.arc.statistics_refresh import StatisticsRefresher
-from listener.observability.http import StatusBoard
-from listener.observability.metrics import PrometheusMetrics
-from listener.process.assembly import CapacityAwarePart, ScaleSetDemand, scale_set_demand
+from listener.process.assembly import CapacityAwarePart
+from listener.process.context import ProcessContext
 from listener.process.startup import FatalError, Stopped, blind_at_zero, refuse_to_start
 from listener.process.supervise import supervised
 from providers.actions.auth import Credentials
@@ -42,9 +39,10 @@ from providers.kubernetes.permissions import (
     missing_permissions,
     required_permissions,
 )
-from reconciler.clock import Clock
+from reconciler.controller import DEMAND_CHANGED
 from reconciler.ports import PodRef
-from reconciler.settings import CapacityAwareSettings
+from scaleset.demand import ScaleSetDemand, scale_set_demand
+from scaleset.ports import ScalerControls
 
 log = logging.getLogger("listener")
 
@@ -72,52 +70,24 @@ def owned_by(pod: Mapping[str, Any], *, scale_set: str, instance: str, adopted: 
 class CapacitySide:
     """Phase D and the placeholder shutdown of one listener process (see module doc)."""
 
-    def __init__(
-        self,
-        config: ListenerConfig,
-        capacity: CapacityAwareSettings,
-        env: Mapping[str, str],
-        *,
-        clock: Clock,
-        instance: str,
-        stop: asyncio.Event,
-        gate: CapacityGate,
-        metrics: PrometheusMetrics,
-        status: StatusBoard,
-        credentials: Credentials,
-    ) -> None:
-        self.config = config
-        self.capacity = capacity
-        self.env = env
-        self.clock = clock
-        self.instance = instance
-        self.stop = stop
-        self.gate = gate
-        self.metrics = metrics
-        self.status = status
+    def __init__(self, ctx: ProcessContext, credentials: Credentials) -> None:
+        self.ctx = ctx
+        self.config = ctx.config
+        self.capacity = ctx.settings
+        self.stop = ctx.stop
+        self.metrics = ctx.metrics
         self.credentials = credentials
         #: The provider, runtime and loop, once phase D has started them.
         self.part: CapacityAwarePart | None = None
         self.permissions_pending = False
         self.hud: HudDemandSource | None = None
-        self._wake: Callable[[], None] | None = None
         # Demand sources (providers/demand): the statistics source is fed by the listener
         # loop; remote ones attach once the session (our labels) is open.
-        self.demand: ScaleSetDemand = scale_set_demand(capacity, self._wake_reconciler)
+        self.demand: ScaleSetDemand = scale_set_demand(ctx.settings, self._demand_changed)
 
     def new_part(self, api_client: k8s.ApiClient) -> CapacityAwarePart:
         """The provider, runtime and loop of this process's scale set, not started yet."""
-        return CapacityAwarePart(
-            api_client,
-            self.config,
-            self.capacity,
-            instance=self.instance,
-            clock=self.clock,
-            gate=self.gate,
-            metrics=self.metrics,
-            status=self.status,
-            demand=self.demand,
-        )
+        return CapacityAwarePart(api_client, self.ctx, self.demand)
 
     async def start(
         self,
@@ -148,10 +118,9 @@ class CapacitySide:
             part.writer.fence = fence
         log.info(
             "capacity-aware: instance %s, placeholders in %s",
-            self.instance,
+            self.ctx.instance,
             part.target.placeholder_namespace,
         )
-        self._wake = reconcile_loop.demand_changed
         tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
         combined = self.demand.combined
         log.info("demand sources: %s (combine: %s)", combined.name, combined.policy)
@@ -241,7 +210,7 @@ class CapacitySide:
         """Queued jobs for our labels every ``hud.pollInterval`` (``HudDemandSource`` logs an
         outage once and falls back). Labels come from the scale set, once the session is open."""
         hud = self.capacity.hud
-        client = HudClient.from_settings(hud, env=self.env)
+        client = HudClient.from_settings(hud, env=self.ctx.env)
         if client is None:  # not started without hud.url
             return
         try:
@@ -249,7 +218,7 @@ class CapacitySide:
                 client,
                 await self._labels(session),
                 observer=self.metrics,
-                on_change=self._wake_reconciler,
+                on_change=self._demand_changed,
             )
             self.demand.combined.attach(self.hud)
             await self.hud.run(self.stop, hud.poll_interval)
@@ -264,10 +233,10 @@ class CapacitySide:
                 self.demand.combined.order,
                 self.capacity.demand,
                 labels=labels,
-                github=self.config.github_config(self.env),
+                github=self.config.github_config(self.ctx.env),
                 credentials=self.credentials,
-                env=self.env,
-                on_change=self._wake_reconciler,
+                env=self.ctx.env,
+                on_change=self._demand_changed,
             )
         except ValueError as exc:  # e.g. an org-scoped URL without demand.github.repositories
             log.error("demand sources not started: %s; using the others or the floor", exc)
@@ -279,10 +248,10 @@ class CapacitySide:
         finally:
             await remote.aclose()
 
-    def _wake_reconciler(self) -> None:
+    def _demand_changed(self) -> None:
         """A demand source's answer changed: a leading trigger (reconciler/schedule.py)."""
-        if self._wake is not None:
-            self._wake()
+        if self.part is not None:
+            self.part.trigger(DEMAND_CHANGED)
 
     def queued_from(self, source: str) -> int | None:
         """One demand source's latest queued jobs (None while it fails): for the metrics."""
@@ -319,7 +288,7 @@ class CapacitySide:
             if owned_by(
                 pod,
                 scale_set=self.config.ephemeral_runner_set_name,
-                instance=self.instance,
+                instance=self.ctx.instance,
                 adopted=adopted,
             )
         ]
