@@ -39,7 +39,7 @@ def started_part(
 
 @dataclass
 class RecordedControls:
-    """The ``ScalerControls`` port (listener/arc/loop_ports.py) of ARC's scaler, recording
+    """The ``ScalerControls`` port (scaleset/ports.py) of ARC's scaler, recording
     each call in order as ``(method, value)``."""
 
     calls: list[tuple[str, int | bool]] = field(default_factory=list)

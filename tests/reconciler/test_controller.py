@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.controller import NOT_SYNCED_RETRY, ScaleSetController, Work
+from reconciler.controller import NOT_SYNCED_RETRY, ScaleSetController, Trigger, Work
 from reconciler.schedule import Timings
 from reconciler.settings import ReconcilerConfig
 
@@ -52,7 +52,7 @@ def test_the_first_step_is_due_at_once_then_the_periodic_interval() -> None:
 def test_a_change_makes_a_step_due_by_its_kind(leading: bool, due_at: float) -> None:
     c = controller()
     c.step(0.0, snapshot(), stale_for=0.0)
-    c.changed(10.0, leading=leading)
+    c.changed(10.0, Trigger(leading=leading))
     assert c.next_wake(10.0) == due_at
     assert c.due(due_at - 0.01) is None
     assert c.due(due_at) is Work.STEP
@@ -91,7 +91,7 @@ def test_after_an_outage_a_drop_is_compared_with_what_was_really_published() -> 
     c = with_two_ready_pairs()
     c.step(2.0, snapshot(now=2.0, placeholders=READY), stale_for=INTERVAL + 1)
     assert c.published == 0
-    c.changed(3.0, lost=True)
+    c.changed(3.0, Trigger(lost=True))
     one_left = snapshot(now=3.0, placeholders={"i0-1": READY["i0-1"]})
     assert c.check_drop(3.0, one_left, stale_for=0.0).capacity is None
     assert c.published == 0
@@ -99,7 +99,7 @@ def test_after_an_outage_a_drop_is_compared_with_what_was_really_published() -> 
 
 def test_a_lost_placeholder_lowers_capacity_before_the_next_step() -> None:
     c = with_two_ready_pairs()
-    c.changed(2.0, lost=True)
+    c.changed(2.0, Trigger(lost=True))
     assert c.due(2.0) is Work.DROP_CHECK and c.next_wake(2.0) == 2.0
     one_left = snapshot(now=2.0, placeholders={"i0-1": READY["i0-1"]})
     out = c.check_drop(2.0, one_left, stale_for=0.0)
@@ -110,7 +110,7 @@ def test_a_lost_placeholder_lowers_capacity_before_the_next_step() -> None:
 def test_a_drop_check_never_raises_capacity() -> None:
     """Rises wait for a full step, the only path that may grow what GitHub is told."""
     c = with_two_ready_pairs()
-    c.changed(2.0, lost=True)
+    c.changed(2.0, Trigger(lost=True))
     three = {**READY, "i0-3": running_pair("i0-3")}
     assert c.check_drop(2.0, snapshot(now=2.0, placeholders=three), stale_for=0.0).capacity is None
     assert c.published == 2
