@@ -21,5 +21,5 @@ Settings: :mod:`.settings` (with :mod:`.settings_types` and :mod:`.demand_settin
 :mod:`.clock`. Hot slots (idle runners with a workflow placeholder): :mod:`.hot_slots` (the
 pure decisions) and :mod:`.hot_step` (the keeper the step runs). The drivers are
 ``listener/process/reconcile_loop.py`` (asyncio) and ``simulator/driver/capacity_aware.py`` (virtual
-time).
+time); both carry an ``Output`` out with ``scaleset/carry_out.py``.
 """

@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 import random
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from listener.arc.poll_cut import PollCut
 from providers.demand import FailureMode
@@ -47,6 +47,7 @@ from simulator.driver.step_log import StepLog
 from simulator.driver.store_snapshots import StoreSnapshots
 from simulator.driver.store_view import StoreCacheView, StorePlaceholderWriter
 from simulator.engine.loop import Timer
+from simulator.engine.store import Obj
 from simulator.scenarios.strategies import CAPACITY_AWARE, ScaleSetContext, Strategy
 from simulator.workload.hud import HudUnavailable
 
@@ -62,12 +63,23 @@ def _instance_id(rng: random.Random) -> str:
 class DriverHooks:
     """Fault hooks of a :class:`CapacityAwareDriver` (used by :mod:`simulator.faults`).
 
-    ``source`` replaces the cache view each step reads (a stale cache); ``step`` runs each
+    ``source`` replaces the cache view each step reads (a stale cache: its ``stale_for`` says
+    how long its watches have been down); ``step`` runs each
     step (it must call the function it gets; a crash fault raises through it). None: no
     fault. HUD faults use the driver's ``hud_filter``."""
 
-    source: Callable[[StoreCacheView], Any] | None = None
+    source: Callable[[StoreCacheView], CacheView] | None = None
     step: Callable[[Callable[[], None]], None] | None = None
+
+
+class CacheView(Protocol):
+    """What the driver's snapshots read: the store's cache view, or a fault's stale copy."""
+
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Obj]: ...
+
+    def stale_for(self) -> float:
+        """Seconds the watches have been down (0 while fresh)."""
+        ...
 
 
 class _HudFeed:
@@ -292,17 +304,16 @@ class CapacityAwareDriver:
             timer.cancel()
         self._timer = self.ctx.loop.call_at(due, self._step)
 
-    def _source(self) -> StoreCacheView:
+    def _source(self) -> CacheView:
         if self.source is None:
             raise RuntimeError("CapacityAwareDriver stepped before start()")
         if self.hooks.source is not None:
-            return self.hooks.source(self.source)  # type: ignore[no-any-return]
+            return self.hooks.source(self.source)
         return self.source
 
     def _stale_for(self) -> float:
         """How long the cache's watches have been down (a stale-cache fault), else 0."""
-        stale_for = getattr(self._source(), "stale_for", None)
-        return float(stale_for()) if callable(stale_for) else 0.0
+        return self._source().stale_for()
 
     def _snapshot(self, work: Work) -> ClusterSnapshot:
         snapshot = self.runtime.snapshot(work, self.wall.now())
@@ -321,7 +332,7 @@ class CapacityAwareDriver:
         now = self.ctx.loop.now()
         work = self.controller.due(now)
         if work is Work.DROP_CHECK:
-            self.carry_out(
+            self._carry(
                 self.controller.check_drop(
                     now, self._snapshot(Work.DROP_CHECK), stale_for=self._stale_for()
                 )
@@ -330,11 +341,11 @@ class CapacityAwareDriver:
             snapshot = self._snapshot(Work.STEP)
             in_flight_before = self.step_log.in_flight(self)
             output = self.controller.step(now, snapshot, stale_for=self._stale_for())
-            self.carry_out(output)
+            self._carry(output)
             self.step_log.emit(self, snapshot, in_flight_before, output.result)
         self._arm()
 
-    def carry_out(self, output: Output) -> None:
+    def _carry(self, output: Output) -> None:
         """Carry out an output with the listener's own function (scaleset/carry_out.py): the
         subscribers, the capacity into the listener's gate, the scaler target into the gate
         and ARC's scaler. A change of the gate's value may cut the long poll in flight."""
@@ -349,7 +360,7 @@ class CapacityAwareDriver:
 
     def set_capacity(self, capacity: int) -> None:
         """Publish ``capacity`` outside a step (a fault: a dead process advertises 0)."""
-        self.carry_out(Output(capacity))
+        self._carry(Output(capacity))
 
 
 class CapacityAware(Strategy):

@@ -154,6 +154,10 @@ class StoreCacheView:
         if verdict.relevant or verdict.lost or verdict.rise:
             self.on_trigger(Trigger(leading=verdict.rise, lost=verdict.lost))
 
+    def stale_for(self) -> float:
+        """The store's view is never stale (a fault's copy of it may be)."""
+        return 0.0
+
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
         targets = self._targets.get(kind)
         if targets is None:
