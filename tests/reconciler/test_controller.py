@@ -6,9 +6,17 @@ so these read as stories of one scale set with no clock, thread or sleep.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from reconciler.controller import NOT_SYNCED_RETRY, ScaleSetController, Trigger, Work
+from reconciler.controller import (
+    NOT_SYNCED_RETRY,
+    ScalerTarget,
+    ScaleSetController,
+    Trigger,
+    Work,
+)
 from reconciler.schedule import Timings
 from reconciler.settings import ReconcilerConfig
 
@@ -140,3 +148,43 @@ def test_events_and_commands_come_out_for_the_subscribers() -> None:
         ("i0-1", "QUEUED"),
         ("i0-1", "REQUESTED"),
     ]
+
+
+OFF = "EphemeralRunnerSet arc-runners status.phase is Outdated"
+
+
+@pytest.mark.parametrize(
+    ("work", "expected"),
+    [
+        ("step", ScalerTarget(switched_off=False, max_runners=10, hot_runners=0)),
+        ("step switched off", ScalerTarget(switched_off=True, max_runners=0, hot_runners=0)),
+        ("drop check", ScalerTarget(switched_off=False)),
+        ("drop check switched off", ScalerTarget(switched_off=True)),
+        ("failing closed", ScalerTarget(switched_off=False)),
+        ("not synced", None),
+    ],
+)
+def test_the_output_carries_the_scaler_target_and_placement_the_snapshot_saw(
+    work: str, expected: ScalerTarget | None
+) -> None:
+    """Regression: switched-off and the placement were read off the provider after the step
+    (what its last snapshot left there), so the simulator, which has no such provider, never
+    fed them. The Output carries them; the live maxRunners and hot runners only from a step."""
+    c = with_two_ready_pairs()
+    off = OFF if "switched off" in work else None
+    seen = replace(
+        snapshot(now=2.0, placeholders=READY, max_runners=0 if off else 10),
+        switched_off=off,
+        placed_by_hook_template=True,
+    )
+    if work.startswith("step"):
+        out = c.step(INTERVAL + 2.0, seen, stale_for=0.0)
+    elif work.startswith("drop check"):
+        c.changed(2.0, Trigger(lost=True))
+        out = c.check_drop(2.0, seen, stale_for=0.0)
+    elif work == "failing closed":
+        out = c.step(INTERVAL + 2.0, seen, stale_for=INTERVAL + 1)
+    else:
+        out = c.step(INTERVAL + 2.0, None, stale_for=0.0)
+    assert out.scaler == expected
+    assert out.placed_by_hook_template is (None if expected is None else True)
