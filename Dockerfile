@@ -24,6 +24,7 @@ COPY pyproject.toml README.md requirements.lock ./
 COPY state_machine/ state_machine/
 COPY reconciler/ reconciler/
 COPY providers/ providers/
+COPY scaleset/ scaleset/
 COPY listener/ listener/
 # Dependencies come from requirements.lock only: exact versions, every file checked against
 # its sha256 (--require-hashes), so the same lock gives the same image. Then the wheel of this

@@ -32,7 +32,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict state_machine reconciler providers listener
+	$(BIN)/mypy --strict state_machine reconciler providers scaleset listener
 	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # The inner loop: the unit tests of state_machine, reconciler, providers (demand sources
@@ -67,7 +67,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict state_machine reconciler providers listener
+	$(BIN)/mypy --strict state_machine reconciler providers scaleset listener
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs

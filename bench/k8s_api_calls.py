@@ -46,7 +46,8 @@ from reconciler.controller import ScaleSetController
 from reconciler.schedule import Timings
 from reconciler.settings import parse_capacity_aware
 from reconciler.snapshot import Demand
-from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers
+from reconciler.subscribers import PlaceholderSubscriber
+from scaleset.carry_out import Effects, carry_out
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
 
@@ -277,7 +278,7 @@ def main() -> None:
                 output = controller.step(clock.now(), snapshot, stale_for=0.0)
                 if output.error is not None:
                     raise output.error
-                notify_subscribers([subscriber], output.events, output.commands)
+                carry_out(output, Effects([subscriber]))
                 clock.advance(TICK)
             elapsed = time.perf_counter() - started
             cache.wait_until(lambda c: caught_up(c, store), 30)

@@ -23,5 +23,6 @@ reads, no pydantic) and, at the edge, :mod:`.settings` (with :mod:`.settings_typ
 runners with a workflow placeholder): :mod:`.hot_slots` (the pure decisions) and
 :mod:`.hot_step` (the keeper the step runs). The drivers are
 ``listener/process/reconcile_loop.py`` (asyncio) and ``simulator/driver/capacity_aware.py``
-(virtual time).
+(virtual time);
+both carry an ``Output`` out with ``scaleset/carry_out.py``.
 """

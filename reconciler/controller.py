@@ -7,14 +7,14 @@ touches the network or calls a subscriber: time comes in as ``now``, observation
 arguments, and effects go out as an :class:`Output`.
 
 Inputs:
-1. :meth:`~ScaleSetController.changed`: the cache saw a change that decisions read (a
-   debounced trigger), a placeholder that started to count (``leading``: a step at once, see
-   :class:`~reconciler.schedule.Schedule`), or a pod that stopped backing capacity (``lost``:
-   a drop check before the debounce).
-2. :meth:`~ScaleSetController.demand_changed`: a demand source's answer changed (leading).
-3. :meth:`~ScaleSetController.due` at ``now``: which work is due, and
+1. :meth:`~ScaleSetController.changed` with a :class:`Trigger`: the cache saw a change that
+   decisions read (a debounced trigger), a placeholder that started to count or a demand
+   source's answer changed (``leading``: a step at once, see
+   :class:`~reconciler.schedule.Schedule`), or a pod stopped backing capacity (``lost``: a
+   drop check before the debounce).
+2. :meth:`~ScaleSetController.due` at ``now``: which work is due, and
    :meth:`~ScaleSetController.next_wake`: when to ask again.
-4. :meth:`~ScaleSetController.step` / :meth:`~ScaleSetController.check_drop` with the
+3. :meth:`~ScaleSetController.step` / :meth:`~ScaleSetController.check_drop` with the
    snapshot the driver built for that work and how long its watches have been down.
 
 What the controller owns, each in one place:
@@ -27,22 +27,25 @@ What the controller owns, each in one place:
 - the published value, which every one of those paths goes through, so the drop guard never
   compares with a value an outage overwrote.
 
-Effects (:class:`Output`): the step's transition events and commands for the subscribers
-(create, delete, renew placeholders; logs; metrics) and the capacity to publish.
+Effects (:class:`Output`, the only way out of a step): the step's transition events and
+commands for the subscribers (create, delete, renew placeholders; logs; metrics), the capacity
+to publish, what ARC's scaler and the gate follow (:class:`ScalerTarget`) and the placement
+fact the snapshot carried. One function carries an Output out, for every driver
+(scaleset/carry_out.py).
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
-from reconciler.capacity import fail_closed_capacity
+from reconciler.capacity import CapacityLedger, fail_closed_capacity
+from reconciler.config import ReconcilerConfig
 from reconciler.ports import Command
 from reconciler.reconciler import Reconciler, StepResult
 from reconciler.schedule import Schedule, Timings
-from reconciler.settings import CapacityAwareSettings, ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
 from state_machine.events import AnyTransition
 
@@ -59,22 +62,43 @@ class Work(Enum):
     DROP_CHECK = "drop-check"
 
 
-def controller_timings(settings: CapacityAwareSettings) -> Timings:
-    """The listener's timings: a stream of watch events delays a step at most five debounces
-    (at least 1 s)."""
-    debounce = settings.watch_debounce
-    return Timings(
-        settings.recalculate_interval,
-        settings.recalculate_jitter,
-        debounce,
-        max(debounce * 5, 1.0),
-    )
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """Why a driver should look again: its one input from watches and demand sources.
+
+    Neither flag: a change decisions read (debounced). ``leading``: a step at once (a
+    placeholder started to count, a demand source's answer changed). ``lost``: a pod stopped
+    backing capacity, or the live maxRunners fell (a drop check before the debounce)."""
+
+    leading: bool = False
+    lost: bool = False
+
+
+#: A change decisions read: the next step after the debounce.
+CHANGED = Trigger()
+#: A demand source's answer changed: a cold job's pair is requested at once.
+DEMAND_CHANGED = Trigger(leading=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ScalerTarget:
+    """What ARC's scaler and the listener's gate follow, as the snapshot of this work saw it."""
+
+    #: ARC switched the scale set off (its runners ``Outdated``): the scaler asks for none.
+    switched_off: bool
+    #: The live maxRunners a step saw (0 is a drain): caps the gate and the scaler's target.
+    #: None outside a step (a drop check, failing closed, a failed step): left as it is.
+    max_runners: int | None = None
+    #: Live hot slots: idle runners the scaler keeps on top of the assigned jobs (None: as
+    #: ``max_runners``).
+    hot_runners: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Output:
-    """The effects of one piece of work, for the driver to carry out in this order: notify
-    the subscribers of ``events`` and ``commands``, then publish ``capacity`` (if not None)."""
+    """The effects of one piece of work, carried out in this order (scaleset/carry_out.py):
+    notify the subscribers of ``events`` and ``commands``, publish ``capacity`` (if not
+    None), then hand ``scaler`` to ARC's scaler and the gate."""
 
     capacity: int | None = None
     result: StepResult | None = None
@@ -82,6 +106,16 @@ class Output:
     failing_closed: bool = False
     #: A step that raised (logged once here; the next due time retries it).
     error: Exception | None = None
+    #: What the scaler and the gate follow (None: this work read no snapshot).
+    scaler: ScalerTarget | None = None
+    #: Whether workflow placeholders are placed by the hook template, as the snapshot said
+    #: (None: unknown, no snapshot or no placeholder builder yet).
+    placed_by_hook_template: bool | None = None
+
+    @property
+    def ledger(self) -> CapacityLedger | None:
+        """The step's ledger (None outside a step)."""
+        return self.result.ledger if self.result is not None else None
 
     @property
     def events(self) -> tuple[AnyTransition, ...]:
@@ -121,15 +155,11 @@ class ScaleSetController:
 
     # --- inputs ----------------------------------------------------------------------------
 
-    def changed(self, now: float, *, leading: bool = False, lost: bool = False) -> None:
-        """The cache saw a change decisions read; ``lost``: a pod stopped backing capacity."""
-        self.schedule.trigger(now, leading=leading)
-        if lost:
+    def changed(self, now: float, trigger: Trigger = CHANGED) -> None:
+        """A watch event decisions read or a demand change (see :class:`Trigger`)."""
+        self.schedule.trigger(now, leading=trigger.leading)
+        if trigger.lost:
             self.drop_pending = True
-
-    def demand_changed(self, now: float) -> None:
-        """A demand source's answer changed: a cold job's pair is requested at once."""
-        self.schedule.trigger(now, leading=True)
 
     def due(self, now: float) -> Work | None:
         if now >= self._step_due_at():
@@ -156,7 +186,10 @@ class ScaleSetController:
         self.drop_pending = False  # a step publishes the ledger anyway
         if self._fail_closed(stale_for):
             self._hold_until = now + NOT_SYNCED_RETRY
-            return Output(self._publish(fail_closed_capacity(snapshot)), failing_closed=True)
+            return _seen(
+                snapshot,
+                Output(self._publish(fail_closed_capacity(snapshot)), failing_closed=True),
+            )
         self._hold_until = float("-inf")
         try:
             # Pair timestamps are wall time (the snapshot's); the schedule may run on another clock.
@@ -164,11 +197,18 @@ class ScaleSetController:
         except Exception as exc:
             self.errors += 1
             log.exception("reconcile step failed; retrying at the next due time")
-            return Output(self._publish(self._confirmed(snapshot)), error=exc)
+            return _seen(snapshot, Output(self._publish(self._confirmed(snapshot)), error=exc))
         finally:
             self.steps += 1
             self.schedule.ran(now)
-        return Output(self._publish(result.ledger.capacity), result)
+        return Output(
+            self._publish(result.ledger.capacity),
+            result,
+            scaler=ScalerTarget(
+                snapshot.switched_off is not None, result.ledger.max_runners, result.hot_runners
+            ),
+            placed_by_hook_template=snapshot.placed_by_hook_template,
+        )
 
     def check_drop(
         self, now: float, snapshot: ClusterSnapshot | None, *, stale_for: float
@@ -176,13 +216,15 @@ class ScaleSetController:
         """Publish the ledger of ``snapshot`` (no fit needed) if it fell below the published
         value; nothing while failing closed (the fail-closed value is already out)."""
         self.drop_pending = False
-        if snapshot is None or self.published is None or self._fail_closed(stale_for):
+        if snapshot is None:
             return Output(failing_closed=self.failing_closed)
+        if self.published is None or self._fail_closed(stale_for):
+            return _seen(snapshot, Output(failing_closed=self.failing_closed))
         capacity = self._confirmed(snapshot)
         if capacity >= self.published:
-            return Output()
+            return _seen(snapshot, Output())
         self.drops += 1
-        return Output(self._publish(capacity))
+        return _seen(snapshot, Output(self._publish(capacity)))
 
     def observation_failed(self, now: float) -> None:
         """The driver could not build the snapshot (an API error): retry at the next due time."""
@@ -211,3 +253,13 @@ class ScaleSetController:
     def _publish(self, capacity: int) -> int:
         self.published = capacity
         return capacity
+
+
+def _seen(snapshot: ClusterSnapshot, output: Output) -> Output:
+    """``output`` with the facts ``snapshot`` carries outside a step: whether ARC switched
+    the set off (the scaler follows at once, a drop check included) and the placement."""
+    return replace(
+        output,
+        scaler=ScalerTarget(snapshot.switched_off is not None),
+        placed_by_hook_template=snapshot.placed_by_hook_template,
+    )

@@ -58,7 +58,6 @@ class StepResult:
     events: tuple[AnyTransition, ...]
     commands: tuple[Command, ...]
     ledger: CapacityLedger
-    subscriber_errors: int = 0
     launch_limited_by: str | None = None
     #: The warm pool size kept this step (fixed, auto estimate or schedule), with its reason.
     warm_pool: WarmPoolSize | None = None

@@ -26,9 +26,10 @@ from pydantic.alias_generators import to_camel
 
 # Re-exported for the modules that still import it from here (listener/process/assembly.py,
 # reconciler/controller.py, tests/reconciler/engine.py); new code imports reconciler.config.
-from reconciler.config import ReconcilerConfig as ReconcilerConfig
+from reconciler.config import ReconcilerConfig
 from reconciler.demand_settings import DemandSettings, HudSettings
 from reconciler.fleet_settings import FleetViewSettings
+from reconciler.schedule import Timings
 from reconciler.settings_types import (
     DoNotDisrupt,
     ImageRef,
@@ -310,6 +311,14 @@ class CapacityAwareSettings(SettingsModel):
         if self.proactive_capacity == "auto":
             return self.warm_pool.min_pairs
         return self.proactive_capacity
+
+    def controller_timings(self) -> Timings:
+        """The controller's schedule: a stream of watch events delays a step at most five
+        debounces (at least 1 s)."""
+        debounce = self.watch_debounce
+        return Timings(
+            self.recalculate_interval, self.recalculate_jitter, debounce, max(debounce * 5, 1.0)
+        )
 
     def reconciler_config(self, scale_set: str) -> ReconcilerConfig:
         return ReconcilerConfig(

@@ -285,6 +285,9 @@ class ClusterSnapshot:
     #: Why ARC switched the scale set off (runners Outdated), None while it is on; while
     #: set, ``max_runners`` is 0 (providers/kubernetes/scale_set.py ``switched_off``).
     switched_off: str | None = None
+    #: Whether workflow placeholders are placed by the hook template's pod spec (False: like
+    #: the runner pod, the template could not be read; None: no placeholder builder yet).
+    placed_by_hook_template: bool | None = None
 
     @property
     def starting_runners(self) -> int:

@@ -353,11 +353,8 @@ def resolve_vault_credentials(
     (``AZURE_AUTHORITY_HOST``)."""
     if not config.uses_vault or config.azure_key_vault is None:
         return config
-    if env is None:
-        # Pending: listener/process/app.py (rewritten on another branch) does not pass its
-        # environment yet; once it does, env becomes required and this read goes.
-        env = os.environ
-    authority = env.get(keyvault.AUTHORITY_HOST_ENV)
+    # None: an empty environment (Azure's default authority); nothing here reads os.environ.
+    authority = (env or {}).get(keyvault.AUTHORITY_HOST_ENV)
     try:
         app = fetch(
             _vault_settings(config.azure_key_vault),

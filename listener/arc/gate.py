@@ -1,7 +1,8 @@
 """The advertised capacity of one listener: what the next long poll sends as
 ``X-ScaleSetMaxCapacity``, and when a change cuts the poll in flight.
 
-:class:`CapacityGate` is the controller's capacity sink (``reconciler.ports.CapacitySink``):
+:class:`CapacityGate` is the controller's capacity sink (``scaleset.ports.CapacityGatePort``,
+the port the one carry-out of scaleset/carry_out.py drives in the listener and the simulator):
 set from any thread, read by the loop on every poll, clamped to ``[0, live maxRunners]`` (the
 hard cap of a drain between two steps). When a change cuts the poll in flight is decided by the
 pure rule in listener/arc/poll_cut.py; the gate only arms and fires asyncio timers as it says.
@@ -20,7 +21,7 @@ from reconciler.max_runners import clamp_max_runners
 class CapacityGate:
     """The advertised capacity: set from any thread, read by the loop on every poll.
 
-    Implements ``reconciler.ports.CapacitySink``. ``value`` is what the next poll will send;
+    Implements ``scaleset.ports.CapacityGatePort``. ``value`` is what the next poll will send;
     ``advertised`` is the header of the latest poll sent. Before the loop binds, changes are
     just stored.
     """

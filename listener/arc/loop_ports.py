@@ -1,6 +1,7 @@
 """What ARC's listener loop (listener/arc/message_loop.py) is handed: its metrics hooks, the
-message session, the scaler and where the scaler's blocking calls run; and what the capacity
-side (listener/process/assembly.py) sets on that same scaler between patches."""
+message session, the scaler and where the scaler's blocking calls run. What a step's output
+sets on that same scaler between patches is a port of the shared runtime
+(scaleset/ports.py ``ScalerControls``), which :class:`listener.arc.scaler.Scaler` implements."""
 
 from __future__ import annotations
 
@@ -76,28 +77,6 @@ class JobScaler(Protocol):
     def handle_job_completed(self, msg: JobCompleted) -> None: ...
 
     def handle_desired_runner_count(self, count: int) -> int: ...
-
-
-class ScalerControls(Protocol):
-    """What the capacity side sets on ARC's scaler (:class:`listener.arc.scaler.Scaler`) after
-    each step, for its next ERS patch to read.
-
-    A port of its own, not part of :class:`JobScaler`: the message loop never calls these (it
-    reads messages and asks for patches), and they are not Kubernetes calls: each is one
-    attribute write, made from the reconcile loop's thread while a patch may be running on
-    the write lane."""
-
-    def set_max_runners(self, max_runners: int) -> None:
-        """The live ``maxRunners`` the step saw (ARS); the scaler clamps its target by it."""
-        ...
-
-    def set_hot_runners(self, hot_runners: int) -> None:
-        """The live hot slots: idle runners the target keeps on top of the assigned jobs."""
-        ...
-
-    def set_switched_off(self, switched_off: bool) -> None:
-        """ARC switched the scale set off (its runners ``Outdated``): ask for no runner."""
-        ...
 
 
 class Writes(Protocol):

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Mapping
@@ -59,7 +58,9 @@ from listener.observability.metrics import PrometheusMetrics, ScaleSetIdentity
 from listener.process.assembly import scale_set_target
 from listener.process.capacity_config import load_capacity_aware
 from listener.process.capacity_side import CapacitySide
+from listener.process.context import ProcessContext
 from listener.process.daemon_executor import DaemonThreadPoolExecutor
+from listener.process.environment import EnvError, ProcessEnv
 from listener.process.exit_deadline import ExitDeadline, bounded
 from listener.process.startup import (
     FatalError,
@@ -85,15 +86,15 @@ CACHE_STOP_TIMEOUT = 0.5
 #: Shutdown budgets (with the 1 s stop grace and the 1 s session delete: under 4.5 s).
 PLACEHOLDERS_BUDGET = 0.75
 RELEASE_BUDGET = 0.75
-#: Seconds a Lease holder is trusted without renewing (client-go's default 15).
-LEASE_DURATION = int(os.environ.get("CAPACITY_AWARE_LEASE_DURATION", "15"))
 
 
-def run_from_environment(env: Mapping[str, str] | None = None) -> int:
-    env = dict(os.environ if env is None else env)
+def run_from_environment(env: Mapping[str, str]) -> int:
+    """``env``: the environment the command line read once at entry
+    (listener/process/environment.py)."""
     try:
+        process_env = ProcessEnv.parse(env)
         path = config_path_from_env(env)
-        config = resolve_vault_credentials(load_listener_config(path), file=path)
+        config = resolve_vault_credentials(load_listener_config(path), file=path, env=env)
         capacity = load_capacity_aware(env)
         version_from_env(env)  # a bad ARC_VERSION is refused here, before anything starts
         debug_pairs_enabled(env)  # and a bad CAPACITY_AWARE_DEBUG_PAIRS
@@ -109,10 +110,11 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
         LoggingConfigError,
         ArcVersionError,
         HttpConfigError,
+        EnvError,
     ) as exc:
         print(f"arc-capacity-listener: {exc}", file=sys.stderr)
         return 1
-    app = ListenerApp(config, capacity, env)
+    app = ListenerApp(config, capacity, process_env)
     try:
         asyncio.run(app.run())
     except Stopped as exc:
@@ -129,12 +131,13 @@ def run_from_environment(env: Mapping[str, str] | None = None) -> int:
 
 class ListenerApp:
     def __init__(
-        self, config: ListenerConfig, capacity: CapacityAwareSettings, env: Mapping[str, str]
+        self, config: ListenerConfig, capacity: CapacityAwareSettings, env: ProcessEnv
     ) -> None:
         self.config = config
         self.capacity = capacity
-        self.env = env
-        self.clock = SystemClock()
+        self.process_env = env
+        self.env = env.variables
+        clock = SystemClock()
         self.instance = new_instance_id()
         self.stop = asyncio.Event()
         #: The scaler's Kubernetes writes: a daemon lane that never holds the exit.
@@ -149,7 +152,7 @@ class ListenerApp:
             ),
             min_runners=config.min_runners,
             max_runners=config.max_runners,
-            clock=self.clock,
+            clock=clock,
             metrics_config=config.metrics,
         )
         self.gate = CapacityGate(
@@ -172,18 +175,19 @@ class ListenerApp:
         #: Reads statistics by session refresh while blind (listener/arc/statistics_refresh.py).
         self.refresher: StatisticsRefresher | None = None
         #: Phase D (capacity-aware only) and the placeholder shutdown; it owns the demand.
-        self.side = CapacitySide(
-            config,
-            capacity,
-            env,
-            clock=self.clock,
+        #: What every part of this process shares (listener/process/context.py).
+        self.ctx = ProcessContext(
+            config=config,
+            settings=capacity,
+            env=self.process_env,
+            clock=clock,
             instance=self.instance,
             stop=self.stop,
             gate=self.gate,
             metrics=self.metrics,
             status=self.status,
-            credentials=self.credentials,
         )
+        self.side = CapacitySide(self.ctx, self.credentials)
         self.metrics.watch_readiness(self._ready)
         if capacity.enabled:
             demand, queued_from = self.side.demand, self.side.queued_from
@@ -228,6 +232,7 @@ class ListenerApp:
             scale_set_id=self.config.runner_scale_set_id,
             root_ca=self.config.server_root_ca,
             on_error=self.metrics.record_actions_error,
+            env=self.env,
         )
         session = MessageSession(client)
         qps, burst = scaler_rate_limit(self.config)
@@ -346,7 +351,7 @@ class ListenerApp:
             namespace=namespace,
             name=lease_name(self.config.ephemeral_runner_set_name),
             identity=identity,
-            timing=LeaseTiming.for_duration(LEASE_DURATION),
+            timing=LeaseTiming.for_duration(self.process_env.lease_duration),
         )
         if not await self.elector.acquire(self.stop):
             return False

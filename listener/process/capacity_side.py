@@ -2,10 +2,11 @@
 wait, the capacity-aware part, its demand pollers, and deleting this instance's placeholders
 at shutdown.
 
-:class:`CapacitySide` is handed what it uses by the process (listener/process/app.py, whose
-module docstring orders the phases): the configuration, the clock, the stop event, the gate,
-the metrics and the status board; it owns the demand (:func:`~listener.process.assembly.
-scale_set_demand`) and, once started, the part (listener/process/assembly.py).
+:class:`CapacitySide` is handed the process's context (listener/process/context.py; the
+process, listener/process/app.py, orders the phases) and the credentials; it owns the demand
+(:func:`scaleset.demand.scale_set_demand`) and, once started, the part
+(listener/process/assembly.py). A demand source's changed answer reaches the part's loop as
+one ``DEMAND_CHANGED`` trigger.
 """
 
 from __future__ import annotations
@@ -13,21 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
 from pydantic import SecretStr
 
-from listener.arc.config import ListenerConfig
-from listener.arc.gate import CapacityGate
-from listener.arc.loop_ports import ScalerControls
 from listener.arc.statistics_refresh import StatisticsRefresher
-from listener.observability.http import StatusBoard
-from listener.observability.metrics import PrometheusMetrics
-from listener.process.assembly import CapacityAwarePart, ScaleSetDemand, scale_set_demand
+from listener.process.assembly import CapacityAwarePart
+from listener.process.context import ProcessContext
 from listener.process.startup import FatalError, Stopped, blind_at_zero, refuse_to_start
 from listener.process.supervise import supervised
 from providers.actions.auth import Credentials
@@ -45,22 +40,21 @@ from providers.kubernetes.permissions import (
     missing_permissions,
     required_permissions,
 )
-from reconciler.clock import Clock
+from reconciler.controller import DEMAND_CHANGED
 from reconciler.ports import PodRef
-from reconciler.settings import CapacityAwareSettings
+from scaleset.demand import ScaleSetDemand, scale_set_demand
+from scaleset.ports import ScalerControls
 
 log = logging.getLogger("listener")
 
 #: Per-request timeout of the placeholder deletes at exit (they run in parallel).
 SHUTDOWN_REQUEST_TIMEOUT = 1.0
-#: How long to wait for the first list of every required kind before giving up.
-CACHE_SYNC_TIMEOUT = float(os.environ.get("CAPACITY_AWARE_SYNC_TIMEOUT", "120"))
 #: How often the HUD poller looks whether the message session (our labels) is open yet.
 SESSION_WAIT_STEP = 0.5
 #: Longest blocking wait between two looks at the stop signal (SIGTERM within 5 s).
 STOP_CHECK = 0.5
-#: Backoff of the start-up permission check (doubling from the first to the max).
-PERMISSION_RETRY_FIRST = float(os.environ.get("CAPACITY_AWARE_PERMISSION_RETRY", "5"))
+#: Backoff of the start-up permission check (doubling from the first, ``ProcessEnv.
+#: permission_retry``, to this).
 PERMISSION_RETRY_MAX = 300.0
 
 
@@ -75,62 +69,36 @@ def owned_by(pod: Mapping[str, Any], *, scale_set: str, instance: str, adopted: 
 class CapacitySide:
     """Phase D and the placeholder shutdown of one listener process (see module doc)."""
 
-    def __init__(
-        self,
-        config: ListenerConfig,
-        capacity: CapacityAwareSettings,
-        env: Mapping[str, str],
-        *,
-        clock: Clock,
-        instance: str,
-        stop: asyncio.Event,
-        gate: CapacityGate,
-        metrics: PrometheusMetrics,
-        status: StatusBoard,
-        credentials: Credentials,
-    ) -> None:
-        self.config = config
-        self.capacity = capacity
-        self.env = env
-        self.clock = clock
-        self.instance = instance
-        self.stop = stop
-        self.gate = gate
-        self.metrics = metrics
-        self.status = status
+    def __init__(self, ctx: ProcessContext, credentials: Credentials) -> None:
+        self.ctx = ctx
+        self.config = ctx.config
+        self.capacity = ctx.settings
+        self.stop = ctx.stop
+        self.metrics = ctx.metrics
         self.credentials = credentials
+        #: The typed variables, parsed (and refused if bad) at the command line's entry.
+        self.process_env = ctx.env
         #: The provider, runtime and loop, once phase D has started them.
         self.part: CapacityAwarePart | None = None
         self.permissions_pending = False
         self.hud: HudDemandSource | None = None
-        self._wake: Callable[[], None] | None = None
         # Demand sources (providers/demand): the statistics source is fed by the listener
         # loop; remote ones attach once the session (our labels) is open.
         # With fleetView on, decide sees this cluster's share of the fleet (docs/fleet.md).
         self.fleet = fleet_share_source(
-            capacity.fleet_view,
-            config.runner_scale_set_name or config.ephemeral_runner_set_name,
-            clock,
-            self._wake_reconciler,
-            metrics.record_fleet_view_error,
+            ctx.settings.fleet_view,
+            ctx.config.runner_scale_set_name or ctx.config.ephemeral_runner_set_name,
+            ctx.clock,
+            self._demand_changed,
+            ctx.metrics.record_fleet_view_error,
         )
         self.demand: ScaleSetDemand = scale_set_demand(
-            capacity, self._wake_reconciler, fleet=self.fleet
+            ctx.settings, self._demand_changed, fleet=self.fleet
         )
 
     def new_part(self, api_client: k8s.ApiClient) -> CapacityAwarePart:
         """The provider, runtime and loop of this process's scale set, not started yet."""
-        return CapacityAwarePart(
-            api_client,
-            self.config,
-            self.capacity,
-            instance=self.instance,
-            clock=self.clock,
-            gate=self.gate,
-            metrics=self.metrics,
-            status=self.status,
-            demand=self.demand,
-        )
+        return CapacityAwarePart(api_client, self.ctx, self.demand)
 
     async def start(
         self,
@@ -151,7 +119,7 @@ class CapacitySide:
         cache = part.provider.cache
         if not await self._wait_synced(cache, check_lease):
             raise FatalError(
-                f"Kubernetes caches not synced after {CACHE_SYNC_TIMEOUT:.0f}s: "
+                f"Kubernetes caches not synced after {self.process_env.sync_timeout:.0f}s: "
                 f"{', '.join(cache.unsynced())}; every permission was granted, so the API "
                 "server is slow or unreachable from this pod"
             )
@@ -161,10 +129,9 @@ class CapacitySide:
             part.writer.fence = fence
         log.info(
             "capacity-aware: instance %s, placeholders in %s",
-            self.instance,
+            self.ctx.instance,
             part.target.placeholder_namespace,
         )
-        self._wake = reconcile_loop.demand_changed
         tasks = [self._supervise("reconcile", lambda: reconcile_loop.run(self.stop))]
         combined = self.demand.combined
         log.info("demand sources: %s (combine: %s)", combined.name, combined.policy)
@@ -191,7 +158,7 @@ class CapacitySide:
         fleet, settings = self.fleet, self.capacity.fleet_view
         if fleet is None or settings.url is None:
             return
-        token = self.env.get(settings.token_env, "").strip()
+        token = self.ctx.env.variables.get(settings.token_env, "").strip()
         reader = PrometheusFleetReader(
             settings.url,
             fleet.fleet,
@@ -225,7 +192,7 @@ class CapacitySide:
         log exactly what is missing, or that the API server cannot be reached; retry with
         backoff. A missing permission is fixed by ``arc-capacity-listener rbac``."""
         needed = required_permissions(sorted(namespaces))
-        backoff = Backoff(PERMISSION_RETRY_FIRST, PERMISSION_RETRY_MAX)
+        backoff = Backoff(self.process_env.permission_retry, PERMISSION_RETRY_MAX)
         retries = 0
         self.permissions_pending = True
         while not self.stop.is_set():
@@ -261,12 +228,12 @@ class CapacitySide:
 
     async def _wait_synced(self, cache: KubeCache, check_lease: Callable[[], None]) -> bool:
         """The first list of every required kind, in short waits so SIGTERM is honoured."""
-        deadline = time.monotonic() + CACHE_SYNC_TIMEOUT
+        deadline = self.ctx.clock.monotonic() + self.process_env.sync_timeout
         while not cache.has_synced:
             check_lease()
             if self.stop.is_set():
                 raise Stopped("waiting for the first Kubernetes cache sync")
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self.ctx.clock.monotonic()
             if remaining <= 0:
                 return False
             await asyncio.to_thread(cache.wait_synced, min(STOP_CHECK, remaining))
@@ -283,7 +250,7 @@ class CapacitySide:
         """Queued jobs for our labels every ``hud.pollInterval`` (``HudDemandSource`` logs an
         outage once and falls back). Labels come from the scale set, once the session is open."""
         hud = self.capacity.hud
-        client = HudClient.from_settings(hud, env=self.env)
+        client = HudClient.from_settings(hud, env=self.ctx.env.variables)
         if client is None:  # not started without hud.url
             return
         try:
@@ -291,7 +258,7 @@ class CapacitySide:
                 client,
                 await self._labels(session),
                 observer=self.metrics,
-                on_change=self._wake_reconciler,
+                on_change=self._demand_changed,
             )
             self.demand.combined.attach(self.hud)
             await self.hud.run(self.stop, hud.poll_interval)
@@ -306,10 +273,10 @@ class CapacitySide:
                 self.demand.combined.order,
                 self.capacity.demand,
                 labels=labels,
-                github=self.config.github_config(self.env),
+                github=self.config.github_config(self.ctx.env.variables),
                 credentials=self.credentials,
-                env=self.env,
-                on_change=self._wake_reconciler,
+                env=self.ctx.env.variables,
+                on_change=self._demand_changed,
             )
         except ValueError as exc:  # e.g. an org-scoped URL without demand.github.repositories
             log.error("demand sources not started: %s; using the others or the floor", exc)
@@ -321,10 +288,10 @@ class CapacitySide:
         finally:
             await remote.aclose()
 
-    def _wake_reconciler(self) -> None:
+    def _demand_changed(self) -> None:
         """A demand source's answer changed: a leading trigger (reconciler/schedule.py)."""
-        if self._wake is not None:
-            self._wake()
+        if self.part is not None:
+            self.part.trigger(DEMAND_CHANGED)
 
     def queued_from(self, source: str) -> int | None:
         """One demand source's latest queued jobs (None while it fails): for the metrics."""
@@ -361,16 +328,16 @@ class CapacitySide:
             if owned_by(
                 pod,
                 scale_set=self.config.ephemeral_runner_set_name,
-                instance=self.instance,
+                instance=self.ctx.instance,
                 adopted=adopted,
             )
         ]
         # Bounded by the writer's per-request timeout; the pod's grace period is 60 s.
         log.info("shutting down: deleting %d placeholder pods", len(ours))
-        started = time.monotonic()
+        started = self.ctx.clock.monotonic()
         writer.delete_pods(ours)
         writer.close()
-        log.info("placeholders deleted in %.1fs", time.monotonic() - started)
+        log.info("placeholders deleted in %.1fs", self.ctx.clock.monotonic() - started)
 
     def close(self, timeout: float) -> None:
         if self.part is not None:

@@ -6,8 +6,12 @@ The controller decides when to act and what to publish; this loop only does what
 2. Ask which work is due; build the snapshot that work needs in a worker thread (a full one
    with the fit estimate for a step, a cheap one for a drop check; None before the caches
    synced) and hand it over with how long the watches have been down.
-3. Carry out the output: notify the subscribers (placeholder writes, logs, metrics), then
-   publish the capacity into the gate.
+3. Carry out the output (scaleset/carry_out.py, the simulator's driver calls the same
+   function): the subscribers (placeholder writes, logs, metrics counters), the capacity into
+   the gate, the scaler target into ARC's scaler and the gate, then the observers (gauges,
+   the status board).
+
+Watches and demand sources reach it through one call, :meth:`ReconcileLoop.trigger`.
 
 Watch callbacks arrive on informer threads; every call into the controller holds one lock,
 so a trigger never interleaves with a step's bookkeeping. A step that raises is logged by the
@@ -19,14 +23,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reconciler.clock import Clock
-from reconciler.controller import Output, ScaleSetController, Work
-from reconciler.ports import CapacitySink, Subscriber
+from reconciler.controller import Output, ScaleSetController, Trigger, Work
 from reconciler.snapshot import ClusterSnapshot
-from reconciler.subscribers import notify_subscribers
+from scaleset.carry_out import Effects, carry_out
 
 log = logging.getLogger(__name__)
 
@@ -51,33 +54,23 @@ class ReconcileLoop:
         self,
         controller: ScaleSetController,
         observation: Observation,
-        subscribers: Sequence[Subscriber],
-        sink: CapacitySink,
+        effects: Effects,
         clock: Clock,
-        *,
-        on_output: Callable[[Output, float, int], None] | None = None,
     ) -> None:
         self.controller = controller
         self.observation = observation
-        self.subscribers = list(subscribers)
-        self.sink = sink
+        #: Where each output goes (scaleset/carry_out.py).
+        self.effects = effects
         self.clock = clock
-        #: Called after every piece of work with its output, duration and subscriber errors.
-        self.on_output = on_output
         self._lock = threading.Lock()
         self._wake: asyncio.Event | None = None
         self._aio: asyncio.AbstractEventLoop | None = None
 
-    def changed(self, *, leading: bool = False, lost: bool = False) -> None:
-        """A watch event decisions read; safe from any thread (informer callbacks)."""
+    def trigger(self, trigger: Trigger) -> None:
+        """A watch event decisions read or a demand change; safe from any thread (informer
+        callbacks, demand pollers)."""
         with self._lock:
-            self.controller.changed(self.clock.now(), leading=leading, lost=lost)
-        self._poke()
-
-    def demand_changed(self) -> None:
-        """A demand source's answer changed; safe from any thread."""
-        with self._lock:
-            self.controller.demand_changed(self.clock.now())
+            self.controller.changed(self.clock.monotonic(), trigger)
         self._poke()
 
     def _poke(self) -> None:
@@ -86,7 +79,7 @@ class ReconcileLoop:
 
     def run_once(self) -> Output | None:
         """The work due now, if any. Blocking (snapshots and subscribers do I/O)."""
-        started = self.clock.now()
+        started = self.clock.monotonic()
         with self._lock:
             work = self.controller.due(started)
         if work is None:
@@ -94,16 +87,12 @@ class ReconcileLoop:
         observe = self.observation
         snapshot = (observe.snapshot if work is Work.STEP else observe.drop_snapshot)(started)
         with self._lock:
-            now = self.clock.now()
+            now = self.clock.monotonic()
             if work is Work.STEP:
                 output = self.controller.step(now, snapshot, stale_for=observe.stale_for())
             else:
                 output = self.controller.check_drop(now, snapshot, stale_for=observe.stale_for())
-        errors = notify_subscribers(self.subscribers, output.events, output.commands)
-        if output.capacity is not None:
-            self.sink.advertise(output.capacity)
-        if self.on_output is not None:
-            self.on_output(output, self.clock.now() - started, errors)
+        carry_out(output, self.effects, started=started)
         return output
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -111,7 +100,7 @@ class ReconcileLoop:
         self._wake = asyncio.Event()
         while not stop.is_set():
             self._wake.clear()  # before reading the wake time: a trigger after this wakes us
-            now = self.clock.now()
+            now = self.clock.monotonic()
             with self._lock:
                 delay = self.controller.next_wake(now) - now
             if delay > 0:
@@ -122,7 +111,7 @@ class ReconcileLoop:
             except Exception:
                 log.exception("reading the cluster failed; retrying at the next due time")
                 with self._lock:
-                    self.controller.observation_failed(self.clock.now())
+                    self.controller.observation_failed(self.clock.monotonic())
 
     async def _sleep(self, stop: asyncio.Event, delay: float) -> None:
         wake = self._wake

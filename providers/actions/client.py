@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -157,10 +156,8 @@ class ActionsClient:
         self.scale_set_id = scale_set_id
         self.user_agent = (user_agent or UserAgent(scale_set_id=scale_set_id)).header()
         self._owns_http = http is None
-        if http is None and env is None:
-            # Pending: listener/process/app.py (rewritten on another branch) does not pass its
-            # environment yet; once it does, env becomes required and this read goes.
-            env = os.environ
+        # ``env`` is the process's environment as read at its start (proxy variables); None
+        # is an empty one: no proxy. Nothing here reads os.environ.
         self.http = http or make_http_client(env=env or {}, root_ca=root_ca)
         self._clock: Clock = clock or SYSTEM_CLOCK
         self._sleep = sleep

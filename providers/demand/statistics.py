@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from providers.actions.models import Statistics
 from providers.demand import FailureMode, OnChange
 from reconciler.snapshot import Demand
 
@@ -117,6 +118,6 @@ class StatisticsDemand:
         if self._on_change is not None:
             self._on_change()
 
-    def observe_statistics(self, stats: object) -> None:
-        """Accept a wire ``Statistics`` model (or anything with ``total_available_jobs``)."""
-        self.observe(int(getattr(stats, "total_available_jobs", 0) or 0))
+    def observe_statistics(self, stats: Statistics) -> None:
+        """Accept a wire ``Statistics`` model (a message's or a session refresh's)."""
+        self.observe(stats.total_available_jobs)

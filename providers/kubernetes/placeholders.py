@@ -177,6 +177,10 @@ class PlaceholderPodBuilder:
                 "resources.requests on the runner container"
             )
         self.runner_placement = _placement(template)
+        #: Workflow halves placed like the hook template's workflow pods (False: like the
+        #: runner pod); snapshots carry it for the ``workflow_placement_from_hook_template``
+        #: gauge.
+        self.placed_by_hook_template = workflow_pod_spec is not None
         self.workflow_placement = (
             _placement(workflow_pod_spec)
             if workflow_pod_spec is not None

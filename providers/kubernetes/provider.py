@@ -113,9 +113,6 @@ class KubernetesProvider:
         self._template: str | None = None
         #: The last snapshot's ``switched_off`` (one log line per change).
         self._switched_off: str | None = None
-        #: Whether the current builder places workflow halves by the hook template (None:
-        #: no builder yet); the ``workflow_placement_from_hook_template`` gauge.
-        self.placed_by_hook_template: bool | None = None
 
     def start(self) -> KubernetesProvider:
         self.cache.start()
@@ -225,7 +222,6 @@ class KubernetesProvider:
             self._template = version
             return builder
         self._current, self._template = builder, version
-        self.placed_by_hook_template = workflow_spec is not None
         if self._writer is not None:
             self._writer.builder = builder
         return builder
@@ -272,6 +268,7 @@ class KubernetesProvider:
             fit=fit,
             launches=launches,
             hot=self.settings.hot_runners != 0,
+            placed_by_hook_template=self._placement_fact(),
         )
         if builder is not None:
             builder.observe(snapshot)
@@ -288,14 +285,15 @@ class KubernetesProvider:
             now=now,
             demand=demand,
             hot=self.settings.hot_runners != 0,
+            placed_by_hook_template=self._placement_fact(),
         )
         self._note_switched_off(snapshot.switched_off)
         return snapshot
 
-    @property
-    def switched_off(self) -> str | None:
-        """Why ARC switched the scale set off, as the last snapshot (step or drop check) saw it."""
-        return self._switched_off
+    def _placement_fact(self) -> bool | None:
+        """Whether the current builder places workflow halves by the hook template (None: no
+        builder yet), for the snapshot to carry."""
+        return self._current.placed_by_hook_template if self._current is not None else None
 
     def _note_switched_off(self, reason: str | None) -> None:
         if reason == self._switched_off:

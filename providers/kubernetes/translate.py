@@ -285,11 +285,13 @@ def build_snapshot(
     launches: LaunchFacts | None = None,
     memo: SnapshotMemo | None = None,
     hot: bool = False,
+    placed_by_hook_template: bool | None = None,
 ) -> ClusterSnapshot:
     """One immutable snapshot of this scale set's slice of the cluster (see module doc).
 
     ``hot``: hot slots are kept (``hotRunners``), so the idle and busy runners are named too
-    (also whenever a hot slot's placeholder is seen: a listener restarted without them)."""
+    (also whenever a hot slot's placeholder is seen: a listener restarted without them).
+    ``placed_by_hook_template``: the placeholder builder's placement, carried as a fact."""
     ers = find_object(source, "EphemeralRunnerSet", target.runner_namespace, target.ers_name)
     scale_set = scale_set_name(ers, target)
     max_runners, min_runners = live_limits(source, target, ers)
@@ -362,4 +364,5 @@ def build_snapshot(
         launches=launches,
         capacity_signals=capacity_signals_from(source, now),
         switched_off=off,
+        placed_by_hook_template=placed_by_hook_template,
     )

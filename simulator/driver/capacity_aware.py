@@ -7,14 +7,16 @@ virtual time (see simulator/scenarios/strategies.py for the three strategies sid
   with asyncio: it owns the schedule, fail-closed, the drop guard and the published value).
   The driver only moves bytes in virtual time: it feeds the controller the cache view's
   changes and the demand the listener's configuration names (statistics from the listener's
-  messages and, while blind, its session refreshes; the HUD feed), builds the snapshot each
-  piece of work needs, runs the subscribers and publishes the output into the listener's
-  gate. Public fault hooks: :class:`DriverHooks`.
+  messages and, while blind, its session refreshes; the HUD feed) as one typed trigger,
+  builds the snapshot each piece of work needs, and carries the output out with the
+  listener's own function (scaleset/carry_out.py): the subscribers, the capacity into the
+  listener's gate, the scaler target into its gate and ARC's scaler. Public fault hooks:
+  :class:`DriverHooks`.
 - The ``reconcile_step`` event each step emits lives in simulator/driver/step_log.py.
 
 The controller, its subscribers and the demand combination are built by the listener's own
-assembly (:func:`listener.process.assembly.assemble_scale_set`); the driver is their ports:
-the simulated store as writer and snapshot source, the loop's virtual time as clock.
+assembly (:func:`scaleset.assembly.assemble_scale_set`); the driver is their ports: the
+simulated store as writer and snapshot source, the loop's virtual time as clock.
 """
 
 from __future__ import annotations
@@ -22,18 +24,11 @@ from __future__ import annotations
 import logging
 import random
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from listener.arc.poll_cut import PollCut
-from listener.process.assembly import (
-    ScaleSetDemand,
-    ScaleSetPorts,
-    ScaleSetRuntime,
-    assemble_scale_set,
-    scale_set_demand,
-)
 from providers.demand import FailureMode
 from providers.demand.statistics import refresh_tick
 from providers.fleet.share import FleetShareSource
@@ -41,17 +36,20 @@ from providers.kubernetes.hook_template import HookTemplateError, read_hook_temp
 from providers.kubernetes.placeholders import PlaceholderPodBuilder, runner_pod_template
 from providers.kubernetes.scale_set import ScaleSetTarget
 from reconciler.clock import Clock
-from reconciler.controller import Output, Work
+from reconciler.controller import CHANGED, DEMAND_CHANGED, Output, Trigger, Work
 from reconciler.ports import PlaceholderWriter
 from reconciler.reconciler import Reconciler
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
-from reconciler.subscribers import notify_subscribers
+from scaleset.assembly import ScaleSetPorts, ScaleSetRuntime, assemble_scale_set
+from scaleset.carry_out import Effects, carry_out
+from scaleset.demand import ScaleSetDemand, scale_set_demand
 from simulator.driver.fleet_store import FleetStore, MemberSample
 from simulator.driver.step_log import StepLog
 from simulator.driver.store_snapshots import StoreSnapshots
 from simulator.driver.store_view import StoreCacheView, StorePlaceholderWriter
 from simulator.engine.loop import Timer
+from simulator.engine.store import Obj
 from simulator.scenarios.strategies import CAPACITY_AWARE, ScaleSetContext, Strategy
 from simulator.workload.hud import HudUnavailable
 from state_machine.states import PairState
@@ -68,12 +66,23 @@ def _instance_id(rng: random.Random) -> str:
 class DriverHooks:
     """Fault hooks of a :class:`CapacityAwareDriver` (used by :mod:`simulator.faults`).
 
-    ``source`` replaces the cache view each step reads (a stale cache); ``step`` runs each
+    ``source`` replaces the cache view each step reads (a stale cache: its ``stale_for`` says
+    how long its watches have been down); ``step`` runs each
     step (it must call the function it gets; a crash fault raises through it). None: no
     fault. HUD faults use the driver's ``hud_filter``."""
 
-    source: Callable[[StoreCacheView], Any] | None = None
+    source: Callable[[StoreCacheView], CacheView] | None = None
     step: Callable[[Callable[[], None]], None] | None = None
+
+
+class CacheView(Protocol):
+    """What the driver's snapshots read: the store's cache view, or a fault's stale copy."""
+
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Obj]: ...
+
+    def stale_for(self) -> float:
+        """Seconds the watches have been down (0 while fresh)."""
+        ...
 
 
 class _HudFeed:
@@ -144,14 +153,14 @@ class CapacityAwareDriver:
                 fleet=settings.fleet_view.fleet_for(spec.name),
                 max_age=settings.fleet_view.max_age,
                 clock=ctx.loop,
-                on_change=self.lead,
+                on_change=self._demand_changed,
             )
         #: What the store's scrapes read (the listener's series): the last step's ledger,
         #: failing closed, the last pair timeout.
         self._failing_closed = False
         self._last_timeout: float | None = None
         self.scale_set_demand: ScaleSetDemand = scale_set_demand(
-            settings, self.lead, fleet=self.fleet
+            settings, self._demand_changed, fleet=self.fleet
         )
         for name in {"hud", "http"} & set(self.sources):
             self.scale_set_demand.combined.attach(_HudFeed(name, self))
@@ -193,8 +202,8 @@ class CapacityAwareDriver:
         return builder, StorePlaceholderWriter(self.ctx.store, builder)
 
     def _assemble(self, instance: str, writer: PlaceholderWriter, clock: Clock) -> None:
-        """A listener process's runtime (listener/process/assembly.py) over this driver's
-        ports: the controller and the subscribers this driver carries out."""
+        """A listener process's runtime (scaleset/assembly.py) over this driver's ports: the
+        controller and the subscribers this driver carries out."""
         self.runtime: ScaleSetRuntime = assemble_scale_set(
             self.settings,
             ScaleSetPorts(
@@ -227,9 +236,7 @@ class CapacityAwareDriver:
 
     def start(self) -> None:
         ctx = self.ctx
-        self.source = StoreCacheView(
-            ctx.store, ctx.router, self.target, self.trigger, on_lost=self._lost, on_rise=self.lead
-        )
+        self.source = StoreCacheView(ctx.store, ctx.router, self.target, self.trigger)
         if "statistics" in self.sources:
             ctx.listener.statistics_observers.append(
                 lambda stats: self.scale_set_demand.statistics.observe(stats["totalAvailableJobs"])
@@ -270,21 +277,16 @@ class CapacityAwareDriver:
 
     # --- inputs to the controller ---------------------------------------------------------
 
-    def trigger(self) -> None:
-        """A change the reconciler's decisions read (debounced)."""
-        self.controller.changed(self.ctx.loop.now())
+    def trigger(self, trigger: Trigger = CHANGED) -> None:
+        """The driver's one input, as in the production listener (reconciler/controller.py
+        ``Trigger``): a change the decisions read (debounced), a leading one (a demand
+        source's answer changed, a placeholder turned Running: providers/kubernetes/rises.py)
+        or a loss (a drop check before the debounce)."""
+        self.controller.changed(self.ctx.loop.now(), trigger)
         self._arm()
 
-    def lead(self) -> None:
-        """A leading trigger, as in the production listener: a demand source's answer
-        changed, or a placeholder turned Running (providers/kubernetes/rises.py)."""
-        self.controller.changed(self.ctx.loop.now(), leading=True)
-        self._arm()
-
-    def _lost(self) -> None:
-        """A pod that backed capacity stopped backing it: a drop check before the debounce."""
-        self.controller.changed(self.ctx.loop.now(), lost=True)
-        self._arm()
+    def _demand_changed(self) -> None:
+        self.trigger(DEMAND_CHANGED)
 
     def pause(self) -> None:
         """Stop stepping (a crashed listener process) until :meth:`resume`."""
@@ -330,7 +332,7 @@ class CapacityAwareDriver:
         # PolledDemand does): the combination dates a polled answer by its identity.
         changed, self.hud_demand = demand != self.hud_demand, demand
         if changed:
-            self.lead()
+            self.trigger(DEMAND_CHANGED)
         ctx.loop.call_later(self.settings.hud.poll_interval, self._poll_hud)
 
     # --- the controller's work --------------------------------------------------------------
@@ -346,17 +348,16 @@ class CapacityAwareDriver:
             timer.cancel()
         self._timer = self.ctx.loop.call_at(due, self._step)
 
-    def _source(self) -> StoreCacheView:
+    def _source(self) -> CacheView:
         if self.source is None:
             raise RuntimeError("CapacityAwareDriver stepped before start()")
         if self.hooks.source is not None:
-            return self.hooks.source(self.source)  # type: ignore[no-any-return]
+            return self.hooks.source(self.source)
         return self.source
 
     def _stale_for(self) -> float:
         """How long the cache's watches have been down (a stale-cache fault), else 0."""
-        stale_for = getattr(self._source(), "stale_for", None)
-        return float(stale_for()) if callable(stale_for) else 0.0
+        return self._source().stale_for()
 
     def _snapshot(self, work: Work) -> ClusterSnapshot:
         snapshot = self.runtime.snapshot(work, self.wall.now())
@@ -375,7 +376,7 @@ class CapacityAwareDriver:
         now = self.ctx.loop.now()
         work = self.controller.due(now)
         if work is Work.DROP_CHECK:
-            self.publish(
+            self._carry(
                 self.controller.check_drop(
                     now, self._snapshot(Work.DROP_CHECK), stale_for=self._stale_for()
                 )
@@ -384,28 +385,29 @@ class CapacityAwareDriver:
             snapshot = self._snapshot(Work.STEP)
             in_flight_before = self.step_log.in_flight(self)
             output = self.controller.step(now, snapshot, stale_for=self._stale_for())
-            self.publish(output)
+            self._carry(output)
             self.step_log.emit(self, snapshot, in_flight_before, output.result)
         self._arm()
 
-    def publish(self, output: Output) -> None:
-        """Carry out an output: the subscribers first (placeholder writes), then the capacity
-        into the listener's gate (a change may cut its long poll)."""
-        notify_subscribers(self.subscribers, output.events, output.commands)
+    def _carry(self, output: Output) -> None:
+        """Carry out an output with the listener's own function (scaleset/carry_out.py): the
+        subscribers, the capacity into the listener's gate, the scaler target into the gate
+        and ARC's scaler. A change of the gate's value may cut the long poll in flight."""
         self._failing_closed = output.failing_closed
         if any(e.target is PairState.TIMED_OUT for e in output.events):
             self._last_timeout = self.ctx.loop.now()
-        if output.result is not None:
-            self.ctx.listener.set_hot_runners(output.result.hot_runners)
-        if output.capacity is not None:
-            self.set_capacity(output.capacity)
+        listener = self.ctx.listener
+        before = listener.gate.value
+        carry_out(
+            output,
+            Effects(self.subscribers, gate=listener.gate, scaler=listener.scaler_controls),
+        )
+        if listener.gate.value != before:
+            listener.capacity_changed()
 
     def set_capacity(self, capacity: int) -> None:
-        gate = self.ctx.listener.gate
-        before = gate.value
-        gate.advertise(capacity)
-        if gate.value != before:
-            self.ctx.listener.capacity_changed()
+        """Publish ``capacity`` outside a step (a fault: a dead process advertises 0)."""
+        self._carry(Output(capacity))
 
 
 class CapacityAware(Strategy):

@@ -9,10 +9,15 @@ decides nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from reconciler.reconciler import StepResult
+from reconciler.snapshot import ClusterSnapshot
 from simulator.engine.eventlog import EventLog
 from state_machine.states import PairState
+
+if TYPE_CHECKING:  # the driver imports this module
+    from simulator.driver.capacity_aware import CapacityAwareDriver
 
 
 def launch_limit(
@@ -65,16 +70,16 @@ class StepLog:
         self._last: tuple[Any, ...] | None = None
 
     @staticmethod
-    def in_flight(driver: Any) -> int:
+    def in_flight(driver: CapacityAwareDriver) -> int:
         counts: Mapping[PairState, int] = driver.reconciler.store.counts()
         return counts.get(PairState.REQUESTED, 0) + counts.get(PairState.PARTIAL, 0)
 
     def emit(
         self,
-        driver: Any,
-        snapshot: Any,
+        driver: CapacityAwareDriver,
+        snapshot: ClusterSnapshot,
         in_flight_before: int,
-        result: Any = None,
+        result: StepResult | None = None,
     ) -> None:
         """``result``: the step's StepResult; its ``launch_limited_by`` (the reconciler's own
         answer) wins over the inference of :func:`launch_limit` when it names a limit."""
@@ -91,15 +96,14 @@ class StepLog:
             queued_pairs=queued,
             in_flight_before=in_flight_before,
             fit_new_pairs=fit.new_pairs if fit is not None else None,
-            max_in_flight=getattr(config, "max_pairs_in_flight", None),
-            max_per_step=getattr(config, "max_requests_per_step", None),
-            wanted=getattr(config, "proactive_capacity", 0)
-            + max(0, demand if demand is not None else 0),
+            max_in_flight=config.max_pairs_in_flight,
+            max_per_step=config.max_requests_per_step,
+            wanted=config.proactive_capacity + max(0, demand if demand is not None else 0),
             headroom=headroom,
         )
-        reported = getattr(result, "launch_limited_by", None)
+        reported = result.launch_limited_by if result is not None else None
         if reported is not None:
-            limited_by = str(reported)
+            limited_by = reported
         fields = (
             queued + in_flight + ready,
             queued,

@@ -1,5 +1,5 @@
 """The simulated store's view as a scale set's snapshot port (``SnapshotPort`` of
-listener/process/assembly.py): the listener provider's own translation
+scaleset/ports.py): the listener provider's own translation
 (providers/kubernetes/translate.py), with the fit estimate of the current process's
 placeholder builder (providers/kubernetes/placement.py)."""
 
@@ -73,4 +73,5 @@ class StoreSnapshots:
             launches=launches,
             memo=self._memo,
             hot=self.hot,
+            placed_by_hook_template=self.builder().placed_by_hook_template,
         )

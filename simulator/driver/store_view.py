@@ -18,6 +18,7 @@ from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expi
 from providers.kubernetes.relevance import Facts, judge
 from providers.kubernetes.scale_set import ScaleSetTarget
 from providers.kubernetes.watch_targets import WatchTarget, default_targets
+from reconciler.controller import Trigger
 from reconciler.ports import PairSpec, PodRef
 from simulator.engine.store import AlreadyExists, Conflict, Invalid, NotFound, Obj, ObjectStore
 from simulator.workload.pods import (
@@ -89,10 +90,11 @@ class StoreCacheView:
     reads a real one.
 
     Every store event of a watched object is judged by the production cache's own rule
-    (``providers.kubernetes.relevance.judge``): ``on_change`` for a change decisions read,
-    ``on_rise`` for a placeholder that started to count, ``on_lost`` for a pod that stopped
-    backing capacity. The production cache keeps the previous object to judge against; the
-    store mutates its objects in place, so this view keeps the previous *facts* instead.
+    (``providers.kubernetes.relevance.judge``) and reaches the driver as one
+    :class:`~reconciler.controller.Trigger`: ``leading`` for a placeholder that started to
+    count, ``lost`` for a pod that stopped backing capacity. The production cache keeps the
+    previous object to judge against; the store mutates its objects in place, so this view
+    keeps the previous *facts* instead.
     """
 
     def __init__(
@@ -100,17 +102,11 @@ class StoreCacheView:
         store: ObjectStore,
         router: PodRouter,
         target: ScaleSetTarget,
-        on_change: Callable[[], None],
-        on_lost: Callable[[], None] | None = None,
-        on_rise: Callable[[], None] | None = None,
+        on_trigger: Callable[[Trigger], None],
     ) -> None:
         self.store = store
         self.target = target
-        self.on_change = on_change
-        #: Called when a pod that backed capacity stops backing it (fast drop path).
-        self.on_lost = on_lost
-        #: Called for a pod event that can raise capacity (providers/kubernetes/rises.py).
-        self.on_rise = on_rise
+        self.on_trigger = on_trigger
         self._targets: dict[str, list[WatchTarget]] = {}
         for watched in default_targets(target):
             self._targets.setdefault(watched.kind, []).append(watched)
@@ -153,12 +149,14 @@ class StoreCacheView:
             self._facts.pop(full_key, None)
         else:
             self._facts[full_key] = after
-        if verdict.lost and self.on_lost is not None:
-            self.on_lost()
-        if verdict.rise and self.on_rise is not None:
-            self.on_rise()
-        if verdict.relevant:
-            self.on_change()
+        # A loss or a rise wakes the driver even when the facts the decisions read did not
+        # change (the judge's ``relevant``), as this view always has.
+        if verdict.relevant or verdict.lost or verdict.rise:
+            self.on_trigger(Trigger(leading=verdict.rise, lost=verdict.lost))
+
+    def stale_for(self) -> float:
+        """The store's view is never stale (a fault's copy of it may be)."""
+        return 0.0
 
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
         targets = self._targets.get(kind)

@@ -286,7 +286,7 @@ class WorldChaos:
     def _second_start(self, fault: Fault) -> None:
         """A second listener pod for the same scale set (a rolling update, a stuck pod): its
         session is refused (409) so it advertises nothing, but its reconciler runs."""
-        from listener.process.assembly import ScaleSetPorts, assemble_scale_set
+        from scaleset.assembly import ScaleSetPorts, assemble_scale_set
 
         for driver in self.drivers:
             instance = "".join(self.rng.choice("abcdefghij0123456789") for _ in range(5))

@@ -96,12 +96,13 @@ class _SecondListener:
 
     def _step(self) -> None:
         from providers.kubernetes.translate import build_snapshot
-        from reconciler.subscribers import notify_subscribers
+        from scaleset.carry_out import Effects, carry_out
 
         loop = self.driver.ctx.loop
         snapshot = build_snapshot(
             self.driver.source, self.driver.target, now=loop.now(), demand=self.driver.demand
         )
         output = self.controller.step(loop.now(), snapshot, stale_for=0.0)
-        notify_subscribers(self.subscribers, output.events, output.commands)
+        # Its session was refused: no gate and no scaler follow it, only its subscribers.
+        carry_out(output, Effects(self.subscribers))
         self._timer = loop.call_later(self.interval, self._step)

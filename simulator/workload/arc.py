@@ -39,7 +39,8 @@ and runner state in :mod:`.arc_spec`):
 behaviour; every ARC object carries the chart version in ``app.kubernetes.io/version``, as
 ARC copies it from the AutoscalingRunnerSet.
 
-Simplifications (on purpose): no JIT secret objects, no ERS/ARS status updates, no runner
+Simplifications (on purpose): no JIT secret objects, no ERS/ARS status updates but the
+``Outdated`` phase of a switched-off set (:meth:`ArcScaleSet.switch_off`), no runner
 pod restarts (a runner that lost its pod is deleted and the ERS controller replaces it when
 ``replicas`` asks for it), EphemeralRunners carry no finalizers.
 """
@@ -173,6 +174,28 @@ class ArcScaleSet:
             obj["spec"]["maxRunners"] = max_runners
 
         self.store.mutate("AutoscalingRunnerSet", self.namespace, self.ers_name, change)
+
+    def switch_off(self, off: bool = True) -> None:
+        """ARC switches the scale set off (``off``) or back on: a runner pod exited 7 (the
+        Actions service rejected the runner), so ARC marks the EphemeralRunnerSet and, from
+        0.15 (#4652), the AutoscalingRunnerSet ``status.phase: Outdated``
+        (providers/kubernetes/scale_set.py ``switched_off`` reads it); back on, the phase
+        clears. Only the phases are modelled: ARC's own stop of the listener and its pin of
+        the replicas are left to the scenario."""
+        phase = "Outdated" if off else None
+        kinds = ["EphemeralRunnerSet"]
+        if self.version is ArcVersion.V0_15:
+            kinds.append("AutoscalingRunnerSet")
+
+        def change(obj: Obj) -> None:
+            status = obj.setdefault("status", {})
+            if phase is None:
+                status.pop("phase", None)
+            else:
+                status["phase"] = phase
+
+        for kind in kinds:
+            self.store.mutate(kind, self.namespace, self.ers_name, change)
 
     # --- ERS controller ----------------------------------------------------------------------
 

@@ -101,6 +101,30 @@ class StoreScalerWriter:
         self.patches += 1
 
 
+class CurrentScaler:
+    """``scaleset.ports.ScalerControls`` of the listener's current scaler (a restart builds a
+    new one): what a capacity-aware step's output sets on it, through the same carry-out as
+    the production listener (scaleset/carry_out.py). The hot runners and switched-off are
+    kept for a restarted scaler; its maxRunners is the restart's own."""
+
+    def __init__(self, model: ListenerModel) -> None:
+        self.model = model
+
+    def set_max_runners(self, max_runners: int) -> None:
+        self.model.scaler.set_max_runners(max_runners)
+
+    def set_hot_runners(self, hot_runners: int) -> None:
+        """The reconciler's live hot slots: the scaler's next ERS patch keeps that many idle
+        runners (it patches after each poll)."""
+        self.model.hot_runners = hot_runners
+        self.model.scaler.set_hot_runners(hot_runners)
+
+    def set_switched_off(self, switched_off: bool) -> None:
+        """ARC switched the set off: the scaler's next ERS patch asks for no runner."""
+        self.model.switched_off = switched_off
+        self.model.scaler.set_switched_off(switched_off)
+
+
 class ListenerModel:
     def __init__(
         self,
@@ -130,7 +154,11 @@ class ListenerModel:
         self.writer = StoreScalerWriter(store)
         #: Idle runners kept for hot slots (the reconciler's count; docs/design.md#hot-runners).
         self.hot_runners = 0
+        #: ARC switched the scale set off, as the capacity side last saw it.
+        self.switched_off = False
         self.scaler = self._scaler()
+        #: What a capacity-aware step's output sets on the scaler (scaleset/ports.py).
+        self.scaler_controls = CurrentScaler(self)
         #: X-ScaleSetMaxCapacity source. Without a reconciler nobody sets it, so it reads the
         #: live maxRunners: stock ARC's static capacity.
         self.gate = gate or CapacityGate(max_runners, cut_on_drop=False, cut_on_rise=False)
@@ -187,13 +215,8 @@ class ListenerModel:
             arc_version=self.arc_version,
         )
         scaler.set_hot_runners(self.hot_runners)
+        scaler.set_switched_off(self.switched_off)
         return scaler
-
-    def set_hot_runners(self, hot_runners: int) -> None:
-        """The reconciler's live hot slots: the scaler's next ERS patch keeps that many idle
-        runners (as the production listener's scaler; it patches after each poll)."""
-        self.hot_runners = hot_runners
-        self.scaler.set_hot_runners(hot_runners)
 
     def start(self) -> None:
         self.scale_set.wake = self._wake

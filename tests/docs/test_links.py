@@ -26,7 +26,7 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"", re.IGNORECASE)
 #: ``docs/design.md#<section>`` or ``docs/protocol.md#<section>`` anywhere in code, config or tests.
 _CITATION = re.compile(r"docs/(design|protocol)\.md#([A-Za-z0-9_-]+)")
-_CODE_DIRS = ("bench", "config", "listener", "providers", "reconciler", "simulator")
+_CODE_DIRS = ("bench", "config", "listener", "providers", "reconciler", "scaleset", "simulator")
 _CODE_DIRS += ("state_machine", "tests", "tools", "tuning")
 _CODE_SUFFIXES = {".py", ".yaml", ".yml", ".json", ".toml", ".md", ".txt", ".cfg"}
 

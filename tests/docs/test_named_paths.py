@@ -26,7 +26,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"
-PRODUCT = ("state_machine", "reconciler", "providers", "listener", "simulator", "tuning")
+PRODUCT = (
+    "state_machine",
+    "reconciler",
+    "providers",
+    "scaleset",
+    "listener",
+    "simulator",
+    "tuning",
+)
 TOP_DIRS = (*PRODUCT, "config", "bench", "tools", "tests", "docs")
 
 _BACKTICKED = re.compile(r"``?([^`\s]+)``?")

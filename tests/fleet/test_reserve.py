@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from reconciler.clock import ManualClock
-from reconciler.settings import ReconcilerConfig
+from reconciler.config import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot, Demand
 from state_machine.events import TransitionEvent
 from tests.reconciler.builders import INSTANCE, SCALE_SET, running_pair, snapshot

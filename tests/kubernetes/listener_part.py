@@ -12,6 +12,7 @@ from kubernetes import client
 from listener.arc.config import parse_listener_config
 from listener.process.app import ListenerApp
 from listener.process.assembly import CapacityAwarePart
+from listener.process.environment import ProcessEnv
 from reconciler.settings import parse_capacity_aware
 from tests.kubernetes import objects as o
 
@@ -32,14 +33,14 @@ def started_part(
         }
     )
     capacity = parse_capacity_aware(capacity_block, where="test")
-    app = ListenerApp(config, capacity, {})
+    app = ListenerApp(config, capacity, ProcessEnv.parse({}))
     part = app.side.new_part(api).start()
     return app, part
 
 
 @dataclass
 class RecordedControls:
-    """The ``ScalerControls`` port (listener/arc/loop_ports.py) of ARC's scaler, recording
+    """The ``ScalerControls`` port (scaleset/ports.py) of ARC's scaler, recording
     each call in order as ``(method, value)``."""
 
     calls: list[tuple[str, int | bool]] = field(default_factory=list)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from reconciler.controller import Output
+from reconciler.controller import Output, ScalerTarget
+from scaleset.carry_out import carry_out
 from tests.kubernetes import objects as o
 from tests.kubernetes.listener_part import RecordedControls, started_part
 from tests.ship.test_metrics import value
@@ -23,14 +24,13 @@ def test_failing_closed_sets_the_gauge_and_the_advertised_value_and_recovery_cle
         assert part.provider.cache.wait_synced(WAIT)
         scaler = RecordedControls()
         loop = part.build(scaler)
-        assert loop.on_output is not None
         app.metrics.record_advertised(4)  # the last step's value
-        app.gate.advertise(0)  # what the loop publishes before telling us
-        loop.on_output(Output(capacity=0, failing_closed=True), 0.0, 0)
+        on = ScalerTarget(switched_off=False)  # what a snapshot outside a step carries
+        carry_out(Output(capacity=0, failing_closed=True, scaler=on), loop.effects)
         assert value(app.metrics, "arc_capacity_failing_closed", name=o.ERS) == 1
         assert value(app.metrics, "arc_capacity_advertised", name=o.ERS) == 0
 
-        loop.on_output(Output(failing_closed=False), 0.0, 0)
+        carry_out(Output(failing_closed=False, scaler=on), loop.effects)
         assert value(app.metrics, "arc_capacity_failing_closed", name=o.ERS) == 0
         # No step result: ARC's scaler only hears that the set is on, no maxRunners or hot runners.
         assert scaler.calls == [("set_switched_off", False)] * 2

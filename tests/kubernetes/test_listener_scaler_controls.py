@@ -1,5 +1,6 @@
 """Each step of the listener's capacity side tells ARC's scaler what its next ERS patch reads
-(CapacityAwarePart.build's on_output, the ``ScalerControls`` port), over the Kubernetes face."""
+(the step's Output carried out by scaleset/carry_out.py to the ``ScalerControls`` port),
+over the Kubernetes face."""
 
 from __future__ import annotations
 

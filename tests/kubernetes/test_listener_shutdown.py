@@ -83,7 +83,7 @@ def test_shutdown_deletes_the_hot_placeholders_it_adopted(
         part.build(RecordedControls())
         runtime = part.runtime
         assert runtime is not None
-        now = app.side.clock.now()
+        now = app.ctx.clock.now()
         output = runtime.controller.step(now, runtime.snapshot(Work.STEP, now), stale_for=0.0)
         assert output.result is not None and output.result.hot is not None
         assert len(runtime.controller.reconciler.hot.slots) == 2  # both adopted

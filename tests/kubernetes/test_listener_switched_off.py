@@ -1,6 +1,6 @@
 """The listener's capacity side hands "ARC switched this scale set off" and the live maxRunners
-to ARC's scaler and the gate (CapacityAwarePart.build's on_output), over the Kubernetes face and
-the real watch."""
+to ARC's scaler and the gate (the step's Output, carried out by scaleset/carry_out.py), over
+the Kubernetes face and the real watch."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import types
 from kubernetes import client
 
 from listener.arc.scaler import Scaler
+from reconciler.controller import Trigger
 from simulator.engine.store import ObjectStore
 from tests.kubernetes import objects as o
 from tests.kubernetes.listener_part import started_part
@@ -40,11 +41,11 @@ def test_an_outdated_set_reaches_the_scaler_and_the_gate_and_back(
         assert app.gate.value == 0  # the step's live maxRunners is 0: a hard cap
 
         set_phase("Running")
-        loop.changed(lost=True)  # a drop check first: the scaler follows it at once
+        loop.trigger(Trigger(lost=True))  # a drop check first: the scaler follows it at once
         assert loop.run_once() is not None
         assert not scaler.switched_off
         # The next periodic step gives the gate and the scaler their live maxRunners back.
-        later = loop.clock.now() + part.capacity.recalculate_interval + 1
+        later = loop.clock.now() + part.ctx.settings.recalculate_interval + 1
         loop.clock = types.SimpleNamespace(now=lambda: later)  # type: ignore[assignment]
         assert loop.run_once() is not None
         assert scaler.max_runners == 10

@@ -88,6 +88,12 @@ def halves(provider: KubernetesProvider, pair: str = "abcde-1") -> tuple[dict[st
     return tuple(pod["spec"] for pod in provider.writer.builder.build(spec))
 
 
+def placement(provider: KubernetesProvider) -> bool | None:
+    """The placement fact a snapshot carries (a drop check's: it builds no placeholder
+    builder of its own, so it says what the last step's builder did)."""
+    return provider.drop_snapshot(now=o.T0, demand=Demand()).placed_by_hook_template
+
+
 def test_workflow_placeholders_are_placed_like_the_hook_template_s_workflow_pods(
     api: client.ApiClient, store: ObjectStore, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -98,9 +104,9 @@ def test_workflow_placeholders_are_placed_like_the_hook_template_s_workflow_pods
     caplog.set_level(logging.INFO, logger="providers.kubernetes.provider")
     provider = started(api)
     try:
-        assert provider.placed_by_hook_template is None  # no builder yet
+        assert placement(provider) is None  # no builder yet
         runner, workflow = halves(provider)
-        assert provider.placed_by_hook_template is True
+        assert placement(provider) is True
         assert runner["nodeSelector"] == RUNNER_POOL
         assert workflow["nodeSelector"] == GPU_POOL
         assert workflow["tolerations"] == [GPU_TAINT]
@@ -179,7 +185,7 @@ def test_an_unreadable_hook_template_places_workflow_placeholders_like_the_runne
         halves(provider)
         runner, workflow = halves(provider, "abcde-2")
         assert workflow["nodeSelector"] == runner["nodeSelector"] == RUNNER_POOL
-        assert provider.placed_by_hook_template is False
+        assert placement(provider) is False
         warnings = [r.getMessage() for r in caplog.records if "hook template" in r.getMessage()]
         assert len(warnings) == 1
         assert why in warnings[0]

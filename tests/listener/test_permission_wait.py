@@ -11,6 +11,7 @@ import pytest
 import listener.process.capacity_side as side_module
 from listener.arc.config import parse_listener_config
 from listener.process.app import ListenerApp
+from listener.process.environment import ProcessEnv
 from providers.kubernetes.permissions import CannotCheck, Permission
 from reconciler.settings import parse_capacity_aware
 
@@ -29,7 +30,9 @@ POD_CREATE = Permission("create", "", "pods", "arc-runners")
 
 
 def app() -> ListenerApp:
-    return ListenerApp(CONFIG, parse_capacity_aware({"enabled": True}, where="t"), {})
+    return ListenerApp(
+        CONFIG, parse_capacity_aware({"enabled": True}, where="t"), ProcessEnv.parse({})
+    )
 
 
 def scripted(monkeypatch: pytest.MonkeyPatch, answers: list[object]) -> list[float]:

@@ -5,21 +5,20 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from listener.arc.gate import CapacityGate
 from listener.process.reconcile_loop import Observation, ReconcileLoop
 from reconciler.clock import SystemClock
 from reconciler.config import ReconcilerConfig
-from reconciler.controller import ScaleSetController
+from reconciler.controller import CHANGED, ScaleSetController, Trigger
 from reconciler.schedule import Timings
 from reconciler.snapshot import ClusterSnapshot
+from scaleset.carry_out import Effects
 from tests.reconciler.builders import SCALE_SET, running_pair, snapshot
 
 
-class Sink:
-    def __init__(self) -> None:
-        self.value: int | None = None
-
-    def advertise(self, capacity: int) -> None:
-        self.value = capacity
+def gate() -> CapacityGate:
+    """The listener's gate, advertising 0 until a step says otherwise."""
+    return CapacityGate(100, initial=0)
 
 
 def controller(
@@ -50,7 +49,7 @@ async def until(predicate: object, rounds: int = 200) -> None:
 
 
 def test_triggers_from_another_thread_run_steps_and_a_failing_read_does_not_kill_it() -> None:
-    sink = Sink()
+    sink = gate()
     c = controller(proactive=1)
     reads: list[object] = [snapshot(), RuntimeError("cache exploded")]
     ready = snapshot(placeholders={"i0-1": running_pair("i0-1")})
@@ -61,14 +60,14 @@ def test_triggers_from_another_thread_run_steps_and_a_failing_read_does_not_kill
             raise item
         return item  # type: ignore[return-value]
 
-    loop = ReconcileLoop(c, observe(full), [], sink, SystemClock())
+    loop = ReconcileLoop(c, observe(full), Effects([], gate=sink), SystemClock())
 
     async def scenario() -> None:
         stop = asyncio.Event()
         task = asyncio.create_task(loop.run(stop))
         for _ in range(3):
             await until(lambda: False, rounds=2)
-            threading.Thread(target=loop.changed).start()
+            threading.Thread(target=loop.trigger, args=(CHANGED,)).start()
             await until(lambda: sink.value == 1)
         stop.set()
         await asyncio.wait_for(task, timeout=5)
@@ -82,7 +81,7 @@ def test_triggers_from_another_thread_run_steps_and_a_failing_read_does_not_kill
 def test_a_lost_placeholder_lowers_the_gate_between_steps_from_a_watch_thread() -> None:
     """A drop reaches the sink from an informer thread's event while no step is due (the
     periodic interval is an hour away); only the cheap snapshot is read."""
-    sink = Sink()
+    sink = gate()
     c = controller(proactive=2, debounce=60.0)  # the debounced step is a minute away
     ready = {f"i0-{i}": running_pair(f"i0-{i}") for i in (1, 2)}
     c.step(0.0, snapshot(), stale_for=0.0)
@@ -90,14 +89,17 @@ def test_a_lost_placeholder_lowers_the_gate_between_steps_from_a_watch_thread() 
     steps = c.reconciler.steps
     one_left = snapshot(placeholders={"i0-1": ready["i0-1"]})
     loop = ReconcileLoop(
-        c, observe(RuntimeError("no full step is due"), one_left), [], sink, SystemClock()
+        c,
+        observe(RuntimeError("no full step is due"), one_left),
+        Effects([], gate=sink),
+        SystemClock(),
     )
 
     async def scenario() -> None:
         stop = asyncio.Event()
         task = asyncio.create_task(loop.run(stop))
         await asyncio.sleep(0)
-        threading.Thread(target=lambda: loop.changed(lost=True)).start()
+        threading.Thread(target=lambda: loop.trigger(Trigger(lost=True))).start()
         await until(lambda: sink.value == 1)
         stop.set()
         await asyncio.wait_for(task, timeout=5)
@@ -112,13 +114,17 @@ def test_pair_timestamps_are_the_snapshots_wall_time_not_the_schedule_clock() ->
     pairs it creates carry the wall time of the snapshot that decided them."""
 
     class Monotonic:
+        """Wall time far away; the schedule reads only ``monotonic()``."""
+
         def now(self) -> float:
+            return 9_999_999_999.0
+
+        def monotonic(self) -> float:
             return 5.0
 
-    sink = Sink()
     c = controller(proactive=1, interval=30.0)
     wall = 1_700_000_000.0
-    loop = ReconcileLoop(c, observe(snapshot(now=wall)), [], sink, Monotonic())
+    loop = ReconcileLoop(c, observe(snapshot(now=wall)), Effects([], gate=gate()), Monotonic())
     loop.run_once()
     assert c.reconciler.store.get("i0-1").since == wall
     assert c.next_wake(5.0) == 35.0

@@ -2,9 +2,9 @@
 
 Tests build a :class:`Stepper` instead of a bare reconciler so they exercise the only path
 production takes (``ScaleSetController.step`` -> ``Output``) and assert on the ``Output``:
-its events, commands and the capacity it publishes. The stepper carries the output out the
-way the listener's loop does (subscribers notified in order) and re-raises a failed step so
-a test sees the error instead of a silently retried step.
+its events, commands and the capacity it publishes. The stepper carries the output out with
+the function every driver calls (scaleset/carry_out.py: subscribers notified in order) and
+re-raises a failed step so a test sees the error instead of a silently retried step.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from reconciler.clock import Clock
+from reconciler.config import ReconcilerConfig
 from reconciler.controller import Output, ScaleSetController
 from reconciler.ports import Subscriber
 from reconciler.reconciler import Reconciler
 from reconciler.schedule import Timings
-from reconciler.settings import ReconcilerConfig
 from reconciler.snapshot import ClusterSnapshot
-from reconciler.subscribers import notify_subscribers
+from scaleset.carry_out import Effects, carry_out
 from state_machine.store import PairStore
 
 #: Steps run when a test asks; the schedule is the controller's own business (test_controller).
@@ -59,7 +59,7 @@ class Stepper:
         """A step now, on ``snapshot`` taken now; subscribers notified; a failure re-raised."""
         now = self.clock.now()
         output = self.controller.step(now, replace(snapshot, taken_at=now), stale_for=0.0)
+        carry_out(output, Effects(self.subscribers))
         if output.error is not None:
             raise output.error
-        notify_subscribers(self.subscribers, output.events, output.commands)
         return output

@@ -6,10 +6,18 @@ so these read as stories of one scale set with no clock, thread or sleep.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from reconciler.config import ReconcilerConfig
-from reconciler.controller import NOT_SYNCED_RETRY, ScaleSetController, Work
+from reconciler.controller import (
+    NOT_SYNCED_RETRY,
+    ScalerTarget,
+    ScaleSetController,
+    Trigger,
+    Work,
+)
 from reconciler.schedule import Timings
 
 from .builders import SCALE_SET, running_pair, snapshot
@@ -52,7 +60,7 @@ def test_the_first_step_is_due_at_once_then_the_periodic_interval() -> None:
 def test_a_change_makes_a_step_due_by_its_kind(leading: bool, due_at: float) -> None:
     c = controller()
     c.step(0.0, snapshot(), stale_for=0.0)
-    c.changed(10.0, leading=leading)
+    c.changed(10.0, Trigger(leading=leading))
     assert c.next_wake(10.0) == due_at
     assert c.due(due_at - 0.01) is None
     assert c.due(due_at) is Work.STEP
@@ -91,7 +99,7 @@ def test_after_an_outage_a_drop_is_compared_with_what_was_really_published() -> 
     c = with_two_ready_pairs()
     c.step(2.0, snapshot(now=2.0, placeholders=READY), stale_for=INTERVAL + 1)
     assert c.published == 0
-    c.changed(3.0, lost=True)
+    c.changed(3.0, Trigger(lost=True))
     one_left = snapshot(now=3.0, placeholders={"i0-1": READY["i0-1"]})
     assert c.check_drop(3.0, one_left, stale_for=0.0).capacity is None
     assert c.published == 0
@@ -99,7 +107,7 @@ def test_after_an_outage_a_drop_is_compared_with_what_was_really_published() -> 
 
 def test_a_lost_placeholder_lowers_capacity_before_the_next_step() -> None:
     c = with_two_ready_pairs()
-    c.changed(2.0, lost=True)
+    c.changed(2.0, Trigger(lost=True))
     assert c.due(2.0) is Work.DROP_CHECK and c.next_wake(2.0) == 2.0
     one_left = snapshot(now=2.0, placeholders={"i0-1": READY["i0-1"]})
     out = c.check_drop(2.0, one_left, stale_for=0.0)
@@ -110,7 +118,7 @@ def test_a_lost_placeholder_lowers_capacity_before_the_next_step() -> None:
 def test_a_drop_check_never_raises_capacity() -> None:
     """Rises wait for a full step, the only path that may grow what GitHub is told."""
     c = with_two_ready_pairs()
-    c.changed(2.0, lost=True)
+    c.changed(2.0, Trigger(lost=True))
     three = {**READY, "i0-3": running_pair("i0-3")}
     assert c.check_drop(2.0, snapshot(now=2.0, placeholders=three), stale_for=0.0).capacity is None
     assert c.published == 2
@@ -140,3 +148,43 @@ def test_events_and_commands_come_out_for_the_subscribers() -> None:
         ("i0-1", "QUEUED"),
         ("i0-1", "REQUESTED"),
     ]
+
+
+OFF = "EphemeralRunnerSet arc-runners status.phase is Outdated"
+
+
+@pytest.mark.parametrize(
+    ("work", "expected"),
+    [
+        ("step", ScalerTarget(switched_off=False, max_runners=10, hot_runners=0)),
+        ("step switched off", ScalerTarget(switched_off=True, max_runners=0, hot_runners=0)),
+        ("drop check", ScalerTarget(switched_off=False)),
+        ("drop check switched off", ScalerTarget(switched_off=True)),
+        ("failing closed", ScalerTarget(switched_off=False)),
+        ("not synced", None),
+    ],
+)
+def test_the_output_carries_the_scaler_target_and_placement_the_snapshot_saw(
+    work: str, expected: ScalerTarget | None
+) -> None:
+    """Regression: switched-off and the placement were read off the provider after the step
+    (what its last snapshot left there), so the simulator, which has no such provider, never
+    fed them. The Output carries them; the live maxRunners and hot runners only from a step."""
+    c = with_two_ready_pairs()
+    off = OFF if "switched off" in work else None
+    seen = replace(
+        snapshot(now=2.0, placeholders=READY, max_runners=0 if off else 10),
+        switched_off=off,
+        placed_by_hook_template=True,
+    )
+    if work.startswith("step"):
+        out = c.step(INTERVAL + 2.0, seen, stale_for=0.0)
+    elif work.startswith("drop check"):
+        c.changed(2.0, Trigger(lost=True))
+        out = c.check_drop(2.0, seen, stale_for=0.0)
+    elif work == "failing closed":
+        out = c.step(INTERVAL + 2.0, seen, stale_for=INTERVAL + 1)
+    else:
+        out = c.step(INTERVAL + 2.0, None, stale_for=0.0)
+    assert out.scaler == expected
+    assert out.placed_by_hook_template is (None if expected is None else True)

@@ -24,7 +24,8 @@ from reconciler.reconciler import Reconciler, StepResult
 from reconciler.schedule import Timings
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
-from reconciler.subscribers import PlaceholderSubscriber, notify_subscribers
+from reconciler.subscribers import PlaceholderSubscriber
+from scaleset.carry_out import Effects, carry_out
 from simulator.cluster import Cluster, ClusterSpec, Latencies, StaticNodeGroup
 from simulator.cluster.spec import default_catalog
 from simulator.driver.store_view import StorePlaceholderWriter
@@ -109,17 +110,29 @@ class KillingStore:
 
 
 class CapacityRecorder:
-    """CapacitySink: every value published, with the virtual time."""
+    """The gate (scaleset/ports.py ``CapacityGatePort``): every value published, with the
+    virtual time, and the live maxRunners the steps handed it."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
         self.values: list[tuple[float, int]] = []
         self.on_publish: list[Callable[[float, int], None]] = []
+        self.live_max_runners: int | None = None
+
+    @property
+    def value(self) -> int:
+        """The latest value published (0 before any), capped by the live maxRunners."""
+        latest = self.values[-1][1] if self.values else 0
+        cap = self.live_max_runners
+        return latest if cap is None else max(0, min(latest, cap))
 
     def advertise(self, capacity: int) -> None:
         self.values.append((self.clock(), capacity))
         for callback in self.on_publish:
             callback(self.clock(), capacity)
+
+    def set_live_max_runners(self, max_runners: int) -> None:
+        self.live_max_runners = max_runners
 
 
 @dataclass
@@ -222,12 +235,10 @@ class SimCluster:
         """One reconcile of ``process``; None (and the process is dead) if it was killed."""
         process.store.arm(kill_after_writes)
         try:
-            # As the listener's loop carries out the controller's output: subscribers, then
-            # the capacity (a kill in a write publishes nothing).
+            # Carried out as every driver does (scaleset/carry_out.py): subscribers, then the
+            # capacity (a kill in a write publishes nothing).
             output = process.controller.step(self.loop.now(), self.snapshot(), stale_for=0.0)
-            notify_subscribers(process.subscribers, output.events, output.commands)
-            if output.capacity is not None:
-                process.sink.advertise(output.capacity)
+            carry_out(output, Effects(process.subscribers, gate=process.sink))
             if output.error is not None:
                 raise output.error
             result = output.result

@@ -5,6 +5,8 @@ real reconcile step."""
 from __future__ import annotations
 
 from listener.observability.metrics import MetricsSubscriber
+from reconciler.controller import Output
+from scaleset.carry_out import CarriedOut
 from tests.reconciler.builders import runner
 from tests.reconciler.test_hot_keeper import confirmed_slot, world
 from tests.ship.test_metrics import SCALE_SET, make, value
@@ -19,7 +21,7 @@ def test_hot_slots_by_state_and_jobs_started_on_them_follow_each_step() -> None:
         now=10.0,
     )
     subscriber.notify(taken.events, taken.commands)
-    subscriber.observe_step(taken, 0.001)
+    subscriber.observe(CarriedOut(Output(result=taken)))
     assert value(metrics, "arc_capacity_hot_slots", state="TAKEN", **SCALE_SET) == 1
     assert value(metrics, "arc_capacity_hot_slots", state="WARMING") == 1  # the refill
     assert value(metrics, "arc_capacity_hot_slots", state="HOT") == 0
@@ -29,7 +31,7 @@ def test_hot_slots_by_state_and_jobs_started_on_them_follow_each_step() -> None:
     assert value(metrics, "arc_capacity_hot_slot_transitions_total", **moved, **SCALE_SET) == 1
     assert value(metrics, "arc_capacity_hot_slot_transitions_total", **refill) == 1
     # Gauges come from the step, counters from events only: a step seen twice counts once.
-    subscriber.observe_step(taken, 0.001)
+    subscriber.observe(CarriedOut(Output(result=taken)))
     assert value(metrics, "arc_capacity_hot_slot_jobs_total", **SCALE_SET) == 1
 
 

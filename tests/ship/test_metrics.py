@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -27,8 +26,11 @@ from listener.observability.metrics import (
 )
 from reconciler.capacity import CapacityLedger
 from reconciler.clock import ManualClock
+from reconciler.controller import Output
 from reconciler.ports import DeleteOrphan, PodRef, RenewLease
+from reconciler.reconciler import StepResult
 from reconciler.warm_pool import WarmPoolSize
+from scaleset.carry_out import CarriedOut
 from state_machine.events import Kind, TransitionEvent
 from state_machine.states import PairState
 
@@ -355,15 +357,19 @@ def event(
     )
 
 
-@dataclass(frozen=True)
-class Step:
-    """Shaped like reconciler.reconciler.StepResult (events, commands, ledger, errors)."""
-
-    ledger: CapacityLedger
-    events: tuple[TransitionEvent, ...] = ()
-    commands: tuple[Any, ...] = ()
-    subscriber_errors: int = 0
-    warm_pool: WarmPoolSize | None = None
+def carried(
+    ledger: CapacityLedger | None = None,
+    *,
+    warm_pool: WarmPoolSize | None = None,
+    errors: int = 0,
+    duration: float = 0.001,
+) -> CarriedOut:
+    """A step with ``ledger`` (None: a step that raised) as scaleset/carry_out.py hands it
+    to the observers."""
+    if ledger is None:
+        return CarriedOut(Output(error=RuntimeError("step failed")), duration=duration)
+    result = StepResult((), (), ledger, warm_pool=warm_pool)
+    return CarriedOut(Output(ledger.capacity, result), errors, duration, advertised=ledger.capacity)
 
 
 LEDGER = CapacityLedger(
@@ -390,12 +396,12 @@ def test_capacity_series_exist_at_zero_before_the_first_step() -> None:
     assert value(metrics, "arc_capacity_hud_errors_total", kind="timeout") == 0
 
 
-def test_observe_step_sets_gauges_from_the_ledger_and_the_store() -> None:
+def test_a_carried_out_step_sets_gauges_from_the_ledger_and_the_store() -> None:
     metrics = make(now=1_800_000_000.0)
     subscriber = MetricsSubscriber(
         metrics, counts=lambda: {PairState.READY: 2, PairState.REQUESTED: 1}
     )
-    subscriber.observe_step(Step(LEDGER, subscriber_errors=1), 0.004)
+    subscriber.observe(carried(LEDGER, errors=1, duration=0.004))
     assert value(metrics, "arc_capacity_advertised", **SCALE_SET) == 3
     assert value(metrics, "arc_capacity_runner_side") == 4
     assert value(metrics, "arc_capacity_workflow_side") == 3
@@ -420,11 +426,11 @@ def test_observe_step_sets_gauges_from_the_ledger_and_the_store() -> None:
 def test_the_warm_pool_size_and_auto_load_follow_each_step() -> None:
     metrics = make()
     subscriber = MetricsSubscriber(metrics)
-    subscriber.observe_step(Step(LEDGER, warm_pool=WarmPoolSize(3, "auto", load=1.25)), 0.001)
+    subscriber.observe(carried(LEDGER, warm_pool=WarmPoolSize(3, "auto", load=1.25)))
     assert value(metrics, "arc_capacity_warm_pool_pairs", **SCALE_SET) == 3
     assert value(metrics, "arc_capacity_warm_pool_load", **SCALE_SET) == 1.25
     # a schedule entry took over: the size follows, the last estimate is kept
-    subscriber.observe_step(Step(LEDGER, warm_pool=WarmPoolSize(8, "schedule")), 0.001)
+    subscriber.observe(carried(LEDGER, warm_pool=WarmPoolSize(8, "schedule")))
     assert value(metrics, "arc_capacity_warm_pool_pairs") == 8
     assert value(metrics, "arc_capacity_warm_pool_load") == 1.25
 
@@ -432,9 +438,9 @@ def test_the_warm_pool_size_and_auto_load_follow_each_step() -> None:
 def test_a_failed_step_counts_an_error_and_keeps_the_last_success_time() -> None:
     metrics = make(now=5.0)
     subscriber = MetricsSubscriber(metrics)
-    subscriber.observe_step(Step(LEDGER), 0.01)
+    subscriber.observe(carried(LEDGER, duration=0.01))
     metrics.clock.advance(30)  # type: ignore[attr-defined]
-    subscriber.observe_failure(0.02)
+    subscriber.observe(carried(None, duration=0.02))
     assert value(metrics, "arc_capacity_reconcile_errors_total") == 1
     assert value(metrics, "arc_capacity_last_successful_reconcile_timestamp_seconds") == 5.0
     assert value(metrics, "arc_capacity_reconcile_duration_seconds_count") == 2

@@ -20,9 +20,10 @@ What this package owns, in order, one module each:
    ARC's), and the hook methods the listener loop calls (``record_statistics``,
    ``record_job_started``, ``record_job_completed``, ``record_desired_runners``,
    ``record_poll_cut``).
-4. :mod:`~.subscriber`: :class:`MetricsSubscriber`, a reconciler subscriber.
-   Counters come from transition events and commands; gauges come from each step's ledger,
-   warm pool size and the store's counts (:meth:`MetricsSubscriber.observe_step`).
+4. :mod:`~.subscriber`: :class:`MetricsSubscriber`, a reconciler subscriber and step
+   observer (scaleset/carry_out.py). Counters come from transition events and commands;
+   gauges come from each carried-out step's ledger, warm pool size and the store's counts
+   (:meth:`MetricsSubscriber.observe`).
 5. :mod:`~.doc`: ``python -m listener.observability.metrics [--check]``
    writes (or checks)
    ``docs/metrics.md``, generated from the family definitions, so the reference cannot drift
