@@ -44,7 +44,7 @@ RUN python3 -m venv /opt/venv \
  && /opt/venv/bin/python -c "import glob, sys, zipfile; \
     top = {n.split('/')[0] for w in glob.glob('/wheels/*.whl') for n in zipfile.ZipFile(w).namelist()}; \
     extra = sorted(t for t in top if not t.endswith('.dist-info') \
-                   and t not in ('state_machine', 'reconciler', 'providers', 'listener')); \
+                   and t not in ('state_machine', 'reconciler', 'providers', 'scaleset', 'listener')); \
     sys.exit(f'the wheel holds more than run needs: {extra}' if extra else 0)" \
  && /opt/venv/bin/pip install --no-deps /wheels/*.whl \
  && /opt/venv/bin/pip uninstall --yes setuptools aiohttp aiohttp-retry aiohappyeyeballs \

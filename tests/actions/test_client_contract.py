@@ -431,14 +431,13 @@ class TestTransportSetup:
     def test_proxy_environment_variables_are_honoured(
         self, face: ActionsFace, sleeps: SleepRecorder, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("HTTP_PROXY", face.url)
+        """The proxy comes from the environment the process read at start (handed down)."""
         client = ActionsClient(
             parse_config_url("http://ghes.example.invalid/acme", env={}),
             PatAuth(SecretStr(PAT)),
             scale_set_id=SCALE_SET_ID,
             sleep=sleeps,
+            env={"HTTP_PROXY": face.url},
         )
         run(opened_then_closed(client, sleeps))
         registration = face.requests_to("registration_token")[0]

@@ -45,8 +45,8 @@ def test_an_outdated_set_reaches_the_scaler_and_the_gate_and_back(
         assert loop.run_once() is not None
         assert not scaler.switched_off
         # The next periodic step gives the gate and the scaler their live maxRunners back.
-        later = loop.clock.now() + part.ctx.settings.recalculate_interval + 1
-        loop.clock = types.SimpleNamespace(now=lambda: later)  # type: ignore[assignment]
+        later = loop.clock.monotonic() + part.ctx.settings.recalculate_interval + 1
+        loop.clock = types.SimpleNamespace(monotonic=lambda: later)  # type: ignore[assignment]
         assert loop.run_once() is not None
         assert scaler.max_runners == 10
         assert scaler.handle_desired_runner_count(3) == 4

@@ -88,6 +88,7 @@ def test_the_build_context_excludes_tests_and_local_state() -> None:
         "state_machine",
         "reconciler",
         "providers",
+        "scaleset",
         "listener",
     }
     for copied in re.findall(r"^COPY (?!--from)(.+) \S+$", TEXT, flags=re.M):
