@@ -26,9 +26,10 @@ seeds pooled, nodes and dollars per seed) and nodes and dollars as ratios to sto
 Run: ``.venv/bin/python bench/fleet_duplication.py [--seeds 10] [--jobs 2]
 [--first-seed 1] [--scenarios drain,ice-failover,fleet-day]
 [--strategies baseline,capacity-aware] [--set KEY=VALUE] [--json FILE | --from-json FILE...]
-[--markdown]`` (``--from-json`` merges the runs of several files, e.g. seeds run apart). ``--set`` merges a
-capacityAware key over every scenario's shared block (as in bench/scenarios.py): the same
-table with a listener feature on is the "after" to this "before".
+[--markdown]`` (``--from-json`` merges the runs of several files, e.g. seeds run apart).
+``--set`` merges a capacityAware key over every scenario's shared block (as in
+bench/scenarios.py): the same table with a listener feature on is the "after" to this
+"before".
 """
 
 from __future__ import annotations
