@@ -187,6 +187,7 @@ def run_line(runs: Sequence[dict[str, Any]], stock: Sequence[dict[str, Any]]) ->
     nodes = sum(x["nodes_launched"] for x in res) / n
     usd = sum(x["billed_cost_usd"] for x in res) / n
     p50 = _fair_p50(runs)
+    unattributed = sum(c["unattributed_launches"] for r in runs for c in r["clusters"])
     line = (
         f"  failed {sum(x['jobs_failed'] for x in res)}, stuck {sum(x['jobs_stuck'] for x in res)}"
         f", over-adv slot-s {sum(x['over_advertised_slot_seconds'] for x in res):,.1f}; "
@@ -202,6 +203,8 @@ def run_line(runs: Sequence[dict[str, Any]], stock: Sequence[dict[str, Any]]) ->
             f"; against stock ARC: nodes {_ratio(nodes, ref_nodes)}x, "
             f"$ {_ratio(usd, ref_usd)}x, fair p50 {_ratio(p50, ref_p50)}x"
         )
+    if unattributed:
+        line += f"; {unattributed} launches without attribution (all seeds)"
     return line
 
 
@@ -270,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = []
         for n, run in enumerate(pool.imap_unordered(run_one, tasks), 1):
             runs.append(run)
+            if args.json is not None:  # as it goes: a long sweep cut short keeps its runs
+                args.json.write_text(json.dumps(runs), encoding="utf-8")
             sys.stderr.write(f"\r{n}/{len(tasks)} runs, {time.perf_counter() - started:.0f} s wall")
         sys.stderr.write("\n")
     if block:
@@ -278,8 +283,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"\n{len(tasks)} runs in {time.perf_counter() - started:.0f} s wall, {args.jobs} processes"
     )
-    if args.json is not None:
-        args.json.write_text(json.dumps(runs), encoding="utf-8")
     return 0
 
 
