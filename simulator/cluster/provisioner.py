@@ -303,7 +303,7 @@ class Provisioner(Observer):
             home = self._schedule(batch, pod.placement, pod.requests, homeless)
             if home is None:
                 self.unplaced += 1
-            elif home is not ON_TARGET:
+            elif isinstance(home, _NewClaim):
                 home.names.append(pod.name)
         for nc in batch.new:
             claim = self.lifecycle.create(nc.pool, nc.candidates, nc.requests, nc.pods)
