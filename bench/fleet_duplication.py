@@ -194,6 +194,8 @@ def run_line(runs: Sequence[dict[str, Any]], stock: Sequence[dict[str, Any]]) ->
         f"fair p50 {'never' if p50 is None else f'{p50:.1f}'} s; nodes {nodes:,.1f}/seed, "
         f"${usd:,.2f}/seed"
     )
+    seeds = {r["seed"] for r in runs}
+    stock = [r for r in stock if r["seed"] in seeds]  # ratios over the seeds both ran
     if stock and runs[0]["strategy"] != BASELINE:
         ref = [r["results"] for r in stock]
         ref_nodes = sum(x["nodes_launched"] for x in ref) / len(ref)
@@ -224,7 +226,7 @@ def report(names: Sequence[str], runs: list[dict[str, Any]], *, markdown: bool =
             of = sorted((r for r in mine if r["strategy"] == strategy), key=lambda r: r["seed"])
             if not of:
                 continue
-            print(f"{strategy}:")
+            print(f"{strategy}: seeds {', '.join(str(r['seed']) for r in of)}")
             rows = [HEADER, *cluster_rows(of, strategy in DEMAND_DRIVEN)]
             print(markdown_table(rows) if markdown else render(rows))
             print(run_line(of, stock))
@@ -254,7 +256,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"not a multi-cluster shipped scenario: {unknown}; choose from {names}")
         names = wanted
     if args.from_json is not None:
-        runs = [r for f in args.from_json for r in json.loads(f.read_text(encoding="utf-8"))]
+        # One run per (scenario, seed, strategy): a file given twice does not count twice.
+        unique = {
+            (r["scenario"], r["seed"], r["strategy"]): r
+            for f in args.from_json
+            for r in json.loads(f.read_text(encoding="utf-8"))
+        }
+        runs = list(unique.values())
         saved = [n for n in names if any(r["scenario"] == n for r in runs)]
         report(saved, runs, markdown=args.markdown)
         return 0
