@@ -6,6 +6,7 @@ Pure decisions (:func:`frontier`, :func:`recommend`) over the aggregated rows of
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ import yaml
 
 from reconciler.settings import parse_capacity_aware
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
+from tuning import karpenter
 from tuning.replay import SIM_PREFIX, split_dials
 
 
@@ -102,6 +104,20 @@ def recommendation_yaml(row: dict[str, Any], *, target_p95: float, context: str)
     if sim:
         header.append(f"# Simulator-side dials of this point (set up by deployment): {sim}")
     body = yaml.safe_dump({"capacityAware": block}, sort_keys=False, default_flow_style=False)
+    patch = karpenter.nodepool_patch(row["dials"])
+    if patch is not None:
+        body += "\n".join(
+            [
+                "# Not a listener setting: set this on your Karpenter NodePools (every NodePool",
+                "# the runners and their workflow pods use; the sweep set it on all of them):",
+                "#   kubectl patch nodepool NAME --type merge -p "
+                f"'{json.dumps(patch, separators=(',', ':'))}'",
+                "",
+            ]
+        )
+        body += yaml.safe_dump(
+            {"karpenterNodePool": patch}, sort_keys=False, default_flow_style=False
+        )
     return "\n".join(header) + "\n" + body
 
 
@@ -141,14 +157,17 @@ def plot(rows: Sequence[dict[str, Any]], out: Path, *, target_p95: float, title:
             zorder=3,
         )
         for name, marker, color in ((BASELINE, "X", "tab:red"), (OVERPROVISION, "s", "tab:orange")):
-            for r in (r for r in rows if r["strategy"] == name):
+            # One row per NodePool setting the grid tried; one legend entry per strategy.
+            for n, r in enumerate(r for r in rows if r["strategy"] == name):
                 ax.scatter(
                     [r[cost]],
                     [min(p95_of(r), ceiling)],
                     marker=marker,
                     s=90,
                     color=color,
-                    label="stock ARC" if name == BASELINE else "static warm pool",
+                    label=("stock ARC" if name == BASELINE else "static warm pool")
+                    if n == 0
+                    else None,
                     zorder=4,
                 )
         ax.axhline(target_p95, color="grey", linestyle="--", label=f"target p95 {target_p95:g} s")

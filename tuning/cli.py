@@ -22,6 +22,7 @@ from typing import IO, Any
 from reconciler.settings_types import SettingsError, duration_seconds
 from simulator.measurement.optional import plots_or_note
 from simulator.scenarios.scenario import ScenarioError, load_scenario, shipped
+from simulator.scenarios.strategies import BASELINE
 from simulator.workload.jobs import TraceError
 from tuning.answer import frontier, plot, recommend, recommendation_yaml
 from tuning.grid import GridError, expand, load_grid
@@ -124,9 +125,12 @@ def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     out = Path(args.out)
     scenario = with_trace(base, write_trace(jobs, out / "history-trace.csv"), jobs)
     runs = plan(points, seeds)
+    pools = len({r.dials for r in runs if r.strategy == BASELINE})
+    on_each = f" on each of {pools} NodePool settings" if pools > 1 else ""
     stderr.write(
         f"tune: {len(jobs)} jobs, {len(points)} points x {len(seeds)} seed(s) + stock ARC and "
-        f"the static warm pool = {len(runs)} runs, {scenario.duration / 3600:g} h simulated each\n"
+        f"the static warm pool{on_each} = {len(runs)} runs, "
+        f"{scenario.duration / 3600:g} h simulated each\n"
     )
     watch = Stopwatch()
     records = sweep(scenario, runs, workers=args.workers, progress=progress_bar(len(runs), stderr))
@@ -164,11 +168,12 @@ def tune(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 def _print_table(rows: Sequence[dict[str, Any]], stream: IO[str]) -> None:
-    stream.write(f"{'point':<14} {'p95 s':>8} {'$/day':>10} {'idle CPU-h/d':>13}  dials\n")
+    width = max([14, *(len(r["point"]) for r in rows)])
+    stream.write(f"{'point':<{width}} {'p95 s':>8} {'$/day':>10} {'idle CPU-h/d':>13}  dials\n")
     for r in rows:
         p95 = "never" if r["p95_worst_seconds"] is None else f"{r['p95_worst_seconds']:.1f}"
         stream.write(
-            f"{r['point']:<14} {p95:>8} {r['dollars_per_day_mean']:>10,.2f} "
+            f"{r['point']:<{width}} {p95:>8} {r['dollars_per_day_mean']:>10,.2f} "
             f"{r['idle_cpu_hours_per_day_mean']:>13,.1f}  {json.dumps(r['dials'])}\n"
         )
 

@@ -9,6 +9,8 @@ point and the key named. Any key of the block can be a dial: warm pool size
 ``placeholderReadyTimeout``, ``doNotDisrupt``, ``hudFallbackQueuedJobs``... Keys starting with
 ``sim.`` set the simulator's side instead (``sim.fit_estimate``, ``sim.fit_refresh``),
 which in production is a deployment choice (a HUD URL or not) rather than a key of the block.
+Keys starting with ``karpenter.`` set every NodePool of the scenario
+(``karpenter.consolidateAfter``, :mod:`tuning.karpenter`).
 """
 
 from __future__ import annotations
@@ -24,14 +26,17 @@ import yaml
 from reconciler.settings import CapacityAwareSettings
 from reconciler.settings_types import SettingsError
 from simulator.scenarios.blocks import CapacityAwareModel
+from tuning import karpenter
 from tuning.replay import DialError, dial_settings, sim_settings, split_dials
 
 MAX_POINTS = 500
 
-#: 12 points: the warm pool size at night (or all day) x a working-hours schedule.
+#: 36 points: the warm pool size at night (or all day) x a working-hours schedule x how long
+#: Karpenter keeps an emptied node (set on the NodePools, not the listener: tuning/karpenter.py).
 DEFAULT_GRID: dict[str, list[Any]] = {
     "proactiveCapacity": [0, 1, 2, 4, 6, "auto"],
     "warmPool.schedule": [[], [{"start": "07:00", "end": "19:00", "pairs": 4}]],
+    "karpenter.consolidateAfter": ["30s", "5m", "15m"],
 }
 
 
@@ -104,7 +109,10 @@ def expand(
         try:
             settings = dial_settings(base, block, where=f"{where}: point {point_id}")
             sim_settings(sim or CapacityAwareModel(), sim_dials, where=f"{where}: point {point_id}")
-        except (SettingsError, DialError) as exc:
+            karpenter.nodepool_fields(
+                karpenter.split(dict(dials))[1], where=f"{where}: point {point_id}"
+            )
+        except (SettingsError, DialError, karpenter.KarpenterDialError) as exc:
             raise GridError(str(exc)) from None
         points.append(Point(point_id, dials, settings))
     return points

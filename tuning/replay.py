@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from reconciler.settings import CapacityAwareSettings, parse_capacity_aware
 from simulator.scenarios.blocks import CapacityAwareModel, JobStream
 from simulator.scenarios.scenario import Scenario, format_errors
+from tuning import karpenter
 from tuning.history import History, HistoryJob, Problem
 
 #: The replay runs this long after the last job was queued, so late jobs can finish.
@@ -84,7 +85,9 @@ class DialError(ValueError):
 
 
 def split_dials(dials: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(capacityAware dials, simulator dials without their prefix)."""
+    """(capacityAware dials, simulator dials without their prefix); Karpenter's NodePool
+    dials (``karpenter.``, :mod:`tuning.karpenter`) are neither."""
+    dials = karpenter.split(dials)[0]
     block = {k: v for k, v in dials.items() if not k.startswith(SIM_PREFIX)}
     sim = {k.removeprefix(SIM_PREFIX): v for k, v in dials.items() if k.startswith(SIM_PREFIX)}
     return block, sim
@@ -100,15 +103,17 @@ def sim_settings(
 
 
 def apply_dials(base: Scenario, dials: Mapping[str, Any], *, where: str) -> Scenario:
-    """``base`` with the ``capacityAware`` block (dotted camelCase keys) and the simulator's
-    ``capacity_aware_sim`` knobs (``sim.`` keys) changed by ``dials``."""
+    """``base`` with the ``capacityAware`` block (dotted camelCase keys), the simulator's
+    ``capacity_aware_sim`` knobs (``sim.`` keys) and every NodePool (``karpenter.`` keys)
+    changed by ``dials``."""
     block_dials, sim_dials = split_dials(dials)
+    pools = karpenter.nodepool_fields(karpenter.split(dials)[1], where=where)
     settings = dial_settings(base.strategies.capacity_aware, block_dials, where=where)
     sim = sim_settings(base.strategies.capacity_aware_sim, sim_dials, where=where)
     strategies = base.strategies.model_copy(
         update={"capacity_aware": settings, "capacity_aware_sim": sim}
     )
-    return base.model_copy(update={"strategies": strategies})
+    return karpenter.with_nodepools(base.model_copy(update={"strategies": strategies}), pools)
 
 
 def dial_settings(

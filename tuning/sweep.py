@@ -28,6 +28,7 @@ from simulator.engine.world import World
 from simulator.scenarios.scenario import Scenario
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, OVERPROVISION
 from simulator.workload.metrics import percentile
+from tuning import karpenter
 from tuning.grid import Point
 from tuning.replay import apply_dials
 
@@ -45,9 +46,27 @@ class Run:
 
 
 def plan(points: Sequence[Point], seeds: Sequence[int]) -> list[Run]:
-    runs = [Run(name, name, seed) for name in (BASELINE, OVERPROVISION) for seed in seeds]
+    """Stock ARC and the static warm pool once per seed and per NodePool setting the grid
+    tries (``karpenter.`` dials change their cost too: each capacity-aware point is compared
+    with references on the same NodePools), then every point once per seed."""
+    settings: list[tuple[tuple[str, Any], ...]] = []
+    for p in points:
+        pools = tuple((k, v) for k, v in p.dials if k.startswith(karpenter.PREFIX))
+        if pools not in settings:
+            settings.append(pools)
+    runs = [
+        Run(reference_id(name, pools), name, seed, pools)
+        for pools in settings or [()]
+        for name in (BASELINE, OVERPROVISION)
+        for seed in seeds
+    ]
     runs += [Run(p.id, CAPACITY_AWARE, seed, p.dials) for p in points for seed in seeds]
     return runs
+
+
+def reference_id(strategy: str, pools: tuple[tuple[str, Any], ...]) -> str:
+    """``baseline``, or ``baseline karpenter.consolidateAfter=5m`` on swept NodePools."""
+    return " ".join([strategy, *(f"{k}={v}" for k, v in pools)])
 
 
 def fair_percentiles(waits: Sequence[float]) -> dict[str, float | None]:

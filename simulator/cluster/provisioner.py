@@ -68,7 +68,7 @@ PreferNoSchedule taints, none of which the simulated pods use - and ``PREFERENCE
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from providers.kubernetes.labels import TAINT_KARPENTER_DISRUPTED
@@ -142,12 +142,23 @@ class _Target:
     free: Resources
 
 
+class _Existing:
+    """Where a pod went when an existing or in-flight node had room for it."""
+
+
+ON_TARGET = _Existing()
+
+#: ``on_claim(nodeclaim name, pods the batch placed on it)``: an observer of launches.
+ClaimObserver = Callable[[str, tuple[str, ...]], None]
+
+
 @dataclass(eq=False, slots=True)
 class _NewClaim:
     pool: PoolView
     candidates: list[Offering]
     requests: Resources
     pods: int = 1
+    #: The pods this batch placed on the claim (what it was created for), in batch order.
     names: list[str] = field(default_factory=list)
 
 
@@ -208,6 +219,9 @@ class Provisioner(Observer):
         self.batches = 0
         self.triggers = 0
         self.unplaced = 0  # pod-batches that found no home at all (for diagnostics)
+        #: Told which pods each new NodeClaim was created for (measurement only: the
+        #: attribution of launches, simulator/measurement/fleet_duplication.py); None = off.
+        self.on_claim: ClaimObserver | None = None
 
     # --- triggers (the pod controller) ------------------------------------------------
 
@@ -286,10 +300,15 @@ class Provisioner(Observer):
         # fails again: a strict placement and its relaxed one are different keys.
         homeless: set[tuple[str, Resources]] = set()
         for pod in pods:
-            if not self._schedule(batch, pod.placement, pod.requests, homeless):
+            home = self._schedule(batch, pod.placement, pod.requests, homeless)
+            if home is None:
                 self.unplaced += 1
+            elif isinstance(home, _NewClaim):
+                home.names.append(pod.name)
         for nc in batch.new:
-            self.lifecycle.create(nc.pool, nc.candidates, nc.requests, nc.pods)
+            claim = self.lifecycle.create(nc.pool, nc.candidates, nc.requests, nc.pods)
+            if self.on_claim is not None:
+                self.on_claim(claim.name, tuple(nc.names))
         return len(batch.new)
 
     def _schedule(
@@ -298,7 +317,7 @@ class Provisioner(Observer):
         placement: Placement,
         req: Resources,
         homeless: set[tuple[str, Resources]],
-    ) -> bool:
+    ) -> _NewClaim | _Existing | None:
         """``trySchedule``: place the pod with its heaviest preferred node-affinity term as a
         requirement; while it fits nowhere, drop that term and try again at once.
 
@@ -306,22 +325,28 @@ class Provisioner(Observer):
         ``Solve`` relaxes a pod all the way on its own turn (``trySchedule`` in
         pkg/controllers/provisioning/scheduling/scheduler.go); only a pod that fits nowhere
         even fully relaxed goes back to the end of the queue, with its preferences, and it
-        would fail again here (room only shrinks), so it is not retried."""
+        would fail again here (room only shrinks), so it is not retried.
+
+        Returns where the pod went: :data:`ON_TARGET` (an existing or in-flight node), the
+        new claim of this batch, or None (nowhere)."""
         for step in _relaxations(placement):
             cls = (step.key, req)
             if cls in homeless:
                 continue
-            if self._place(batch, step, req):
-                return True
+            home = self._place(batch, step, req)
+            if home is not None:
+                return home
             homeless.add(cls)
-        return False
+        return None
 
-    def _place(self, batch: _Batch, placement: Placement, req: Resources) -> bool:
+    def _place(
+        self, batch: _Batch, placement: Placement, req: Resources
+    ) -> _NewClaim | _Existing | None:
         """``add``: an existing or in-flight node, else an open claim, else a new claim."""
-        return (
-            self._on_target(batch, placement, req)
-            or self._on_open_claim(batch, placement, req)
-            or self._on_new_claim(batch, placement, req)
+        if self._on_target(batch, placement, req):
+            return ON_TARGET
+        return self._on_open_claim(batch, placement, req) or self._on_new_claim(
+            batch, placement, req
         )
 
     @staticmethod
@@ -339,7 +364,9 @@ class Provisioner(Observer):
                 return True
         return False
 
-    def _on_open_claim(self, batch: _Batch, placement: Placement, req: Resources) -> bool:
+    def _on_open_claim(
+        self, batch: _Batch, placement: Placement, req: Resources
+    ) -> _NewClaim | None:
         batch.new.sort(key=lambda nc: nc.pods)
         for nc in batch.new:
             if placement.untolerated(nc.pool.taints) is not None:
@@ -354,10 +381,12 @@ class Provisioner(Observer):
             if narrowed:
                 nc.candidates, nc.requests = narrowed, total
                 nc.pods += 1
-                return True
-        return False
+                return nc
+        return None
 
-    def _on_new_claim(self, batch: _Batch, placement: Placement, req: Resources) -> bool:
+    def _on_new_claim(
+        self, batch: _Batch, placement: Placement, req: Resources
+    ) -> _NewClaim | None:
         for pool in batch.pools:
             if placement.untolerated(pool.taints) is not None:
                 continue
@@ -371,10 +400,11 @@ class Provisioner(Observer):
                 and placement.matches(self.pools.labels(pool, o), "")
             ]
             if candidates:
-                batch.new.append(_NewClaim(pool, candidates, req))
+                claim = _NewClaim(pool, candidates, req)
+                batch.new.append(claim)
                 batch.usage[pool.name] = (used + largest(candidates), n + 1)  # subtractMax
-                return True
-        return False
+                return claim
+        return None
 
     def _targets(self) -> list[_Target]:
         targets = []

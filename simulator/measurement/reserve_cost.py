@@ -37,7 +37,7 @@ class ReserveCost:
     unpriced: tuple[str, ...] = ()
 
 
-def _share(cpu: float, gpu: float, node: tuple[float, int]) -> float:
+def dominant_share(cpu: float, gpu: float, node: tuple[float, int]) -> float:
     node_cpu, node_gpu = node
     shares = [cpu / node_cpu if node_cpu > 0 else 0.0]
     if gpu and node_gpu:
@@ -69,7 +69,7 @@ def reserve_cost(
         if price is None or kind not in capacity:
             unpriced.add(kind or f"node {node}")
             return
-        usd += seconds / 3600.0 * price * _share(cpu, gpu, capacity[kind])
+        usd += seconds / 3600.0 * price * dominant_share(cpu, gpu, capacity[kind])
 
     for event in events:
         kind, pod, t = event.get("type"), str(event.get("pod", "")), float(event.get("t", 0.0))

@@ -95,13 +95,47 @@ def test_aggregate_takes_the_worst_seed_for_latency_and_the_mean_for_cost() -> N
     assert inf["p95_worst_seconds"] is None
 
 
-def test_default_grid_has_12_points_and_a_plan_adds_the_two_references_per_seed() -> None:
+def test_default_grid_has_36_points_and_a_plan_adds_the_two_references_per_seed_and_nodepool() -> (
+    None
+):
+    """12 listener points x 3 consolidateAfter values; stock ARC and the static pool run on
+    each NodePool setting too, so every point has references on the same NodePools."""
     base = parse_capacity_aware({"enabled": True}, where="t")
     points = expand(DEFAULT_GRID, base, where="default grid")
-    assert len(points) == 12
+    assert len(points) == 36
     runs = plan(points, [1, 2, 3])
-    assert len(runs) == 3 * 12 + 2 * 3
-    assert {r.strategy for r in runs[:6]} == {"baseline", "overprovision"}
+    assert len(runs) == 3 * 36 + 3 * 2 * 3
+    references = runs[:18]
+    assert {r.strategy for r in references} == {"baseline", "overprovision"}
+    assert {r.dials for r in references} == {
+        (("karpenter.consolidateAfter", v),) for v in ("30s", "5m", "15m")
+    }
+    assert references[0].point == "baseline karpenter.consolidateAfter=30s"
+
+
+def test_a_grid_without_nodepool_dials_keeps_one_reference_each_named_as_before() -> None:
+    base = parse_capacity_aware({"enabled": True}, where="t")
+    points = expand({"proactiveCapacity": [0, 2]}, base, where="g")
+    runs = plan(points, [1])
+    assert [(r.point, r.dials) for r in runs[:2]] == [("baseline", ()), ("overprovision", ())]
+    assert len(runs) == 4
+
+
+def test_a_recommended_consolidate_after_goes_on_the_nodepool_never_into_capacity_aware() -> None:
+    base = parse_capacity_aware({"enabled": True}, where="t")
+    (point,) = expand(
+        {"proactiveCapacity": [1], "karpenter.consolidateAfter": ["15m"]}, base, where="g"
+    )
+    text = recommendation_yaml(
+        {**row("p1", 25.0, 150.0, 300.0), "dials": point.dial_map()},
+        target_p95=60.0,
+        context="test",
+    )
+    doc = yaml.safe_load(text)
+    assert doc["capacityAware"] == {"enabled": True, "proactiveCapacity": 1}
+    parse_capacity_aware(doc["capacityAware"], where="recommendation.yaml")
+    assert doc["karpenterNodePool"] == {"spec": {"disruption": {"consolidateAfter": "15m"}}}
+    assert "Not a listener setting: set this on your Karpenter NodePools" in text
 
 
 def test_recommendation_reads_back_through_the_listener_settings_model() -> None:

@@ -108,3 +108,41 @@ def test_a_history_nobody_serves_is_refused(grid: Path, tmp_path: Path) -> None:
     path = tmp_path / "hosted.json"
     path.write_text(json.dumps([gh_job(0, 1, ["ubuntu-latest"])]), encoding="utf-8")
     assert tune(path, grid, tmp_path / "out") == 2
+
+
+def test_tune_sweeps_consolidate_after_on_the_nodepools_and_recommends_it_apart(
+    history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grid = tmp_path / "karpenter.yaml"
+    grid.write_text("proactiveCapacity: [0]\nkarpenter.consolidateAfter: [30s, 1h]\n")
+    out = tmp_path / "out"
+    assert tune(history, grid, out, "--p95", "10m", "--workers", "2", "--no-plot") == 0
+    capsys.readouterr()
+    sweep = json.loads((out / "sweep.json").read_text())
+    by_point = {r["point"]: r["figures"] for r in sweep["runs"]}
+    assert set(by_point) == {
+        "baseline karpenter.consolidateAfter=30s",
+        "overprovision karpenter.consolidateAfter=30s",
+        "baseline karpenter.consolidateAfter=1h",
+        "overprovision karpenter.consolidateAfter=1h",
+        "p1",
+        "p2",
+    }
+    # The replay runs an hour past the last job: kept an hour, emptied nodes bill to the end.
+    short, long = (by_point[f"baseline karpenter.consolidateAfter={v}"] for v in ("30s", "1h"))
+    assert long["node_hours"] > short["node_hours"]
+    doc = yaml.safe_load((out / "recommendation.yaml").read_text())
+    assert set(doc["karpenterNodePool"]["spec"]["disruption"]) == {"consolidateAfter"}
+    assert "consolidateAfter" not in json.dumps(doc["capacityAware"])
+    parse_capacity_aware(doc["capacityAware"], where="recommendation.yaml")
+
+
+def test_an_unknown_nodepool_dial_is_refused_before_any_run(
+    history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grid = tmp_path / "bad.yaml"
+    grid.write_text("karpenter.consolidateAfter: [5m, soon]\n")
+    assert tune(history, grid, tmp_path / "out", "--p95", "10m") == 2
+    err = capsys.readouterr().err
+    assert "point p2: karpenter.consolidateAfter: expected a duration like 30s" in err
+    assert not (tmp_path / "out" / "sweep.json").exists()

@@ -1,0 +1,298 @@
+"""Benchmark: fleet duplication, what clusters serving one label build and hold for each other.
+
+For every multi-cluster scenario of config/scenarios/ (more than one entry under
+``clusters:``), each seed 1..N and each strategy, one run; from its event log and the
+simulated provisioner's launch attribution,
+:func:`simulator.measurement.fleet_duplication.fleet_duplication` counts per cluster (the
+definitions are that module's docstring):
+
+- ``jobs``: jobs GitHub gave the cluster;
+- ``units``: placeholder units created (capacity-aware pairs; warm-pool pause pods) and
+  ``used`` (a job's pod took one of them);
+- ``dup``: **duplicate pairs**, built while a fitting job was queued, released unused after
+  another cluster took that job (capacity-aware only: ``-`` where units are not built for
+  demand);
+- ``dup nodes`` / ``part``: NodeClaims launched for duplicate halves only / for some;
+  ``dup $``: the former billed over the node's life, and ``<= work``: until a job's pod
+  first bound on it (a node launched for a duplicate may go on to serve real jobs);
+- ``warm``: unused units held while another cluster took a fitting job, ``warm $`` their
+  reserve (each placeholder's dominant share of its node while bound, list prices);
+- ``reserve $``: every unit's reserve; ``nodes``: NodeClaims launched.
+
+Figures are means per seed; the ``fleet`` row sums the clusters. Then per strategy the run's
+own figures (failed / stuck / over-advertised summed over seeds, fair p50 over the jobs of all
+seeds pooled, nodes and dollars per seed) and nodes and dollars as ratios to stock ARC.
+
+Run: ``.venv/bin/python bench/fleet_duplication.py [--seeds 10] [--jobs 2]
+[--first-seed 1] [--scenarios drain,ice-failover,fleet-day]
+[--strategies baseline,capacity-aware] [--set KEY=VALUE] [--json FILE | --from-json FILE...]
+[--markdown]`` (``--from-json`` merges the runs of several files, e.g. seeds run apart).
+``--set`` merges a capacityAware key over every scenario's shared block (as in
+bench/scenarios.py): the same table with a listener feature on is the "after" to this
+"before".
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.scenarios import markdown_table, render, set_block
+from simulator.engine.world import World
+from simulator.measurement.fleet_duplication import fleet_duplication
+from simulator.scenarios.scenario import Scenario, load_scenario, shipped
+from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, STRATEGIES
+from simulator.workload.figures import fair_summary
+from simulator.workload.service_records import JobState
+
+#: Strategies whose placeholders are built for queued jobs (the others keep a fixed pool).
+DEMAND_DRIVEN = (CAPACITY_AWARE,)
+
+
+def multi_cluster() -> list[str]:
+    """Shipped scenarios with more than one cluster, longest first."""
+    names = [p.stem for p in shipped() if len(load_scenario(p.stem).clusters) > 1]
+    return sorted(names, key=lambda n: (-load_scenario(n).duration, n))
+
+
+def capacity_of(scenario: Scenario) -> dict[str, tuple[float, int]]:
+    return {
+        it.name: (float(it.cpu), it.gpu) for c in scenario.clusters for it in c.spec.instance_types
+    }
+
+
+def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
+    """One strategy of one scenario and seed (in a worker process)."""
+    name, seed, strategy, block = task
+    scenario = load_scenario(name)
+    if block:
+        scenario = scenario.with_capacity_aware(block, where="--set")
+    world = World(scenario, strategy, seed=seed)
+    launches: dict[str, tuple[str, ...]] = {}
+    for handle in world.clusters.values():
+        handle.cluster.provisioner.on_claim = launches.__setitem__
+    results = world.run()
+    events = (json.loads(line) for line in world.log.lines())
+    clusters = fleet_duplication(
+        events, capacity_of(scenario), launches, demand_driven=strategy in DEMAND_DRIVEN
+    )
+    waits = [
+        math.inf
+        if j.running_at is None or j.state is JobState.FAILED
+        else j.running_at - j.queued_at
+        for j in world.service.jobs
+    ]
+    return {
+        "scenario": name,
+        "seed": seed,
+        "strategy": strategy,
+        "clusters": [dataclasses.asdict(c) for c in clusters],
+        "waits": waits,
+        "results": {
+            k: results[k]
+            for k in (
+                "jobs_total",
+                "jobs_failed",
+                "jobs_stuck",
+                "over_advertised_slot_seconds",
+                "nodes_launched",
+                "billed_node_hours",
+                "billed_cost_usd",
+            )
+        },
+    }
+
+
+HEADER = [
+    "cluster",
+    "jobs",
+    "units",
+    "used",
+    "dup",
+    "dup nodes",
+    "part",
+    "dup $",
+    "<= work $",
+    "warm",
+    "warm $",
+    "reserve $",
+    "nodes",
+]
+
+
+def _mean(runs: Sequence[dict[str, Any]], cluster: str | None, key: str) -> float:
+    total = 0.0
+    for run in runs:
+        for c in run["clusters"]:
+            if cluster is None or c["cluster"] == cluster:
+                total += c[key]
+    return total / len(runs)
+
+
+def cluster_rows(runs: Sequence[dict[str, Any]], demand_driven: bool) -> list[list[str]]:
+    """One row per cluster and a ``fleet`` row, means per seed."""
+    names = [c["cluster"] for c in runs[0]["clusters"]]
+    rows = []
+    for cluster in [*names, None]:
+
+        def m(key: str, digits: int = 1, cluster: str | None = cluster) -> str:
+            return f"{_mean(runs, cluster, key):,.{digits}f}"
+
+        dup = (
+            [
+                m("duplicate"),
+                m("duplicate_launches"),
+                m("duplicate_launches_part"),
+                m("duplicate_usd", 2),
+                m("duplicate_usd_before_work", 2),
+            ]
+            if demand_driven
+            else ["-"] * 5
+        )
+        rows.append(
+            [
+                cluster or "fleet",
+                m("jobs_taken"),
+                m("units"),
+                m("used"),
+                *dup,
+                m("warm_for_other"),
+                m("warm_reserve_usd", 2),
+                m("reserve_usd", 2),
+                m("launches"),
+            ]
+        )
+    return rows
+
+
+def _fair_p50(runs: Sequence[dict[str, Any]]) -> float | None:
+    value = fair_summary([w for r in runs for w in r["waits"]])["p50"]
+    return None if value is None else float(value)
+
+
+def run_line(runs: Sequence[dict[str, Any]], stock: Sequence[dict[str, Any]]) -> str:
+    res = [r["results"] for r in runs]
+    n = len(runs)
+    nodes = sum(x["nodes_launched"] for x in res) / n
+    usd = sum(x["billed_cost_usd"] for x in res) / n
+    p50 = _fair_p50(runs)
+    unattributed = sum(c["unattributed_launches"] for r in runs for c in r["clusters"])
+    line = (
+        f"  failed {sum(x['jobs_failed'] for x in res)}, stuck {sum(x['jobs_stuck'] for x in res)}"
+        f", over-adv slot-s {sum(x['over_advertised_slot_seconds'] for x in res):,.1f}; "
+        f"fair p50 {'never' if p50 is None else f'{p50:.1f}'} s; nodes {nodes:,.1f}/seed, "
+        f"${usd:,.2f}/seed"
+    )
+    seeds = {r["seed"] for r in runs}
+    stock = [r for r in stock if r["seed"] in seeds]  # ratios over the seeds both ran
+    if stock and runs[0]["strategy"] != BASELINE:
+        ref = [r["results"] for r in stock]
+        ref_nodes = sum(x["nodes_launched"] for x in ref) / len(ref)
+        ref_usd = sum(x["billed_cost_usd"] for x in ref) / len(ref)
+        ref_p50 = _fair_p50(stock)
+        line += (
+            f"; against stock ARC: nodes {_ratio(nodes, ref_nodes)}x, "
+            f"$ {_ratio(usd, ref_usd)}x, fair p50 {_ratio(p50, ref_p50)}x"
+        )
+    if unattributed:
+        line += f"; {unattributed} launches without attribution (all seeds)"
+    return line
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:.2f}"
+
+
+def report(names: Sequence[str], runs: list[dict[str, Any]], *, markdown: bool = False) -> None:
+    for name in names:
+        mine = [r for r in runs if r["scenario"] == name]
+        seeds = sorted({r["seed"] for r in mine})
+        stock = [r for r in mine if r["strategy"] == BASELINE]
+        print(f"\n== {name}: seeds {seeds[0]}..{seeds[-1]} ({len(seeds)}), means per seed")
+        for strategy in STRATEGIES:
+            of = sorted((r for r in mine if r["strategy"] == strategy), key=lambda r: r["seed"])
+            if not of:
+                continue
+            print(f"{strategy}: seeds {', '.join(str(r['seed']) for r in of)}")
+            rows = [HEADER, *cluster_rows(of, strategy in DEMAND_DRIVEN)]
+            print(markdown_table(rows) if markdown else render(rows))
+            print(run_line(of, stock))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=10, help="N seeds (default 10)")
+    parser.add_argument("--first-seed", type=int, default=1, help="seeds K..K+N-1 (default 1)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
+    parser.add_argument("--scenarios", default="", help="comma-separated (default: multi-cluster)")
+    parser.add_argument("--strategies", default="", help=f"subset of {', '.join(STRATEGIES)}")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--json", type=Path, default=None, help="also write every run here")
+    parser.add_argument(
+        "--from-json", type=Path, nargs="+", default=None, help="print runs saved by --json"
+    )
+    parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.jobs < 1:
+        parser.error("--seeds and --jobs must be >= 1")
+    names = multi_cluster()
+    if args.scenarios:
+        wanted = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            parser.error(f"not a multi-cluster shipped scenario: {unknown}; choose from {names}")
+        names = wanted
+    if args.from_json is not None:
+        # One run per (scenario, seed, strategy): a file given twice does not count twice.
+        unique = {
+            (r["scenario"], r["seed"], r["strategy"]): r
+            for f in args.from_json
+            for r in json.loads(f.read_text(encoding="utf-8"))
+        }
+        runs = list(unique.values())
+        saved = [n for n in names if any(r["scenario"] == n for r in runs)]
+        report(saved, runs, markdown=args.markdown)
+        return 0
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] or list(STRATEGIES)
+    if set(strategies) - set(STRATEGIES):
+        parser.error(f"--strategies: choose from {', '.join(STRATEGIES)}")
+    block = set_block(parser, args.set, names)
+    tasks = [
+        (name, seed, strategy, block)
+        for name in names
+        for seed in range(args.first_seed, args.first_seed + args.seeds)
+        for strategy in sorted(strategies, key=lambda s: s != CAPACITY_AWARE)
+    ]
+    started = time.perf_counter()
+    with Pool(args.jobs) as pool:
+        runs = []
+        for n, run in enumerate(pool.imap_unordered(run_one, tasks), 1):
+            runs.append(run)
+            if args.json is not None:  # as it goes: a long sweep cut short keeps its runs
+                args.json.write_text(json.dumps(runs), encoding="utf-8")
+            sys.stderr.write(f"\r{n}/{len(tasks)} runs, {time.perf_counter() - started:.0f} s wall")
+        sys.stderr.write("\n")
+    if block:
+        print(f"capacityAware over every scenario's shared block: {block}")
+    report(names, runs, markdown=args.markdown)
+    print(
+        f"\n{len(tasks)} runs in {time.perf_counter() - started:.0f} s wall, {args.jobs} processes"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
