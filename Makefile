@@ -39,7 +39,7 @@ test: $(STAMP)
 # included) and listener, in one process. Left to make test: the hypothesis properties (about
 # two minutes), subprocess runs of the command line, live worlds, the simulated days, e2e.
 # Under a minute on an idle 2-core machine (docs/design.md#layout: the developer loop).
-CHECK_TESTS := tests/state_machine tests/reconciler tests/providers tests/demand tests/listener
+CHECK_TESTS := tests/state_machine tests/reconciler tests/providers tests/providers/demand tests/listener
 CHECK_SKIP := --ignore=tests/reconciler/test_properties.py \
 	--ignore=tests/reconciler/test_hot_properties.py \
 	--ignore=tests/listener/test_command_line_messages.py

@@ -34,13 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kubernetes import client
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.cache import KubeCache
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.translate import build_snapshot
-from providers.kubernetes.watch_targets import default_targets
-from providers.kubernetes.writer import KubernetesPlaceholderWriter
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.observe.translate import build_snapshot
+from providers.kubernetes.pods import labels as L
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.watch.cache import KubeCache
+from providers.kubernetes.watch.targets import default_targets
+from providers.kubernetes.write.writer import KubernetesPlaceholderWriter
 from reconciler.clock import ManualClock
 from reconciler.controller import ScaleSetController
 from reconciler.schedule import Timings

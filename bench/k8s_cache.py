@@ -3,7 +3,7 @@
 A simulated cluster (ObjectStore behind the HTTP face) holds 500 nodes and 10 000 pods of
 one scale set shaped like real ARC pods (env, volumes, managedFields, container statuses):
 3 000 runner pods, 3 000 workflow pods and 2 000 placeholder pairs. The real kubernetes
-client lists and watches them through :class:`providers.kubernetes.cache.KubeCache`.
+client lists and watches them through :class:`providers.kubernetes.watch.cache.KubeCache`.
 
 Printed figures:
 - initial sync wall time (LIST over HTTP + JSON decode + slimming), API calls it took;
@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kubernetes import client
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.cache import KubeCache
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.translate import build_snapshot
-from providers.kubernetes.watch_targets import default_targets
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.observe.translate import build_snapshot
+from providers.kubernetes.pods import labels as L
+from providers.kubernetes.watch.cache import KubeCache
+from providers.kubernetes.watch.targets import default_targets
 from reconciler.snapshot import Demand
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.k8s_cache import pod as arc_pod  # noqa: E402
-from providers.kubernetes import labels as L  # noqa: E402
+from providers.kubernetes.pods import labels as L  # noqa: E402
 from simulator.faces.live_spec import LiveSpec  # noqa: E402
 from simulator.faces.live_world import LiveWorld  # noqa: E402
 

@@ -174,7 +174,7 @@ def _from_events(
 
 def _role_of(pod: str) -> str:
     """A pod's role from its name: placeholders are ``<ers>-ph-<instance>-<n>-r`` / ``-w``
-    (providers/kubernetes/placeholders.py), workflow pods ``<runner>-workflow``."""
+    (providers/kubernetes/pods/placeholders.py), workflow pods ``<runner>-workflow``."""
     if "-ph-" in pod:
         return "placeholder-workflow" if pod.endswith("-w") else "placeholder-runner"
     return "workflow" if pod.endswith("-workflow") else "runner"

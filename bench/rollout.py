@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.kubernetes.labels import LABEL_SCALE_SET
+from providers.kubernetes.pods.labels import LABEL_SCALE_SET
 from simulator.faces.k8s import K8sFace
 from simulator.faces.live_spec import LiveSpec
 from simulator.faces.live_world import LiveWorld

@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.kubernetes.labels import (
+from providers.kubernetes.pods.labels import (
     COMPONENT_PLACEHOLDER,
     DEFAULT_PRIORITY_CLASSES,
     LABEL_COMPONENT,

@@ -25,7 +25,7 @@ from typing import Any
 
 from kubernetes import client
 
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 

@@ -26,7 +26,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from e2e.kubelet import exited_status
-from providers.kubernetes.hook_template import HookTemplateError, read_hook_template
+from providers.kubernetes.pods.hook_template import HookTemplateError, read_hook_template
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.faces.actions import ScriptedJobFeed
 

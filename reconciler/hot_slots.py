@@ -62,7 +62,7 @@ def hot_wanted(hot: int, *, max_runners: int, assigned_jobs: int) -> int:
 
 def assigned_net_of_hot(assigned_jobs: int | None, hot_in_target: int) -> int | None:
     """The jobs assigned to the scale set, from ``assigned_jobs`` as read off the
-    EphemeralRunnerSet's replicas (less minRunners: providers/kubernetes/translate.py) when
+    EphemeralRunnerSet's replicas (less minRunners: providers/kubernetes/observe/translate.py) when
     the scaler's target held ``hot_in_target`` idle runners for hot slots on top of them
     (listener/arc/scaler.py: ``min(minRunners + hot + jobs, maxRunners)``). Never below 0:
     maxRunners may have cut the hot runners out of the target. None (unknown) stays None."""
@@ -94,7 +94,7 @@ class RunnerSeen:
 
     ``idle``: registered (``status.ready``), no job, not finished and not being deleted. Not
     ``phase == Running``: ARC 0.15 leaves an idle runner's phase Pending (PR #4646);
-    providers/kubernetes/scale_set.py reads it the same way for every version.
+    providers/kubernetes/observe/scale_set.py reads it the same way for every version.
     ``busy``: it has a job (``status.jobId``, written by the listener's JobStarted patch in
     0.13-0.15), or its workflow pod exists (the hook created it: a job runs).
     ``started``: its job's workflow pod is bound (holds a slot): the job holds room of its own,

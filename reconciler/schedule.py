@@ -15,7 +15,7 @@ Rules:
 - A *leading* trigger makes a step due at once, but never sooner than ``min_gap`` after the
   previous step. Two kinds of change are leading: demand (a statistics or demand-source
   answer: a cold job's pair is requested at once) and a placeholder turning Running (its pair
-  may be READY: a slot a waiting job needs; providers/kubernetes/rises.py says which events
+  may be READY: a slot a waiting job needs; providers/kubernetes/observe/rises.py says which events
   and why real pods are not among them). A stream of leading triggers (every placeholder of a
   burst) runs at most one step per ``min_gap``; every other change only matters to the next
   step, so it keeps the debounce.

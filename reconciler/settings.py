@@ -175,7 +175,7 @@ class CapacityAwareSettings(SettingsModel):
     #: The workflow placeholder also pulls, first, the runner template's images (a job's
     #: runner lands beside its workflow room on a new node and needs them before anything
     #: else; only where the two halves share a placement), then the job images this scale
-    #: set's workflow pods used last (at most ``providers.kubernetes.job_images.LEARNED``),
+    #: set's workflow pods used last (at most ``providers.kubernetes.pods.job_images.LEARNED``),
     #: learned from the hook's ``job`` container of workflow pods that carry no pull secret of
     #: their own. A half confirmed only when Running (GPUs) is confirmed a pull later; an
     #: image whose pull or ``sh -c :`` failed in a placeholder is refused for a while.
@@ -213,11 +213,12 @@ class CapacityAwareSettings(SettingsModel):
     #: Where a NodePool's limit holds fewer than maxRunners pairs and it allows instance types
     #: that hold workflow pods poorly, workflow placeholders prefer (preferred node affinity)
     #: the types that hold them well, so the nodes Karpenter buys for lone pairs run more
-    #: jobs at the limit (providers/kubernetes/capped_pools.py).
+    #: jobs at the limit (providers/kubernetes/placement/capped_pools.py).
     prefer_fitting_types: StrictBool = True
     #: Both halves prefer (preferred node affinity by node name) the nodes this scale set's
     #: runner and workflow pods run on, the busiest most, so the jobs that later take their
-    #: room keep busy nodes busy and let idle ones empty (providers/kubernetes/busy_nodes.py).
+    #: room keep busy nodes busy and let idle ones empty
+    #: (providers/kubernetes/placement/busy_nodes.py).
     prefer_busy_nodes: StrictBool = True
     #: Hard ceilings kept as safety valves (the ramp above is the real bound): pairs
     #: REQUESTED/PARTIAL at once...
@@ -244,7 +245,7 @@ class CapacityAwareSettings(SettingsModel):
     cut_poll_debounce: Seconds = Field(default=0.25, ge=0, le=10)
     #: Count a placeholder half that requests only cpu, memory and ephemeral-storage once it
     #: is bound to a Ready node, not when its pause container runs: kubelet admission re-runs
-    #: the scheduler's fit for those (providers/kubernetes/admission.py). Halves with device
+    #: the scheduler's fit for those (providers/kubernetes/observe/admission.py). Halves with device
     #: plugin resources (GPUs) always wait for Running. false: every half waits for Running
     #: (nodes with the static CPU manager + full-pcpus-only or a single-numa-node topology
     #: manager can refuse a pod the scheduler placed).

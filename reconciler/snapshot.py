@@ -1,6 +1,6 @@
 """What the reconciler observes: one immutable snapshot of the cluster and of demand.
 
-A snapshot is built by a provider (``providers.kubernetes.translate.build_snapshot``) from
+A snapshot is built by a provider (``providers.kubernetes.observe.translate.build_snapshot``) from
 the watch-fed cache, or from the simulated world's objects through the same translation.
 The reconciler never reads anything else, so every decision is a pure function of
 ``(pair records, snapshot, config, now)``.
@@ -52,7 +52,7 @@ _ALIVE = frozenset((PodPhase.PENDING, PodPhase.RUNNING))
 def holds_slot(*, bound: bool, deleting: bool, phase: PodPhase) -> bool:
     """A real runner or workflow pod holds its slot: bound to a node, not terminating, and
     Pending or Running. The one rule for the ledger (snapshot) and for which watch events
-    are losses (providers/kubernetes/relevance.py).
+    are losses (providers/kubernetes/observe/relevance.py).
 
     Phase ``Unknown`` (the kubelet stopped reporting, usually a node gone unreachable) does
     not hold a slot: capacity is only what the cluster confirms, and a pod nobody can vouch
@@ -89,11 +89,11 @@ class PlaceholderPod:
     #: Lease expiry from the TTL annotation (epoch seconds); None when absent/unparsable.
     expires_at: float | None = None
     created_at: float = 0.0
-    #: Binding is enough to confirm it (providers/kubernetes/admission.py: it requests only
+    #: Binding is enough to confirm it (providers/kubernetes/observe/admission.py: it requests only
     #: what kubelet admission checks as the scheduler did, and ``confirmAtBinding`` is on).
     confirm_at_binding: bool = False
     #: ``(image, reason)`` of each pre-pull init container the kubelet could not pull or run
-    #: (providers/kubernetes/job_images.py: such an image is not pulled again).
+    #: (providers/kubernetes/pods/job_images.py: such an image is not pulled again).
     failed_pre_pulls: tuple[tuple[str, str], ...] = ()
     #: Derived from the fields above in ``__post_init__``; never passed in.
     half: Half = field(init=False, repr=False, compare=False)
@@ -283,7 +283,7 @@ class ClusterSnapshot:
     #: us-east-1a"), used only to explain TIMED_OUT reasons.
     capacity_signals: tuple[str, ...] = ()
     #: Why ARC switched the scale set off (runners Outdated), None while it is on; while
-    #: set, ``max_runners`` is 0 (providers/kubernetes/scale_set.py ``switched_off``).
+    #: set, ``max_runners`` is 0 (providers/kubernetes/observe/scale_set.py ``switched_off``).
     switched_off: str | None = None
     #: Whether workflow placeholders are placed by the hook template's pod spec (False: like
     #: the runner pod, the template could not be read; None: no placeholder builder yet).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
 from reconciler.clock import Clock
 from reconciler.config import ReconcilerConfig
 from reconciler.controller import ScaleSetController, Work

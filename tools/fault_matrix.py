@@ -80,7 +80,7 @@ BAD_DAYS = [
     "|---|---|---|",
     "| SIGTERM with the API unreachable or throttled (429 `Retry-After: 120`) exited after "
     "49 s | the scaler's writes run on a daemon lane and wait on a stop token "
-    "(providers/kubernetes/write_lane.py); worker threads are daemons "
+    "(providers/kubernetes/write/lane.py); worker threads are daemons "
     "(listener/process/daemon_executor.py); "
     "shutdown steps bounded; an exit deadline (4.5 s) as the last resort | "
     "`test_sigterm_exits_0_within_5s_whatever_the_kubernetes_api_does`, "
@@ -94,12 +94,12 @@ BAD_DAYS = [
     "poll; a write stuck over 2 s closes the gate (0) and polling goes on | "
     "`test_get_message_goes_on_at_0_while_a_scale_write_is_stuck` |",
     "| a cut watch backed off more each time (36.7 s at 0 after the last cut) | client-go's "
-    "reflector rules (providers/kubernetes/watch_backoff.py, docs/semantics.md) | "
-    "`tests/kubernetes/test_watch_backoff.py` |",
+    "reflector rules (providers/kubernetes/watch/backoff.py, docs/semantics.md) | "
+    "`tests/providers/kubernetes/watch/test_backoff.py` |",
     "| a session left behind met the next process with 409 until it expired | the Lease "
     "carries the session id; the next holder deletes it on its first 409 | "
     "`test_a_session_the_last_listener_could_not_delete_is_deleted_by_the_next`, "
-    "`tests/kubernetes/test_lease.py::"
+    "`tests/providers/kubernetes/lease/test_election.py::"
     "test_the_next_holder_inherits_the_session_the_last_one_noted` |",
     "| a crash between the ack and the JobStarted patch lost the patch (0.15: runner left "
     "Pending) | ack after the message's effects, idempotent handlers | "
@@ -151,10 +151,10 @@ ISSUE_10 = (
         "two listeners for one scale set: the newcomer adopted and deleted the owner's "
         "placeholders; every shutdown deleted all of them",
         "session before the capacity side; `coordination.k8s.io/v1` Lease election "
-        "(providers/kubernetes/lease.py); shutdown deletes only this instance's pods",
+        "(providers/kubernetes/lease/election.py); shutdown deletes only this instance's pods",
         f"`{_P}test_two_listeners_for_one_scale_set_the_second_waits_and_never_touches_the_"
         f"owners_pods`, `...the_second_takes_over_when_the_owner_is_killed_without_releasing`, "
-        f"`tests/kubernetes/test_lease.py`, `bench/rollout.py`",
+        f"`tests/providers/kubernetes/lease/test_election.py`, `bench/rollout.py`",
     ),
     (
         "2",
@@ -163,7 +163,7 @@ ISSUE_10 = (
         "Go-like decoding (null = zero value, zone-less time = UTC); a message still not "
         "understood is logged with its id, counted, acked and skipped",
         f"`{_P}test_poison_messages_are_skipped_and_jobs_keep_flowing`, `actions_poison` above, "
-        "`tests/actions/test_hardening.py`",
+        "`tests/providers/actions/test_hardening.py`",
     ),
     (
         "3",
@@ -171,8 +171,9 @@ ISSUE_10 = (
         "while the cache still looked fresh)",
         "every background task supervised (logged once, counted, restarted with backoff); "
         "informer crashes and dead threads make the cache stale (fail closed, not ready)",
-        "`tests/actions/test_hud_client.py::test_an_unexpected_error_in_the_hud_poller_is_an_"
-        "outage_and_polling_goes_on`, `tests/kubernetes/test_cache.py::test_a_malformed_watch_"
+        "`tests/providers/actions/test_hud_client.py::test_an_unexpected_error_in_the_hud_poller_is_an_"
+        "outage_and_polling_goes_on`, "
+        "`tests/providers/kubernetes/watch/test_cache.py::test_a_malformed_watch_"
         "line_is_counted_and_every_informer_keeps_applying_events`, "
         "`...::test_a_dead_informer_thread_makes_the_cache_stale`, "
         "`tests/listener/test_supervise.py`",
@@ -197,7 +198,7 @@ ISSUE_10 = (
         "unbounded network reads (no total deadline on the long poll, no size cap)",
         "a total deadline per attempt (Go's `http.Client.Timeout`) and an 8 MiB cap on every "
         "Actions response body",
-        "`tests/actions/test_hardening.py::test_a_slow_drip_answer_is_cut_at_the_total_"
+        "`tests/providers/actions/test_hardening.py::test_a_slow_drip_answer_is_cut_at_the_total_"
         "deadline`, `...::test_an_answer_one_byte_over_the_cap_is_refused_without_retry`",
     ),
     (
@@ -207,7 +208,8 @@ ISSUE_10 = (
         "`configure_url`",
         "aliases refused, depth and size capped (one line), unknown keys never echo values, "
         "strict booleans and integers, non-empty image, userinfo in URLs refused",
-        "`tests/listener/test_config_hardening.py`, `tests/actions/test_config_url.py::test_"
+        "`tests/listener/test_config_hardening.py`, "
+        "`tests/providers/actions/test_config_url.py::test_"
         "credentials_in_the_configure_url_are_refused_without_echoing_them`",
     ),
 )
@@ -377,14 +379,14 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         "| Promise | Where it is checked |",
         "|---|---|",
         "| Secrets only from files / env, `SecretStr`, redacted in every log line and error | "
-        "tests/ship/test_logging.py, tests/actions/test_secrets_in_logs.py, "
+        "tests/ship/test_logging.py, tests/providers/actions/test_secrets_in_logs.py, "
         "tests/fuzz/test_fuzz_config.py (config errors never echo the PAT) |",
         "| TLS verification on by default, custom CA supported | "
-        "tests/actions/test_client_contract.py::TestTransportSetup, "
+        "tests/providers/actions/test_client_contract.py::TestTransportSetup, "
         "tests/reliability/test_security.py |",
         "| Placeholder pods: runAsNonRoot, no privilege escalation, all capabilities dropped, "
         "read-only root fs, no service-account token, seccomp RuntimeDefault | "
-        "tests/kubernetes/test_placeholders.py (golden files), "
+        "tests/providers/kubernetes/pods/test_placeholders.py (golden files), "
         "tests/reliability/test_security.py |",
         "| RBAC least privilege (no cluster-wide pod writes) | tests/ship/test_rbac.py |",
         "| Image runs as non-root | tests/ship/test_dockerfile.py |",

@@ -81,14 +81,14 @@ class JobScaler(Protocol):
 
 class Writes(Protocol):
     """Where the scaler's blocking calls run
-    (:class:`providers.kubernetes.write_lane.WriteLane`)."""
+    (:class:`providers.kubernetes.write.lane.WriteLane`)."""
 
     async def run(self, call: Callable[..., _T], *args: Any) -> _T: ...
 
 
 class ThreadWrites:
     """A worker thread per call (``asyncio.to_thread``): for tests and tools; the process
-    uses :class:`~providers.kubernetes.write_lane.WriteLane`, which never holds the exit."""
+    uses :class:`~providers.kubernetes.write.lane.WriteLane`, which never holds the exit."""
 
     async def run(self, call: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.to_thread(call, *args)

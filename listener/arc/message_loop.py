@@ -20,7 +20,7 @@
    ARC's; a Kubernetes write stuck longer does not stop the conversation with GitHub: the gate is
    closed (advertise 0, fail-closed) and polling goes on, later messages queue behind it, and the
    gate reopens once the handler has caught up. The scaler's calls run on ``writes`` (the process's
-   :class:`~providers.kubernetes.write_lane.WriteLane`, which never holds the exit). On cancellation
+   :class:`~providers.kubernetes.write.lane.WriteLane`, which never holds the exit). On cancellation
    the unit in hand gets ``stop_grace``, then is abandoned.
 Any error ends :meth:`Listener.run` (ARC's process then exits 1 and is recreated).
 

@@ -36,8 +36,8 @@ are unchanged while it is 0.
 
 Bodies are serialized like Go's ``encoding/json`` of a map (sorted keys, compact, ``<``, ``>``,
 ``&``, U+2028/9 escaped). Writes go through :class:`ScalerWriter`;
-:class:`providers.kubernetes.arc_writer.KubernetesScalerWriter` sends those exact bytes with the
-official kubernetes client, retried like client-go.
+:class:`providers.kubernetes.write.arc_writer.KubernetesScalerWriter` sends those exact bytes with
+the official kubernetes client, retried like client-go.
 The scaler is synchronous (blocking I/O): the async loop runs it in a worker thread.
 """
 
@@ -53,7 +53,7 @@ from typing import Any
 
 from listener.arc.version import ArcVersion, version_of_runner
 from providers.actions.models import JobCompleted, JobStarted, is_zero_time
-from providers.kubernetes.arc_wire import (
+from providers.kubernetes.write.arc_wire import (
     MERGE_PATCH,
     PermanentWriteError,
     ReadForbidden,

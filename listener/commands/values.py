@@ -48,7 +48,7 @@ from listener.commands.chart_values import DNS_SUBDOMAIN, ValuesError, load_valu
 from listener.commands.hook_merge import HOOK_DIR, HOOK_ENV, HOOK_PATH
 from listener.commands.rbac import OWN_TOKEN, TOKEN_MOUNT_PATH
 from providers.kubernetes.checks import check_container_mode, runner_spec_from_values
-from providers.kubernetes.resources import QuantityError, quantity
+from providers.kubernetes.placement.resources import QuantityError, quantity
 
 CONFIG_DIR = "/etc/capacity-aware"
 GRACE_SECONDS = 60

@@ -71,10 +71,10 @@ from listener.process.startup import (
 )
 from providers.actions.client import ActionsClient
 from providers.actions.session import MessageSession, default_owner_name
-from providers.kubernetes.arc_writer import KubernetesScalerWriter
-from providers.kubernetes.lease import LeaseElector, LeaseTiming, lease_name
-from providers.kubernetes.lease_fence import LeaseFence
-from providers.kubernetes.write_lane import WriteLane
+from providers.kubernetes.lease.election import LeaseElector, LeaseTiming, lease_name
+from providers.kubernetes.lease.fence import LeaseFence
+from providers.kubernetes.write.arc_writer import KubernetesScalerWriter
+from providers.kubernetes.write.lane import WriteLane
 from reconciler.clock import SystemClock
 from reconciler.settings import CapacityAwareSettings
 from reconciler.settings_types import SettingsError

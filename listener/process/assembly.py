@@ -12,7 +12,7 @@ every permission is granted. In order:
 
 1. :meth:`~CapacityAwarePart.start`: the provider (providers/kubernetes/provider.py) starts
    its watch-fed cache. Events that decisions read go to the reconcile loop once it exists,
-   judged as the simulator judges them (providers/kubernetes/relevance.py), as one
+   judged as the simulator judges them (providers/kubernetes/observe/relevance.py), as one
    :class:`~reconciler.controller.Trigger`.
 2. The process waits for the first sync and refuses to start on an error of the start-up
    checks (:meth:`~CapacityAwarePart.startup_checks`).
@@ -34,10 +34,10 @@ from listener.observability.status import StatusSubscriber
 from listener.process.context import ProcessContext
 from listener.process.reconcile_loop import Observation, ReconcileLoop
 from providers.kubernetes.checks import Finding
+from providers.kubernetes.observe.relevance import Verdict
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
 from providers.kubernetes.provider import KubernetesProvider
-from providers.kubernetes.relevance import Verdict
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.writer import KubernetesPlaceholderWriter
+from providers.kubernetes.write.writer import KubernetesPlaceholderWriter
 from reconciler.controller import Trigger, Work
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
@@ -137,7 +137,7 @@ class CapacityAwarePart:
         return self.provider.startup_checks()
 
     def _observed(self, verdict: Verdict) -> None:
-        """A watch event decisions read (providers/kubernetes/relevance.py): a placeholder
+        """A watch event decisions read (providers/kubernetes/observe/relevance.py): a placeholder
         that started to count steps at once, a pod that stopped backing capacity is checked
         for a drop before the debounce, anything else is a debounced trigger."""
         self.trigger(Trigger(leading=verdict.rise, lost=verdict.lost))

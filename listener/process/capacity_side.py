@@ -32,14 +32,14 @@ from providers.demand.build import build_remote_sources
 from providers.fleet.prometheus import PrometheusFleetReader
 from providers.fleet.share import fleet_share_source
 from providers.hud.client import HudClient, HudDemandSource, scale_set_labels
-from providers.kubernetes.cache import KubeCache
-from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
-from providers.kubernetes.lease_fence import LeaseFence
+from providers.kubernetes.lease.fence import LeaseFence
 from providers.kubernetes.permissions import (
     CannotCheck,
     missing_permissions,
     required_permissions,
 )
+from providers.kubernetes.pods.labels import LABEL_INSTANCE, LABEL_PAIR, LABEL_SCALE_SET
+from providers.kubernetes.watch.cache import KubeCache
 from reconciler.controller import DEMAND_CHANGED
 from reconciler.ports import PodRef
 from scaleset.demand import ScaleSetDemand, scale_set_demand

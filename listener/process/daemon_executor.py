@@ -6,7 +6,7 @@ call in a worker (a Lease renewal, a reconcile step) that waits out its timeouts
 API that does not answer would then hold a SIGTERM'd process past its exit budget. Here the
 workers are daemon threads, the executor is not registered for the interpreter's exit join,
 and ``shutdown`` does not wait: what is still blocked is abandoned with the process. Every
-such call is idempotent or fenced on the Lease (providers/kubernetes/write_lane.py), so abandoning
+such call is idempotent or fenced on the Lease (providers/kubernetes/write/lane.py), so abandoning
 it is
 safe.
 """

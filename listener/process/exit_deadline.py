@@ -4,7 +4,7 @@ Lease), it is gone within ``EXIT_DEADLINE`` seconds whatever the APIs do.
 The ordered shutdown (session, placeholders, Lease; listener/process/app.py) normally ends well
 within
 it: the scaler's writes run on a daemon lane that stops at its next wait
-(providers/kubernetes/write_lane.py), and every other call has a request timeout. But a placeholder
+(providers/kubernetes/write/lane.py), and every other call has a request timeout. But a placeholder
 delete
 against an API server that accepts the connection and never answers waits out its request
 timeout in a pool thread that the interpreter joins at exit; ARC's listener pod has a 60 s

@@ -33,13 +33,13 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.capped_pools import CappedFit, capped_fits
-from providers.kubernetes.hook_template import container_env, runner_container
-from providers.kubernetes.placement import PairShape
-from providers.kubernetes.resources import format_quantity
-from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget, live_limits
-from providers.kubernetes.signals import list_if_known
+from providers.kubernetes.observe.scale_set import ObjectSource, ScaleSetTarget, live_limits
+from providers.kubernetes.observe.signals import list_if_known
+from providers.kubernetes.placement.capped_pools import CappedFit, capped_fits
+from providers.kubernetes.placement.inputs import PairShape
+from providers.kubernetes.placement.resources import format_quantity
+from providers.kubernetes.pods import labels as L
+from providers.kubernetes.pods.hook_template import container_env, runner_container
 from reconciler.settings import PriorityClassNames
 
 
@@ -266,7 +266,7 @@ def check_min_runners(min_runners: int) -> list[Finding]:
 def check_nodepool_types(source: ObjectSource, pair: PairShape, max_runners: int) -> list[Finding]:
     """NodePools that host the workflow half, whose ``spec.limits`` hold fewer than
     ``max_runners`` pairs (so the limit can bind), and that allow types holding few workflow
-    pods for their size (:mod:`providers.kubernetes.capped_pools`).
+    pods for their size (:mod:`providers.kubernetes.placement.capped_pools`).
 
     The workflow placeholders prefer the well-fitting types, so the pairs the listener
     requests get them while the limit has room for one; real pods that come alone (a job's

@@ -49,9 +49,9 @@ NAMESPACED_RULES: tuple[Rule, ...] = (
         ("ephemeralrunnersets", "ephemeralrunners", "autoscalingrunnersets"),
         ("list", "watch"),
     ),
-    # The owner election (providers/kubernetes/lease.py): one Lease per scale set.
+    # The owner election (providers/kubernetes/lease/election.py): one Lease per scale set.
     Rule(("coordination.k8s.io",), ("leases",), ("get", "create", "update")),
-    # The hook template (providers/kubernetes/hook_template.py), which places workflow pods
+    # The hook template (providers/kubernetes/pods/hook_template.py), which places workflow pods
     # and so the workflow placeholders; without it they are placed like the runner pod.
     Rule(("",), ("configmaps",), ("list", "watch"), optional=True),
 )

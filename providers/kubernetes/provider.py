@@ -16,7 +16,7 @@ the writer is created on first use of :attr:`KubernetesProvider.writer`.
 
 The workflow half is placed like the hook template's pod spec (nodeSelector, tolerations,
 node affinity, schedulerName), read from the ConfigMap the runner template mounts at
-``ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE`` (:mod:`providers.kubernetes.hook_template`), since
+``ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE`` (:mod:`providers.kubernetes.pods.hook_template`), since
 that is where the hook places workflow pods. When it cannot be read (no such variable, not a
 ConfigMap volume, the ConfigMap missing or not YAML, no RBAC to list ConfigMaps) the half is
 placed like the runner pod, as before that could be read, and a warning says why once per
@@ -42,25 +42,25 @@ from typing import Any
 
 from kubernetes import client
 
-from providers.kubernetes.cache import KubeCache
 from providers.kubernetes.checks import Finding, run_startup_checks
-from providers.kubernetes.hook_template import (
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.observe.translate import build_snapshot
+from providers.kubernetes.placement.inputs import PlacementBounds
+from providers.kubernetes.pods.hook_template import (
     HookSource,
     HookTemplateError,
     locate,
     parse,
     placement_text,
 )
-from providers.kubernetes.placeholders import (
+from providers.kubernetes.pods.placeholders import (
     PlaceholderPodBuilder,
     PlaceholderSpecError,
     runner_pod_template,
 )
-from providers.kubernetes.placement import PlacementBounds
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.translate import build_snapshot
-from providers.kubernetes.watch_targets import WatchTarget, default_targets
-from providers.kubernetes.writer import KubernetesPlaceholderWriter
+from providers.kubernetes.watch.cache import KubeCache
+from providers.kubernetes.watch.targets import WatchTarget, default_targets
+from providers.kubernetes.write.writer import KubernetesPlaceholderWriter
 from reconciler.settings import CapacityAwareSettings
 from reconciler.snapshot import ClusterSnapshot, Demand
 

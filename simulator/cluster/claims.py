@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers.kubernetes.labels import KARPENTER_GROUP, KARPENTER_VERSION, LABEL_NODEPOOL
+from providers.kubernetes.pods.labels import KARPENTER_GROUP, KARPENTER_VERSION, LABEL_NODEPOOL
 from simulator.cluster.matching import TaintT
 from simulator.cluster.nodepools import NODECLASS_REF, Offering, PoolView
 from simulator.cluster.quantity import Resources

@@ -8,7 +8,7 @@ Every ``timings.disruption_poll`` seconds (10 s):
    pod, whose pool has a ``consolidateAfter`` (not Never) that has elapsed since the node's
    last pod event (a pod bound to or left it), without ``karpenter.sh/do-not-disrupt=true`` on
    the node, nor an active one on any of its pods that have not ended (``"true"``, or a
-   duration not yet elapsed since the pod started: providers/kubernetes/do_not_disrupt.py),
+   duration not yet elapsed since the pod started: providers/kubernetes/pods/do_not_disrupt.py),
    and none of whose reschedulable pods is covered by a PodDisruptionBudget that allows no
    disruption now (Karpenter's ``pdb.Limits.CanEvictPods``, pkg/utils/pdb/pdb.go: "pdb
    prevents pod evictions"; see :mod:`.pdb`).
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from providers.kubernetes.do_not_disrupt import protected_until
-from providers.kubernetes.labels import ANNOTATION_DO_NOT_DISRUPT, TAINT_KARPENTER_DISRUPTED
+from providers.kubernetes.pods.do_not_disrupt import protected_until
+from providers.kubernetes.pods.labels import ANNOTATION_DO_NOT_DISRUPT, TAINT_KARPENTER_DISRUPTED
 from simulator.cluster.emit import Emitter
 from simulator.cluster.infos import NodeInfo, Observer, PodInfo
 from simulator.cluster.lifecycle import ClaimLifecycle

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers.kubernetes.labels import (
+from providers.kubernetes.pods.labels import (
     ANNOTATION_DO_NOT_DISRUPT,
     LABEL_NODEPOOL,
 )
@@ -52,7 +52,7 @@ class PodInfo:
     grace: float
     active_deadline: float | None
     #: The raw ``karpenter.sh/do-not-disrupt`` value (None: absent); see
-    #: providers/kubernetes/do_not_disrupt.py for how Karpenter reads it.
+    #: providers/kubernetes/pods/do_not_disrupt.py for how Karpenter reads it.
     do_not_disrupt: str | None
     daemon: bool  # owned by an apps/v1 DaemonSet
     mirror: bool  # a static pod's mirror, owned by its v1 Node

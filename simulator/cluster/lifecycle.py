@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
-from providers.kubernetes.labels import (
+from providers.kubernetes.pods.labels import (
     KARPENTER_GROUP,
     KARPENTER_VERSION,
 )

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from providers.kubernetes.labels import KARPENTER_GROUP, KARPENTER_VERSION, LABEL_NODEPOOL
+from providers.kubernetes.pods.labels import KARPENTER_GROUP, KARPENTER_VERSION, LABEL_NODEPOOL
 from simulator.cluster.infos import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from simulator.cluster.matching import (
     Requirement,

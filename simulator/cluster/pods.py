@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from providers.kubernetes.labels import COMPONENT_PLACEHOLDER, LABEL_COMPONENT
+from providers.kubernetes.pods.labels import COMPONENT_PLACEHOLDER, LABEL_COMPONENT
 from simulator.cluster.quantity import GPU, Resources, cpu_millis, to_int
 from simulator.engine.store import Obj
 

@@ -71,7 +71,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from providers.kubernetes.labels import TAINT_KARPENTER_DISRUPTED
+from providers.kubernetes.pods.labels import TAINT_KARPENTER_DISRUPTED
 from simulator.cluster.emit import Emitter
 from simulator.cluster.infos import Observer, PodInfo
 from simulator.cluster.lifecycle import ClaimLifecycle

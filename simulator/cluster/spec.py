@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from providers.kubernetes.labels import DEFAULT_PRIORITY_CLASSES
+from providers.kubernetes.pods.labels import DEFAULT_PRIORITY_CLASSES
 from simulator.cluster.images import PullTimes
 from simulator.cluster.quantity import (
     GPU,

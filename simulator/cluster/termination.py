@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
-from providers.kubernetes.labels import TAINT_KARPENTER_DISRUPTED
+from providers.kubernetes.pods.labels import TAINT_KARPENTER_DISRUPTED
 from simulator.cluster.claims import Claim
 from simulator.cluster.conditions import set_condition
 from simulator.cluster.emit import Emitter

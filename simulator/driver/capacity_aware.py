@@ -32,9 +32,9 @@ from listener.arc.poll_cut import PollCut
 from providers.demand import FailureMode
 from providers.demand.statistics import refresh_tick
 from providers.fleet.share import FleetShareSource
-from providers.kubernetes.hook_template import HookTemplateError, read_hook_template
-from providers.kubernetes.placeholders import PlaceholderPodBuilder, runner_pod_template
-from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.pods.hook_template import HookTemplateError, read_hook_template
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder, runner_pod_template
 from reconciler.clock import Clock
 from reconciler.controller import CHANGED, DEMAND_CHANGED, Output, Trigger, Work
 from reconciler.ports import PlaceholderWriter
@@ -280,8 +280,8 @@ class CapacityAwareDriver:
     def trigger(self, trigger: Trigger = CHANGED) -> None:
         """The driver's one input, as in the production listener (reconciler/controller.py
         ``Trigger``): a change the decisions read (debounced), a leading one (a demand
-        source's answer changed, a placeholder turned Running: providers/kubernetes/rises.py)
-        or a loss (a drop check before the debounce)."""
+        source's answer changed, a placeholder turned Running:
+        providers/kubernetes/observe/rises.py) or a loss (a drop check before the debounce)."""
         self.controller.changed(self.ctx.loop.now(), trigger)
         self._arm()
 

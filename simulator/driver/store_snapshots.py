@@ -1,17 +1,17 @@
 """The simulated store's view as a scale set's snapshot port (``SnapshotPort`` of
 scaleset/ports.py): the listener provider's own translation
-(providers/kubernetes/translate.py), with the fit estimate of the current process's
-placeholder builder (providers/kubernetes/placement.py)."""
+(providers/kubernetes/observe/translate.py), with the fit estimate of the current process's
+placeholder builder (providers/kubernetes/placement/inputs.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.placement import PlacementBounds
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.translate import SnapshotMemo, build_snapshot
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.observe.translate import SnapshotMemo, build_snapshot
+from providers.kubernetes.placement.inputs import PlacementBounds
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder
 from reconciler.snapshot import ClusterSnapshot, Demand, FitEstimate, LaunchFacts
 
 

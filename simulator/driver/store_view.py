@@ -13,11 +13,11 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.placeholders import PlaceholderPodBuilder, format_expiry
-from providers.kubernetes.relevance import Facts, judge
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.watch_targets import WatchTarget, default_targets
+from providers.kubernetes.observe.relevance import Facts, judge
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.pods import labels as L
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder, format_expiry
+from providers.kubernetes.watch.targets import WatchTarget, default_targets
 from reconciler.controller import Trigger
 from reconciler.ports import PairSpec, PodRef
 from simulator.engine.store import AlreadyExists, Conflict, Invalid, NotFound, Obj, ObjectStore
@@ -85,12 +85,12 @@ class StorePlaceholderWriter:
 
 class StoreCacheView:
     """The ObjectSource the reconciler reads: the store seen through the production cache's
-    watch targets (``providers.kubernetes.watch_targets.default_targets``: the same kinds,
+    watch targets (``providers.kubernetes.watch.targets.default_targets``: the same kinds,
     namespaces and selectors), so ``build_snapshot`` reads the simulated world exactly as it
     reads a real one.
 
     Every store event of a watched object is judged by the production cache's own rule
-    (``providers.kubernetes.relevance.judge``) and reaches the driver as one
+    (``providers.kubernetes.observe.relevance.judge``) and reaches the driver as one
     :class:`~reconciler.controller.Trigger`: ``leading`` for a placeholder that started to
     count, ``lost`` for a pod that stopped backing capacity. The production cache keeps the
     previous object to judge against; the store mutates its objects in place, so this view

@@ -1,6 +1,6 @@
 """A loopback HTTP proxy in front of the simulated Kubernetes face that injects API faults.
 
-Real clients (the ``kubernetes`` package behind :class:`providers.kubernetes.cache.KubeCache`,
+Real clients (the ``kubernetes`` package behind :class:`providers.kubernetes.watch.cache.KubeCache`,
 the placeholder writer, kubectl) are pointed at :attr:`K8sFaultProxy.url`; every request is
 forwarded to the face unless an active fault answers it instead:
 

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from simulator.cluster import (
     Cluster,

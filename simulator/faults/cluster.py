@@ -6,7 +6,7 @@ import contextlib
 import random
 from typing import Any
 
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from simulator.engine.store import Obj, ObjectStore, StoreError
 
 # --- virtual-time hooks: the cluster ---------------------------------------------------------

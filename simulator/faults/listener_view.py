@@ -84,7 +84,7 @@ class ApiFaultGate:
 class FaultyWriter:
     """A :class:`PlaceholderWriter` whose calls go through an :class:`ApiFaultGate`.
 
-    Like :class:`providers.kubernetes.writer.KubernetesPlaceholderWriter`, a failed call is
+    Like :class:`providers.kubernetes.write.writer.KubernetesPlaceholderWriter`, a failed call is
     counted (:attr:`failed`) and dropped, never raised: the subscriber goes on with the other
     pairs and the next snapshot shows what did not happen. While the API is slow the call
     lands after the delay. Granularity is one writer call (a pair's two creates fail

@@ -95,7 +95,7 @@ class _SecondListener:
             self._timer.cancel()
 
     def _step(self) -> None:
-        from providers.kubernetes.translate import build_snapshot
+        from providers.kubernetes.observe.translate import build_snapshot
         from scaleset.carry_out import Effects, carry_out
 
         loop = self.driver.ctx.loop

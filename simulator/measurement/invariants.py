@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from reconciler.clock import Clock
 from simulator.engine.store import Obj, ObjectStore
 

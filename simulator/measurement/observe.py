@@ -24,7 +24,7 @@ def observe_world(
     recreates the listener pod on a ``maxRunners`` change, and the service keeps the old
     header until the new pod's first poll (which is clamped to the new value at once).
     """
-    from providers.kubernetes.translate import build_snapshot
+    from providers.kubernetes.observe.translate import build_snapshot
     from reconciler.capacity import compute_ledger
     from reconciler.snapshot import Demand
 

@@ -33,11 +33,12 @@ counted apart and left out of the steps.
 ``<pair>-w``, first creation of each): requested (the first half created) -> both bound (the
 later ``pod_bound``) -> both Running (the later ``pod_running``), and apart from that chain
 "header" = the first ``capacity_advertised`` at or after both were bound: the header GitHub
-saw next. The ledger confirms a cpu/memory half at binding (providers/kubernetes/admission.py)
-and a half with device-plugin resources at Running; the log does not say which rule applied,
-so both marks are given. A pair taken before a milestone never gets the later ones; it is
-counted as such. "header" is an upper bound when the header did not change at the next poll
-(a job finishing as the pair was confirmed leaves it equal): then the next change is used.
+saw next. The ledger confirms a cpu/memory half at binding
+(providers/kubernetes/observe/admission.py) and a half with device-plugin resources at Running; the
+log does not say which rule applied, so both marks are given. A pair taken before a milestone never
+gets the later ones; it is counted as such. "header" is an upper bound when the header did not
+change at the next poll (a job finishing as the pair was confirmed leaves it equal): then the next
+change is used.
 
 **Groups.** A job is in burst ``i`` when it was queued inside the scenario's ``i``-th burst
 window (``at .. at + over``), otherwise *between* bursts. For a merge queue the first batch

@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from providers.kubernetes.resources import QuantityError, quantity
+from providers.kubernetes.placement.resources import QuantityError, quantity
 from reconciler.settings import CapacityAwareSettings
 from reconciler.settings_types import Seconds
 from simulator.cluster import ClusterSpec

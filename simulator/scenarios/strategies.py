@@ -11,10 +11,10 @@
   nodes exist before they are needed).
 - ``capacity-aware``: this project. The production :class:`reconciler.reconciler.Reconciler`
   with its :class:`reconciler.subscribers.PlaceholderSubscriber`, fed by
-  :func:`providers.kubernetes.translate.build_snapshot` (and ``fit_estimate``) over
+  :func:`providers.kubernetes.observe.translate.build_snapshot` (and ``fit_estimate``) over
   :class:`simulator.driver.store_view.StoreCacheView` (the store seen through the
   production cache's selectors), creating pods built by
-  :class:`providers.kubernetes.placeholders.PlaceholderPodBuilder` through
+  :class:`providers.kubernetes.pods.placeholders.PlaceholderPodBuilder` through
   :class:`~simulator.driver.store_view.StorePlaceholderWriter`, stepped on the schedule of
   :class:`reconciler.schedule.Schedule` (periodic ``recalculateInterval`` with jitter, plus
   debounced triggers on relevant changes). Its capacity goes to the listener's
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, ObjectStore

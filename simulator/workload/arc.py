@@ -54,7 +54,7 @@ import string
 from collections.abc import Callable
 
 from listener.arc.version import ArcVersion
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import NotFound, Obj, ObjectStore
@@ -179,7 +179,7 @@ class ArcScaleSet:
         """ARC switches the scale set off (``off``) or back on: a runner pod exited 7 (the
         Actions service rejected the runner), so ARC marks the EphemeralRunnerSet and, from
         0.15 (#4652), the AutoscalingRunnerSet ``status.phase: Outdated``
-        (providers/kubernetes/scale_set.py ``switched_off`` reads it); back on, the phase
+        (providers/kubernetes/observe/scale_set.py ``switched_off`` reads it); back on, the phase
         clears. Only the phases are modelled: ARC's own stop of the listener and its pin of
         the replicas are left to the scenario."""
         phase = "Outdated" if off else None

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from listener.arc.version import LABEL_VERSION
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from simulator.engine.store import Obj
 from simulator.workload.arc_spec import ANNOTATION_PATCH_ID, ScaleSetSpec
 

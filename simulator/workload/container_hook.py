@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import Obj, ObjectStore
 from simulator.engine.streams import Streams

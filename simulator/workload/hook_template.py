@@ -6,7 +6,7 @@ workflow pods get class ``arc-workflow`` and their ``$job`` requests. The quicks
 it as a ConfigMap and the Helm overlay mounts it into the runner container; this module does
 the same to a simulated scale set's EphemeralRunnerSet, so that ``verify`` can read it back
 through the API like on a real cluster, and the capacity-aware listener places its workflow
-placeholders like it (providers/kubernetes/hook_template.py), in the scenario worlds as on a
+placeholders like it (providers/kubernetes/pods/hook_template.py), in the scenario worlds as on a
 cluster. The simulated hook itself sizes and places workflow pods from its ScaleSetSpec, which
 this ConfigMap mirrors at install.
 """
@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from simulator.engine.store import ObjectStore
 
 HOOK_TEMPLATE_DIR = "/home/runner/hook-template"

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.resources import effective_requests
+from providers.kubernetes.placement.resources import effective_requests
+from providers.kubernetes.pods import labels as L
 from simulator.engine.eventlog import EventLog
 from simulator.engine.store import Obj, ObjectStore
 
@@ -43,7 +43,7 @@ def pod_role(pod: Obj) -> tuple[str, str | None]:
     if role is not None:
         return role, labels.get(LABEL_SIM_SCALE_SET)
     placeholder_for = labels.get(L.LABEL_SCALE_SET)
-    if placeholder_for is not None:  # built by providers.kubernetes.placeholders
+    if placeholder_for is not None:  # built by providers.kubernetes.pods.placeholders
         half = labels.get(L.LABEL_ROLE)
         return (ROLE_PH_RUNNER if half == "runner" else ROLE_PH_WORKFLOW), placeholder_for
     return "other", None

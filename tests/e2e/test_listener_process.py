@@ -30,7 +30,7 @@ import pytest
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
-from providers.kubernetes.labels import LABEL_SCALE_SET
+from providers.kubernetes.pods.labels import LABEL_SCALE_SET
 from simulator.faces.live_world import LiveWorld
 from simulator.workload.service_records import JobState
 from tests.e2e.conftest import ListenerProcess

@@ -15,7 +15,7 @@ from providers.fleet.prometheus import FleetReadError, PrometheusFleetReader
 from providers.fleet.share import FleetShareSource
 from reconciler.clock import ManualClock
 from reconciler.fleet import ClusterRow
-from tests.demand.loopback import Answer, LoopbackServer, Request, json_answer
+from tests.providers.demand.loopback import Answer, LoopbackServer, Request, json_answer
 
 NOW = 1_800_000_000.0
 

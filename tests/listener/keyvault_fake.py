@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from tests.demand.loopback import Answer, Request, json_answer
+from tests.providers.demand.loopback import Answer, Request, json_answer
 
 
 def _key() -> rsa.RSAPrivateKey:

@@ -22,8 +22,8 @@ from providers.azure.keyvault import (
     fetch_app_config,
     parse_app_config,
 )
-from tests.demand.loopback import LoopbackServer
 from tests.listener.keyvault_fake import KeyVaultFake, TlsFiles, make_tls_files
+from tests.providers.demand.loopback import LoopbackServer
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 CLIENT_ID = "0d9e1b7c-5a4f-4a53-9f59-8d7f4a1c2b3e"

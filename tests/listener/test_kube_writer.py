@@ -16,14 +16,14 @@ from kubernetes import client as k8s
 
 from listener.arc.scaler import Scaler, ScalerError
 from providers.actions.models import JobStarted
-from providers.kubernetes.arc_writer import KubernetesScalerWriter, RetryPolicy, TokenBucket
-from providers.kubernetes.lease_fence import LeaseFence, LeaseFenced
-from providers.kubernetes.write_lane import StopToken, WriteStopped
+from providers.kubernetes.lease.fence import LeaseFence, LeaseFenced
+from providers.kubernetes.write.arc_writer import KubernetesScalerWriter, RetryPolicy, TokenBucket
+from providers.kubernetes.write.lane import StopToken, WriteStopped
 from simulator.engine.store import ObjectStore
 from simulator.faces.fault_proxy import K8sFaultProxy
 from simulator.faces.k8s import K8sFace
 from simulator.faults import Fault, FaultKind, FaultPlan
-from tests.kubernetes import objects as o
+from tests.providers.kubernetes import objects as o
 
 RUNNERS = [f"arc-runners-runner-{i:05d}" for i in range(16)]
 

@@ -7,7 +7,7 @@ def test_every_shutdown_deletes_all_placeholders_of_the_scale_set() -> None:
     """Regression (issue 10, failure 1): shutdown deleted every placeholder of the scale
     set, whoever owned it. Now: only pods this instance created or adopted."""
     from listener.process.capacity_side import owned_by
-    from providers.kubernetes import labels as L
+    from providers.kubernetes.pods import labels as L
 
     def pod(scale_set: str, instance: str, pair: str) -> dict[str, object]:
         return {

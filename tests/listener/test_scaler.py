@@ -23,7 +23,7 @@ from listener.arc.scaler import (
 )
 from listener.arc.version import ArcVersion
 from providers.actions.models import JobCompleted, JobStarted
-from providers.kubernetes.arc_writer import KubernetesScalerWriter
+from providers.kubernetes.write.arc_writer import KubernetesScalerWriter
 
 NS, ERS = "arc-runners", "arc-runners-r6jw6"
 

@@ -28,11 +28,11 @@ from listener.arc.version import (
     version_from_env,
 )
 from providers.actions.models import ZERO_TIME
-from providers.kubernetes.arc_writer import KubernetesScalerWriter
+from providers.kubernetes.write.arc_writer import KubernetesScalerWriter
 from simulator.engine.store import ObjectStore
 from simulator.faces.k8s import K8sFace
-from tests.kubernetes import objects as o
 from tests.listener.test_scaler import ARC_STATUS_PATCH, JOB_STARTED
+from tests.providers.kubernetes import objects as o
 
 RUNNER = JOB_STARTED.runner_name
 #: 0.15's status fields for JOB_STARTED, the job context (event name, queue / scale-set /

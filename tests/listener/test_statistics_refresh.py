@@ -16,7 +16,7 @@ from providers.actions.errors import TransportError
 from providers.actions.models import Statistics
 from providers.demand.statistics import StatisticsDemand, needs_refresh, refresh_tick
 from reconciler.clock import ManualClock
-from tests.actions.conftest import run
+from tests.providers.actions.conftest import run
 
 # --- the rule (shared with the simulated world) ----------------------------------------------
 

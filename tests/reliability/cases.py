@@ -7,8 +7,8 @@ runs every case and checks docs/reliability.md is the rendered table of their ou
 ``python -m tools.fault_matrix`` regenerates it.
 
 - Kubernetes API: :class:`~simulator.faces.fault_proxy.K8sFaultProxy` in front of the
-  Kubernetes face; :class:`~providers.kubernetes.cache.KubeCache` and
-  :class:`~providers.kubernetes.writer.KubernetesPlaceholderWriter` with the real client.
+  Kubernetes face; :class:`~providers.kubernetes.watch.cache.KubeCache` and
+  :class:`~providers.kubernetes.write.writer.KubernetesPlaceholderWriter` with the real client.
 - Actions service: the Actions face's knobs; the real ``Listener`` loop + ``MessageSession`` +
   ``ActionsClient``, restarted like ARC restarts the pod when a run ends with an error.
 - HUD: the HUD face's knobs; the real ``HudClient`` + ``HudDemandSource``.
@@ -41,11 +41,11 @@ from providers.actions.redact import SecretRegistry
 from providers.actions.retry import RetryPolicy
 from providers.actions.session import ConflictPolicy, MessageSession
 from providers.hud.client import HudClient, HudDemandSource
-from providers.kubernetes.cache import KubeCache
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.watch_targets import default_targets
-from providers.kubernetes.writer import KubernetesPlaceholderWriter
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.watch.cache import KubeCache
+from providers.kubernetes.watch.targets import default_targets
+from providers.kubernetes.write.writer import KubernetesPlaceholderWriter
 from reconciler.ports import PairSpec
 from reconciler.settings import CapacityAwareSettings
 from simulator.engine.store import ObjectStore
@@ -61,8 +61,8 @@ from simulator.faults import (
     apply_hud_fault,
     clear_actions_fault,
 )
-from tests.kubernetes import objects as o
 from tests.listener.arc_wiring import serve
+from tests.providers.kubernetes import objects as o
 
 WAIT = 10.0
 

@@ -18,12 +18,12 @@ from listener.arc.scaler import Scaler
 from listener.arc.version import ArcVersion
 from providers.actions.models import JobStarted
 from providers.actions.session import MessageSession
-from providers.kubernetes.arc_writer import KubernetesScalerWriter
+from providers.kubernetes.write.arc_writer import KubernetesScalerWriter
 from simulator.engine.store import ObjectStore
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
 from simulator.faces.k8s import K8sFace
-from tests.kubernetes import objects as o
 from tests.listener.arc_wiring import serve
+from tests.providers.kubernetes import objects as o
 from tests.reliability.cases import PAT, SCALE_SET_ID, WAIT, Outcome, Sleeps, _client
 
 RUNNER = "arc-runners-runner-00001"

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.translate import build_snapshot
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.observe.translate import build_snapshot
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder
 from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.controller import ScaleSetController
 from reconciler.ports import Subscriber

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import ObjectStore
 from simulator.measurement.invariants import Invariant, InvariantObserver

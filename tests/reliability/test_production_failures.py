@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from providers.kubernetes.labels import LABEL_INSTANCE, LABEL_SCALE_SET
+from providers.kubernetes.pods.labels import LABEL_INSTANCE, LABEL_SCALE_SET
 from simulator.faces.actions import Fault
 from simulator.faces.k8s import K8sFace
 from simulator.faces.live_spec import LiveSpec

@@ -1,10 +1,10 @@
 """Security gaps the other suites did not cover.
 
 Covered elsewhere (see docs/reliability.md "Security"): redaction (tests/ship/test_logging.py,
-tests/actions/test_secrets_in_logs.py), the Actions client's TLS verification and custom CA
-(tests/actions/test_client_contract.py::TestTransportSetup), the placeholder pod golden files
-(tests/kubernetes/test_placeholders.py), RBAC (tests/ship/test_rbac.py), the image user
-(tests/ship/test_dockerfile.py).
+tests/providers/actions/test_secrets_in_logs.py), the Actions client's TLS verification and custom
+CA (tests/providers/actions/test_client_contract.py::TestTransportSetup), the placeholder pod golden
+files (tests/providers/kubernetes/pods/test_placeholders.py), RBAC (tests/ship/test_rbac.py), the
+image user (tests/ship/test_dockerfile.py).
 
 Here: the HUD client verifies TLS by default too (it builds its own httpx client), and the
 hardening check used on every placeholder of the chaos day can tell a hardened pod from one
@@ -21,11 +21,11 @@ import pytest
 from pydantic import SecretStr
 
 from providers.hud.client import HudClient, HudError
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder
 from reconciler.ports import PairSpec
 from reconciler.settings import CapacityAwareSettings
 from simulator.faces.actions import ActionsFace, ScriptedJobFeed
-from tests.actions.test_client_contract import tls_server_context
+from tests.providers.actions.test_client_contract import tls_server_context
 from tests.reliability.cases_world import is_hardened
 from tests.reliability.support import ERS, NS, ers_object
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from providers.kubernetes.relevance import judge
-from providers.kubernetes.scale_set import switched_off
+from providers.kubernetes.observe.relevance import judge
+from providers.kubernetes.observe.scale_set import switched_off
 from tests.reliability.support import ERS, NS, ListenerProcess, SimCluster
 
 

@@ -3,11 +3,11 @@
 Three patterns cover every way the code talks to the API server today; a new pattern must
 be added here (the RBAC test then shows what it found):
 
-1. **Watched kinds.** The watch cache (``providers/kubernetes/cache.py``) lists then watches
+1. **Watched kinds.** The watch cache (``providers/kubernetes/watch/cache.py``) lists then watches
    every ``WatchTarget("<Kind>", <namespace>, ...)`` built anywhere in the scanned code:
    ``list`` + ``watch`` on that kind, namespaced when a namespace argument is given,
    cluster-wide otherwise. Kinds map to (group, plural) through ``RESOURCES`` of
-   providers/kubernetes/watch_targets.py.
+   providers/kubernetes/watch/targets.py.
 2. **Typed client writes and reads.** ``<api>.<verb>_namespaced_<kind>(...)`` and
    ``<verb>_<kind>(...)`` calls (``create_namespaced_pod``, ``read_node``...), with
    ``read`` -> ``get`` and ``replace`` -> ``update``.
@@ -65,7 +65,7 @@ class Kind:
     namespaced: bool
 
 
-CACHE = ROOT / "providers" / "kubernetes" / "watch_targets.py"
+CACHE = ROOT / "providers" / "kubernetes" / "watch" / "targets.py"
 
 
 def kinds() -> dict[str, Kind]:
@@ -76,7 +76,7 @@ def kinds() -> dict[str, Kind]:
     Parsed rather than imported: importing it imports ``kubernetes.client``, whose lazy
     model loading breaks freezegun-based tests that run later in the same process.
     """
-    from providers.kubernetes import labels
+    from providers.kubernetes.pods import labels
 
     def resolve(node: ast.AST) -> object:
         if isinstance(node, ast.Constant):

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from listener.observability.metrics import ARC_FAMILIES, CAPACITY_FAMILIES
-from providers.kubernetes.labels import DEFAULT_PRIORITY_CLASSES
+from providers.kubernetes.pods.labels import DEFAULT_PRIORITY_CLASSES
 from reconciler.settings import CapacityAwareSettings
 
 try:

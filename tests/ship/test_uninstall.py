@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.lease import lease_name
-from tests.kubernetes import objects as o
-from tests.kubernetes.test_placeholders import builder, pair
+from providers.kubernetes.lease.election import lease_name
+from providers.kubernetes.pods import labels as L
+from tests.providers.kubernetes import objects as o
+from tests.providers.kubernetes.pods.test_placeholders import builder, pair
 from tests.ship.test_chart import HELM, WHY_NO_HELM
 from tests.ship.test_chart import render as helm_template
 from tests.ship.test_install import INSTALL, KUBECTL, WHY_NOT, key, kustomize

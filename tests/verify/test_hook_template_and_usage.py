@@ -14,7 +14,7 @@ import pytest
 
 from listener.commands.verify.cli import main
 from listener.commands.verify.report import Report, failed, passed, skipped
-from providers.kubernetes.hook_template import HookTemplateError, read_hook_template
+from providers.kubernetes.pods.hook_template import HookTemplateError, read_hook_template
 
 PATH = "/home/runner/hook-template/workflow-pod.yaml"
 

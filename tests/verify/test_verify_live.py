@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from listener.commands.verify.probe import WaitClock
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from simulator.faces.live_world import LiveWorld
 from tests.verify.conftest import NAMESPACE, SCALE_SET, labelled_by_verify, objects, run_verify
 

@@ -34,7 +34,7 @@ from listener.commands.verify.reads import read_hook, read_rows, settings_row
 from listener.commands.verify.report import Report, failed, passed, row_text, skipped
 from listener.commands.verify.shapes import LABEL_VERIFY, Shapes
 from listener.process.startup import credentials_problem, kubernetes_api_client, new_instance_id
-from providers.kubernetes.placeholders import PlaceholderSpecError
+from providers.kubernetes.pods.placeholders import PlaceholderSpecError
 from reconciler.settings import CapacityAwareSettings
 from reconciler.settings_types import duration_seconds
 

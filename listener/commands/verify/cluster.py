@@ -1,6 +1,6 @@
 """Where the scale set lives and how ``verify`` reads the cluster.
 
-- :class:`ApiSource`: the API as an ``ObjectSource`` (providers/kubernetes/translate.py), so
+- :class:`ApiSource`: the API as an ``ObjectSource`` (providers/kubernetes/observe/translate.py), so
   the start-up checks and the snapshot translation of ``run`` read live objects unchanged.
   Every request carries a timeout; optional kinds (Karpenter) read as empty when absent.
 - :func:`find_scale_set`: the AutoscalingRunnerSet and its EphemeralRunnerSet (ARC names the
@@ -23,9 +23,9 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from listener.process.capacity_config import ENV_FILE, ENV_JSON, load_capacity_aware
-from providers.kubernetes import labels as L
-from providers.kubernetes.scale_set import ScaleSetTarget
-from providers.kubernetes.watch_targets import WatchTarget, list_call
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
+from providers.kubernetes.pods import labels as L
+from providers.kubernetes.watch.targets import WatchTarget, list_call
 from reconciler.settings import CapacityAwareSettings
 from reconciler.settings_types import SettingsError
 

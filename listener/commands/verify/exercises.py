@@ -28,7 +28,7 @@ from listener.commands.verify.probe import Probe
 from listener.commands.verify.report import Row, failed, passed, skipped
 from listener.commands.verify.room import free_room
 from listener.commands.verify.shapes import Shapes
-from providers.kubernetes.scale_set import ScaleSetTarget
+from providers.kubernetes.observe.scale_set import ScaleSetTarget
 from reconciler.settings import CapacityAwareSettings
 from state_machine.states import PairState
 

@@ -1,8 +1,8 @@
 """The product's own judgement of a probe pair: nothing here re-states a rule.
 
 A probe pair is a pair record in a :class:`~state_machine.store.PairStore` (the table validates
-every move), observed through ``build_snapshot`` (providers/kubernetes/translate.py, the same
-translation ``run`` uses), moved by ``sync`` (passive transitions), timed out by decide's
+every move), observed through ``build_snapshot`` (providers/kubernetes/observe/translate.py, the
+same translation ``run`` uses), moved by ``sync`` (passive transitions), timed out by decide's
 ``time_out`` with a :class:`~reconciler.settings.ReconcilerConfig`, and counted by
 ``compute_ledger``. So "READY", "PREEMPTED", "TIMED_OUT" and "counted" mean exactly what they
 mean to the listener.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from providers.kubernetes.scale_set import ObjectSource, ScaleSetTarget
-from providers.kubernetes.translate import build_snapshot
+from providers.kubernetes.observe.scale_set import ObjectSource, ScaleSetTarget
+from providers.kubernetes.observe.translate import build_snapshot
 from reconciler.capacity import compute_ledger
 from reconciler.config import ReconcilerConfig
 from reconciler.decide import time_out

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from providers.kubernetes.resources import QuantityError, format_quantity, quantity
+from providers.kubernetes.placement.resources import QuantityError, format_quantity, quantity
 
 Obj = Mapping[str, Any]
 

@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from listener.commands.verify.cluster import REQUEST_TIMEOUT, ApiSource, body, items
 from listener.commands.verify.shapes import LABEL_VERIFY, probe_name, verify_labels
-from providers.kubernetes import labels as L
+from providers.kubernetes.pods import labels as L
 from reconciler.clock import SYSTEM_CLOCK, Clock
 
 Obj = dict[str, Any]

@@ -34,9 +34,17 @@ from listener.commands.verify.limits import limit_range_problems, quota_problems
 from listener.commands.verify.report import Row, failed, passed, skipped
 from listener.commands.verify.shapes import Shapes, shortfall
 from providers.kubernetes.checks import Finding, Severity, run_startup_checks
-from providers.kubernetes.hook_template import HookTemplate, HookTemplateError, read_hook_template
 from providers.kubernetes.permissions import Permission, required_permissions
-from providers.kubernetes.resources import QuantityError, effective_requests, resource_list
+from providers.kubernetes.placement.resources import (
+    QuantityError,
+    effective_requests,
+    resource_list,
+)
+from providers.kubernetes.pods.hook_template import (
+    HookTemplate,
+    HookTemplateError,
+    read_hook_template,
+)
 from reconciler.settings import CapacityAwareSettings
 
 Obj = dict[str, Any]

@@ -7,7 +7,12 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from providers.kubernetes.resources import QuantityError, Resources, effective_requests, quantity
+from providers.kubernetes.placement.resources import (
+    QuantityError,
+    Resources,
+    effective_requests,
+    quantity,
+)
 
 
 def free_room(

@@ -1,6 +1,6 @@
 """The pods ``verify`` creates (or dry-runs), built from the product's own placeholder builder.
 
-- Probe placeholders: :class:`~providers.kubernetes.placeholders.PlaceholderPodBuilder` with
+- Probe placeholders: :class:`~providers.kubernetes.pods.placeholders.PlaceholderPodBuilder` with
   the scale set's runner template, but a probe scale-set name (``verify-<run>``) and the probe
   ConfigMap as owner, so the real listener never counts, adopts or sweeps them.
 - A runner-shaped pod: the runner placeholder's size and placement with the runner's class;
@@ -9,7 +9,7 @@
   at the runner's class, sized to a node's free room, so the probe node is full and a
   runner-shaped pod must preempt to fit.
 - The hook template (``ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE``), read back from the
-  ConfigMap the runner container mounts (:mod:`providers.kubernetes.hook_template`): the
+  ConfigMap the runner container mounts (:mod:`providers.kubernetes.pods.hook_template`): the
   workflow pod's class and requests, and the workflow half's placement, as the listener
   places it.
 """
@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.hook_template import HookTemplate
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
-from providers.kubernetes.resources import Resources, format_quantity
+from providers.kubernetes.placement.resources import Resources, format_quantity
+from providers.kubernetes.pods import labels as L
+from providers.kubernetes.pods.hook_template import HookTemplate
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder
 from reconciler.ports import PairSpec
 from reconciler.settings import CapacityAwareSettings
 from state_machine.record import pod_names

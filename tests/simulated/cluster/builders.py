@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from providers.kubernetes.labels import DEFAULT_PRIORITY_CLASSES
+from providers.kubernetes.pods.labels import DEFAULT_PRIORITY_CLASSES
 from simulator.cluster import (
     Cluster,
     ClusterSpec,

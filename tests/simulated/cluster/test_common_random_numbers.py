@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.kubernetes.labels import COMPONENT_PLACEHOLDER, LABEL_COMPONENT
+from providers.kubernetes.pods.labels import COMPONENT_PLACEHOLDER, LABEL_COMPONENT
 from simulator.cluster import ClusterSpec, NodePoolSpec
 from simulator.engine.streams import Streams
 from tests.simulated.cluster.builders import World, latencies, pod, small_type, static_world, world

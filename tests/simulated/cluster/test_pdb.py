@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder
 from reconciler.settings import parse_capacity_aware
 from simulator.cluster.pdb import Budget, disruptions_allowed, selector_matches, split_by_violation
 from simulator.cluster.preemption import candidate_key, select_victims_on_node
 from simulator.cluster.quantity import Resources
 from simulator.scenarios.placeholder_pdb import placeholder_pdb
-from tests.kubernetes import objects as o
-from tests.kubernetes.test_placeholders import pair
+from tests.providers.kubernetes import objects as o
+from tests.providers.kubernetes.pods.test_placeholders import pair
 from tests.simulated.cluster.builders import NS, pod
 from tests.simulated.cluster.test_karpenter import mixed_world
 from tests.simulated.cluster.test_preemption_tables import P, preempt, table_world

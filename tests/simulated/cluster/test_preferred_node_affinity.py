@@ -131,8 +131,8 @@ def test_the_scheduler_binds_to_a_preferred_node_that_fits_over_an_emptier_one()
 
 def test_a_preferred_term_of_node_names_draws_a_pod_to_a_busier_node() -> None:
     """``matchFields`` on ``metadata.name`` in a preferred term (how placeholders prefer the
-    nodes their scale set's jobs keep busy, providers/kubernetes/busy_nodes.py) scores like
-    any term: the named node wins over the emptier one LeastAllocated alone picks."""
+    nodes their scale set's jobs keep busy, providers/kubernetes/placement/busy_nodes.py) scores
+    like any term: the named node wins over the emptier one LeastAllocated alone picks."""
     w = two_type_world()
     w.create(pod("filler", cpu=2, node_name="box-0"))
     w.create(pod("plain", cpu=1))

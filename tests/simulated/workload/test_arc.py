@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.hook_template import read_hook_template
+from providers.kubernetes.pods import labels as L
+from providers.kubernetes.pods.hook_template import read_hook_template
 from simulator.engine.world import World
 from tests.simulated.workload.builders import (
     cluster_spec,

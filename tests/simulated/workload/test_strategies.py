@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from providers.kubernetes import labels as L
-from providers.kubernetes.placeholders import PlaceholderPodBuilder
+from providers.kubernetes.pods import labels as L
+from providers.kubernetes.pods.placeholders import PlaceholderPodBuilder
 from reconciler.ports import PairSpec, PodRef
 from reconciler.settings import CapacityAwareSettings
 from simulator.driver.store_view import StorePlaceholderWriter

@@ -1,0 +1,1 @@
+"""One owner per scale set: the Lease election and the fence every write asks."""
