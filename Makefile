@@ -35,11 +35,14 @@ test: $(STAMP)
 	$(BIN)/mypy --strict state_machine reconciler providers scaleset listener
 	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
-# The inner loop: the unit tests of state_machine, reconciler, providers (demand sources
-# included) and listener, in one process. Left to make test: the hypothesis properties (about
+# The inner loop: the unit tests of state_machine, reconciler, scaleset, providers (demand
+# sources; the Kubernetes provider's pure roles: observe, placement, pods) and listener, in one
+# process. Left to make test: the hypothesis properties (about
 # two minutes), subprocess runs of the command line, live worlds, the simulated days, e2e.
 # Under a minute on an idle 2-core machine (docs/design.md#layout: the developer loop).
-CHECK_TESTS := tests/state_machine tests/reconciler tests/providers tests/providers/demand tests/listener
+CHECK_TESTS := tests/state_machine tests/reconciler tests/scaleset tests/providers/demand \
+	tests/providers/test_backoff.py tests/providers/kubernetes/observe \
+	tests/providers/kubernetes/placement tests/providers/kubernetes/pods tests/listener
 CHECK_SKIP := --ignore=tests/reconciler/test_properties.py \
 	--ignore=tests/reconciler/test_hot_properties.py \
 	--ignore=tests/listener/test_command_line_messages.py
