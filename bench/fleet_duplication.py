@@ -48,8 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scenarios import markdown_table, render, set_block
-from simulator.engine.world import World
+from bench.scenarios import build_world, markdown_table, render, set_block
 from simulator.measurement.fleet_duplication import fleet_duplication
 from simulator.scenarios.scenario import Scenario, load_scenario, shipped
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, STRATEGIES
@@ -74,18 +73,15 @@ def capacity_of(scenario: Scenario) -> dict[str, tuple[float, int]]:
 
 def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
     """One strategy of one scenario and seed (in a worker process)."""
-    name, seed, strategy, block = task
-    scenario = load_scenario(name)
-    if block:
-        scenario = scenario.with_capacity_aware(block, where="--set")
-    world = World(scenario, strategy, seed=seed)
+    name, seed, strategy, _block = task
+    world = build_world(task)
     launches: dict[str, tuple[str, ...]] = {}
     for handle in world.clusters.values():
         handle.cluster.provisioner.on_claim = launches.__setitem__
     results = world.run()
     events = (json.loads(line) for line in world.log.lines())
     clusters = fleet_duplication(
-        events, capacity_of(scenario), launches, demand_driven=strategy in DEMAND_DRIVEN
+        events, capacity_of(world.scenario), launches, demand_driven=strategy in DEMAND_DRIVEN
     )
     waits = [
         math.inf

@@ -85,13 +85,19 @@ EXCLUDED = ("chaos",)
 TARGET_RATIO = 1.10
 
 
-def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
-    """One strategy of one scenario and seed (in a worker process)."""
+def build_world(task: tuple[str, int, str, dict[str, Any]]) -> World:
+    """The world of one (scenario, seed, strategy, ``--set`` block) task, not run yet."""
     name, seed, strategy, block = task
     scenario = load_scenario(name)
     if block:
         scenario = scenario.with_capacity_aware(block, where="--set")
-    world = World(scenario, strategy, seed=seed)
+    return World(scenario, strategy, seed=seed)
+
+
+def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
+    """One strategy of one scenario and seed (in a worker process)."""
+    name, seed, strategy, _block = task
+    world = build_world(task)
     results = world.run()
     jobs = [
         (j.queued, j.running, list(j.labels))

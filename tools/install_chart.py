@@ -168,9 +168,10 @@ def _configmap_metadata(obj: dict[str, Any], where: str) -> str:
     return _unmarked(yaml.safe_dump({"metadata": plain}, sort_keys=False))
 
 
-def _capacity_aware(command: str) -> str:
-    source = "config/capacity-aware-configmap.yaml"
-    comments, obj = _source_configmap("capacity-aware-configmap.yaml")
+def _configmap_template(command: str, file: str, value: str) -> str:
+    """A ConfigMap of config/``file`` whose one key holds the template expression ``value``."""
+    source = f"config/{file}"
+    comments, obj = _source_configmap(file)
     (key,) = obj["data"]
     return (
         _header(command, source)
@@ -179,22 +180,22 @@ def _capacity_aware(command: str) -> str:
         + _configmap_metadata(obj, source)
         + "data:\n"
         + f"  {key}: |\n"
-        + '    {{- dict "capacityAware" .Values.capacityAware | toYaml | nindent 4 }}\n'
+        + f"    {value}\n"
+    )
+
+
+def _capacity_aware(command: str) -> str:
+    return _configmap_template(
+        command,
+        "capacity-aware-configmap.yaml",
+        '{{- dict "capacityAware" .Values.capacityAware | toYaml | nindent 4 }}',
     )
 
 
 def _hook_template(command: str) -> str:
-    source = "config/hook-template.yaml"
-    comments, obj = _source_configmap("hook-template.yaml")
-    (key,) = obj["data"]
-    return (
-        _header(command, source)
-        + comments
-        + "apiVersion: v1\nkind: ConfigMap\n"
-        + _configmap_metadata(obj, source)
-        + "data:\n"
-        + f"  {key}: |\n"
-        + '    {{- .Values.hookTemplate | trimSuffix "\\n" | nindent 4 }}\n'
+    # A string replaced whole by a user's values: the example's resources never leak in.
+    return _configmap_template(
+        command, "hook-template.yaml", '{{- .Values.hookTemplate | trimSuffix "\\n" | nindent 4 }}'
     )
 
 
