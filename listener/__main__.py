@@ -87,7 +87,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from listener.process.app import run_from_environment
         from listener.process.exit_deadline import end_process
 
-        end_process(run_from_environment(env.variables))
+        end_process(run_from_environment(env))
     if parsed.command == "status":
         from listener.commands.status import print_status
 

@@ -28,7 +28,7 @@ import functools
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 from typing import Any
 
 from kubernetes import client as k8s
@@ -60,7 +60,7 @@ from listener.process.capacity_config import load_capacity_aware
 from listener.process.capacity_side import CapacitySide
 from listener.process.context import ProcessContext
 from listener.process.daemon_executor import DaemonThreadPoolExecutor
-from listener.process.environment import EnvError, ProcessEnv
+from listener.process.environment import ProcessEnv
 from listener.process.exit_deadline import ExitDeadline, bounded
 from listener.process.startup import (
     FatalError,
@@ -88,11 +88,11 @@ PLACEHOLDERS_BUDGET = 0.75
 RELEASE_BUDGET = 0.75
 
 
-def run_from_environment(env: Mapping[str, str]) -> int:
-    """``env``: the environment the command line read once at entry
+def run_from_environment(process_env: ProcessEnv) -> int:
+    """``process_env``: the environment the command line read and parsed once at entry
     (listener/process/environment.py)."""
+    env = process_env.variables
     try:
-        process_env = ProcessEnv.parse(env)
         path = config_path_from_env(env)
         config = resolve_vault_credentials(load_listener_config(path), file=path, env=env)
         capacity = load_capacity_aware(env)
@@ -110,7 +110,6 @@ def run_from_environment(env: Mapping[str, str]) -> int:
         LoggingConfigError,
         ArcVersionError,
         HttpConfigError,
-        EnvError,
     ) as exc:
         print(f"arc-capacity-listener: {exc}", file=sys.stderr)
         return 1

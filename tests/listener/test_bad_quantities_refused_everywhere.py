@@ -21,6 +21,7 @@ import tuning.cli
 from listener.__main__ import main as cli
 from listener.commands.verify import cli as verify_cli
 from listener.commands.verify.report import Report, Status
+from listener.process.environment import ProcessEnv
 from tests.listener.test_arc_config import pat_config
 
 BAD_BLOCKS = [
@@ -64,7 +65,7 @@ def test_run_refuses_before_the_lease(
         "LISTENER_CONFIG_PATH": str(config),
         "CAPACITY_AWARE_CONFIG": str(write_block(tmp_path, block)),
     }
-    assert listener.process.app.run_from_environment(env) == 1
+    assert listener.process.app.run_from_environment(ProcessEnv.parse(env)) == 1
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1  # one line

@@ -19,6 +19,7 @@ import listener.process.app
 from listener.commands import rbac
 from listener.commands.verify import cli as verify_cli
 from listener.observability.http import StatusBoard
+from listener.process.environment import ProcessEnv
 from listener.process.startup import KubeCredentialsError, kubernetes_api_client
 from simulator import cli as simulator_cli
 from simulator.scenarios.scenario import shipped
@@ -78,7 +79,7 @@ def test_a_missing_listener_config_path_is_one_line_naming_the_variable_once(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """It said `$LISTENER_CONFIG_PATH: LISTENER_CONFIG_PATH: is not set`."""
-    assert listener.process.app.run_from_environment({}) == 1
+    assert listener.process.app.run_from_environment(ProcessEnv.parse({})) == 1
     err = capsys.readouterr().err
     assert err == (
         "arc-capacity-listener: $LISTENER_CONFIG_PATH: is not set "

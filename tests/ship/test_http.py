@@ -23,6 +23,7 @@ from listener.observability.http import (
     resolve_http_settings,
 )
 from listener.observability.metrics import PrometheusMetrics, ScaleSetIdentity
+from listener.process.environment import ProcessEnv
 from reconciler.capacity import CapacityLedger
 from reconciler.clock import ManualClock
 from state_machine.record import PairRecord
@@ -165,7 +166,7 @@ def test_a_bad_debug_pairs_switch_stops_the_listener_with_one_line(
     config = tmp_path / "config.json"
     config.write_text(json.dumps(pat_config()), encoding="utf-8")
     env = {"LISTENER_CONFIG_PATH": str(config), DEBUG_PAIRS_ENV: "false"}
-    assert listener.process.app.run_from_environment(env) == 1
+    assert listener.process.app.run_from_environment(ProcessEnv.parse(env)) == 1
     err = capsys.readouterr().err
     assert err == (
         f"arc-capacity-listener: environment variable {DEBUG_PAIRS_ENV}: 'false': use on or off\n"
