@@ -44,7 +44,7 @@ from reconciler.snapshot import ClusterSnapshot, Demand
 from scaleset.assembly import ScaleSetPorts, ScaleSetRuntime, assemble_scale_set
 from scaleset.carry_out import Effects, carry_out
 from scaleset.demand import ScaleSetDemand, scale_set_demand
-from simulator.driver.fleet_store import FleetStore, MemberSample
+from simulator.driver.fleet_store import FleetStore, MemberSample, TroubleSeries
 from simulator.driver.step_log import StepLog
 from simulator.driver.store_snapshots import StoreSnapshots
 from simulator.driver.store_view import StoreCacheView, StorePlaceholderWriter
@@ -52,7 +52,7 @@ from simulator.engine.loop import Timer
 from simulator.engine.store import Obj
 from simulator.scenarios.strategies import CAPACITY_AWARE, ScaleSetContext, Strategy
 from simulator.workload.hud import HudUnavailable
-from state_machine.states import PairState
+from state_machine.table import IN_FLIGHT
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +155,9 @@ class CapacityAwareDriver:
                 clock=ctx.loop,
                 on_change=self._demand_changed,
             )
-        #: What the store's scrapes read (the listener's series): the last step's ledger,
-        #: failing closed, the last pair timeout.
-        self._failing_closed = False
-        self._last_timeout: float | None = None
+        #: What the store's trouble rule reads of this listener's series (failing closed,
+        #: the last pair timeout), fed by the carry-out like the listener's metrics.
+        self.trouble = TroubleSeries(ctx.loop)
         self.scale_set_demand: ScaleSetDemand = scale_set_demand(
             settings, self._demand_changed, fleet=self.fleet
         )
@@ -254,12 +253,11 @@ class CapacityAwareDriver:
         """What this listener's series say at a scrape (the fleet rules' inputs)."""
         stats = self.ctx.listener.latest_statistics or {}
         assigned = int(stats.get("totalAssignedJobs", 0))
-        recent = self._last_timeout is not None and self.ctx.loop.now() - self._last_timeout < 600
         return MemberSample(
             free_slots=max(0, self.ctx.listener.gate.value - assigned),
-            in_flight=self.reconciler.store.count([PairState.REQUESTED, PairState.PARTIAL]),
+            in_flight=self.reconciler.store.count(IN_FLIGHT),
             queued=int(stats.get("totalAvailableJobs", 0)),
-            trouble=self._failing_closed or recent,
+            trouble=self.trouble.trouble,
         )
 
     def _poll_fleet(self) -> None:
@@ -393,14 +391,16 @@ class CapacityAwareDriver:
         """Carry out an output with the listener's own function (scaleset/carry_out.py): the
         subscribers, the capacity into the listener's gate, the scaler target into the gate
         and ARC's scaler. A change of the gate's value may cut the long poll in flight."""
-        self._failing_closed = output.failing_closed
-        if any(e.target is PairState.TIMED_OUT for e in output.events):
-            self._last_timeout = self.ctx.loop.now()
         listener = self.ctx.listener
         before = listener.gate.value
         carry_out(
             output,
-            Effects(self.subscribers, gate=listener.gate, scaler=listener.scaler_controls),
+            Effects(
+                self.subscribers,
+                gate=listener.gate,
+                scaler=listener.scaler_controls,
+                observers=(self.trouble,),
+            ),
         )
         if listener.gate.value != before:
             listener.capacity_changed()

@@ -25,7 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reconciler.fleet import ClusterRow, FleetView
+from scaleset.carry_out import CarriedOut
 from simulator.engine.loop import EventLoop
+from state_machine.states import PairState
 
 #: The shipped PodMonitor's interval (config/monitoring/podmonitor.yaml).
 SCRAPE_INTERVAL = 30.0
@@ -33,6 +35,32 @@ SCRAPE_INTERVAL = 30.0
 EVALUATION_INTERVAL = 30.0
 #: Prometheus's default look-back: a series not scraped for this long is stale (no row).
 LOOKBACK = 300.0
+#: The trouble rule's range: a pair timed out within it (fleet-rules.yaml, ``[10m]``).
+TROUBLE_WINDOW = 600.0
+
+
+class TroubleSeries:
+    """What a listener's series say of capacity trouble, as the trouble rule reads them:
+    failing closed (the gauge) or a pair TIMED_OUT within :data:`TROUBLE_WINDOW` (the
+    transitions counter). A step observer (scaleset/carry_out.py), as the listener's metrics
+    are: it reads each output once carried out."""
+
+    def __init__(self, loop: EventLoop) -> None:
+        self._loop = loop
+        self._failing_closed = False
+        self._last_timeout: float | None = None
+
+    def observe(self, step: CarriedOut) -> None:
+        output = step.output
+        self._failing_closed = output.failing_closed
+        if any(e.target is PairState.TIMED_OUT for e in output.events):
+            self._last_timeout = self._loop.now()
+
+    @property
+    def trouble(self) -> bool:
+        last = self._last_timeout
+        recent = last is not None and self._loop.now() - last < TROUBLE_WINDOW
+        return self._failing_closed or recent
 
 
 @dataclass(frozen=True, slots=True)
