@@ -30,7 +30,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,16 @@ def substitute(expr: str, variables: Mapping[str, str]) -> str:
     for name in sorted(variables, key=len, reverse=True):
         expr = expr.replace("${" + name + "}", variables[name]).replace("$" + name, variables[name])
     return expr
+
+
+def with_variables(panels: Sequence[Panel], variables: Mapping[str, str]) -> list[Panel]:
+    """The panels with the dashboard's variables substituted into every query."""
+    return [
+        replace(
+            p, targets=tuple(Target(substitute(t.expr, variables), t.legend) for t in p.targets)
+        )
+        for p in panels
+    ]
 
 
 def all_regex(values: Sequence[str]) -> str:
@@ -365,19 +375,7 @@ def live_run(workdir: Path, out: Path, keep_data: Path | None = None) -> list[st
             variables: dict[str, str] = {}
             for name, q in variable_queries(dashboard).items():  # in order: later ones use earlier
                 variables[name] = all_regex(label_values(server.url, substitute(q, variables)))
-            resolved = [
-                Panel(
-                    p.title,
-                    p.kind,
-                    p.x,
-                    p.y,
-                    p.w,
-                    p.h,
-                    p.unit,
-                    tuple(Target(substitute(t.expr, variables), t.legend) for t in p.targets),
-                )
-                for p in panels
-            ]
+            resolved = with_variables(panels, variables)
             query = prometheus_range(server.url, world.started_wall, end, world.started_wall)
             data = evaluate(resolved, query)
         finally:

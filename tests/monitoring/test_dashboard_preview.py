@@ -18,21 +18,7 @@ VARIABLES = {"namespace": "(arc-runners)", "name": "(arc-runners)"}
 
 
 def resolved() -> list[preview.Panel]:
-    return [
-        preview.Panel(
-            p.title,
-            p.kind,
-            p.x,
-            p.y,
-            p.w,
-            p.h,
-            p.unit,
-            tuple(
-                preview.Target(preview.substitute(t.expr, VARIABLES), t.legend) for t in p.targets
-            ),
-        )
-        for p in PANELS
-    ]
+    return preview.with_variables(PANELS, VARIABLES)
 
 
 def test_every_panel_and_every_query_of_the_dashboard_is_drawn(tmp_path: Path) -> None:
