@@ -25,9 +25,9 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -35,6 +35,8 @@ from kubernetes.client.exceptions import ApiException
 
 from simulator.faces.live_spec import SCRUBBED_ENV
 from simulator.faces.standins.state import StandinError, StandinState
+
+T = TypeVar("T")
 
 LISTENER_COMPONENT = "runner-scale-set-listener"
 STANDIN_SCHEDULER = "simulated-world-stand-in"
@@ -154,29 +156,40 @@ def _volume_data(
     ns = state.controller_namespace
     if "configMap" in volume:
         name = volume["configMap"]["name"]
-        try:
-            found = core.read_namespaced_config_map(name, ns)
-        except ApiException as exc:
-            if exc.status == 404:
-                raise StandinError(
-                    f"ConfigMap {ns}/{name} (mounted at {mount_path}) does not exist: the "
-                    "listener pod would hang in ContainerCreating; apply it first"
-                ) from exc
-            raise
+        found = _mounted(
+            lambda: core.read_namespaced_config_map(name, ns),
+            "ConfigMap",
+            ns,
+            name,
+            mount_path,
+            "apply it first",
+        )
         return {k: v.encode() for k, v in (found.data or {}).items()}
     if "secret" in volume:
         name = volume["secret"]["secretName"]
-        try:
-            secret = core.read_namespaced_secret(name, ns)
-        except ApiException as exc:
-            if exc.status == 404:
-                raise StandinError(
-                    f"Secret {ns}/{name} (mounted at {mount_path}) does not exist: the "
-                    "listener pod would hang in ContainerCreating; create it first"
-                ) from exc
-            raise
+        secret = _mounted(
+            lambda: core.read_namespaced_secret(name, ns),
+            "Secret",
+            ns,
+            name,
+            mount_path,
+            "create it first",
+        )
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
     return None
+
+
+def _mounted(read: Callable[[], T], kind: str, ns: str, name: str, mount_path: str, fix: str) -> T:
+    """The object a volume mounts; a missing one is what a real pod would hang on."""
+    try:
+        return read()
+    except ApiException as exc:
+        if exc.status == 404:
+            raise StandinError(
+                f"{kind} {ns}/{name} (mounted at {mount_path}) does not exist: the "
+                f"listener pod would hang in ContainerCreating; {fix}"
+            ) from exc
+        raise
 
 
 def _listener_container(template: dict[str, Any]) -> dict[str, Any]:
