@@ -48,8 +48,6 @@ class FleetShareSource:
         self._on_change = on_change
         self.view: FleetView | None = None
         self.last = FleetShare(None, "fleet view not read yet")
-        #: Reads that failed, by kind (timeout, connect, http, decode, query).
-        self.failures: dict[str, int] = {}
 
     def observe(self, view: FleetView) -> None:
         """A new read of the view (rows, or the error of a failed read)."""
@@ -83,15 +81,11 @@ class FleetShareSource:
         """``demand`` as this cluster's share (unchanged while there is none)."""
         return with_share(demand, self.share())
 
-    @property
-    def age(self) -> float | None:
-        return self.last.age
-
     async def poll(self, read: ReadRows) -> None:
         try:
             rows = await read()
         except FleetReadError as exc:
-            self.failures[exc.kind] = self.failures.get(exc.kind, 0) + 1
+            # Counted by kind where the process keeps its counters (on_failure: the metrics).
             if self._on_failure is not None:
                 self._on_failure(exc.kind)
             self.observe(FleetView(error=str(exc)))
