@@ -61,10 +61,6 @@ class InvalidTransition(Exception):
             f"{noun} {record_id}: {how}{shown} -> {target.value} is not in the transition table"
         )
 
-    @property
-    def pair_id(self) -> str:
-        return self.record_id
-
 
 class Table(Generic[S]):
     """The edges of one state machine and what follows from them.
@@ -107,9 +103,6 @@ class Table(Generic[S]):
     def allowed(self, source: S, target: S) -> bool:
         """Some edge (of either kind) leads from ``source`` to ``target``."""
         return target in self.targets[source]
-
-    def has(self, source: S | None, target: S, kind: Kind) -> bool:
-        return (source, target, kind) in self._triples
 
     def edge(self, source: S | None, target: S, kind: Kind, record_id: str = "?") -> Edge[S]:
         """The one edge of that kind between two states; :class:`InvalidTransition` if none."""
