@@ -18,17 +18,17 @@ once to cover its jobs.
 
 Fails safe: no view, an unreadable one, or one whose own row is older than ``max_age`` gives
 no share (``share is None``): the listener acts alone, exactly as with the view off.
-Queued jobs are split exactly (their parts sum to the queue; the first clusters by name take
-what is left over); the warm pool is rounded up (``ceil``), so every cluster keeps a warm pair
-while ``proactiveCapacity`` >= 1.
+Queued jobs and the warm pool are both split exactly: the parts sum to the queue and to
+``proactiveCapacity`` (the first clusters by name take what is left over), so the fleet keeps
+one warm pool, not one per cluster. A cluster whose part is 0 advertises nothing while idle;
+GitHub sends the job to a cluster that advertises room, the pool the fleet keeps for it.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
-from reconciler.snapshot import Demand
+from reconciler.snapshot import Demand, FleetPart
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,14 +107,6 @@ def fleet_share(view: FleetView | None, *, cluster: str, now: float, max_age: fl
     )
 
 
-def share_of(count: int, share: float | None) -> int:
-    """``ceil(count x share)``; ``count`` itself without a share (0 stays 0)."""
-    if share is None or count <= 0:
-        return count
-    # The epsilon keeps 3 x (1/3) at 1, not 2, against float error.
-    return max(0, math.ceil(count * share - 1e-9))
-
-
 def split_of(count: int, rank: int, members: int) -> int:
     """Member ``rank``'s part of ``count`` split evenly over ``members``: the parts sum to
     ``count`` exactly, the first ``count mod members`` members (by name) take one more."""
@@ -125,9 +117,9 @@ def split_of(count: int, rank: int, members: int) -> int:
 
 
 def with_share(demand: Demand, share: FleetShare) -> Demand:
-    """The demand decide sees: this cluster's part of the queued jobs, carrying the share for
-    the warm pool (``Demand.fleet_share``). A failing demand (None) stays failing: the floor
-    is this cluster's own.
+    """The demand decide sees: this cluster's part of the queued jobs, carrying its part of the
+    fleet for the warm pool (``Demand.fleet``). A failing demand (None) stays failing: the
+    floor is this cluster's own.
 
     Queued jobs are split exactly (:func:`split_of`), not rounded up in every cluster: one
     queued job rounded up is a pair in each cluster for it, the duplication the view is for.
@@ -139,4 +131,4 @@ def with_share(demand: Demand, share: FleetShare) -> Demand:
     queued = (
         None if demand.queued_jobs is None else split_of(demand.queued_jobs, share.rank, members)
     )
-    return replace(demand, queued_jobs=queued, fleet_share=share.share)
+    return replace(demand, queued_jobs=queued, fleet=FleetPart(share.share, share.rank, members))

@@ -26,11 +26,11 @@ from reconciler.capacity import CapacityLedger, compute_ledger
 from reconciler.config import ReconcilerConfig
 from reconciler.decide import decide
 from reconciler.decision import DecideInput
-from reconciler.fleet import share_of
+from reconciler.fleet import split_of
 from reconciler.hot_slots import HotTimings, assigned_net_of_hot, hot_wanted, split_reserve
 from reconciler.hot_step import HotKeeper, HotStep
 from reconciler.ports import Command, DeleteOrphan
-from reconciler.snapshot import ClusterSnapshot
+from reconciler.snapshot import ClusterSnapshot, FleetPart
 from reconciler.sync import sync
 from reconciler.warm_pool import WarmPoolSize, WarmPoolWindow, warm_pairs
 from state_machine.events import AnyTransition
@@ -130,19 +130,22 @@ class Reconciler:
         while True:
             yield f"{self.instance}-{next(self._seq)}"
 
-    def _step_config(self, now: float, fleet_share: float | None = None) -> ReconcilerConfig:
+    def _step_config(self, now: float, fleet: FleetPart | None = None) -> ReconcilerConfig:
         """The config of this step: with a warm pool policy, its size replaces the fixed one;
-        with a fleet share (reconciler/fleet.py), the pool kept is that share of it (a job
-        that misses this cluster's pool lands in another cluster's)."""
+        with a fleet part (reconciler/fleet.py), the pool kept is this cluster's part of an
+        exact split of it (a job that misses this cluster's pool lands in another's)."""
         policy = self.config.warm_pool
         if policy is None:
             size = WarmPoolSize(self.config.proactive_capacity, "static")
         else:
-            size = warm_pairs(policy, self.warm_window.observation(now), now)
-        if fleet_share is not None:
-            shared = share_of(size.pairs, fleet_share)
+            members = fleet.members if fleet is not None else 1
+            size = warm_pairs(policy, self.warm_window.observation(now), now, members)
+        if fleet is not None:
+            part = split_of(size.pairs, fleet.rank, fleet.members)
             size = replace(
-                size, pairs=shared, reason=f"{size.reason}; fleet share {fleet_share:.2f}"
+                size,
+                pairs=part,
+                reason=f"{size.reason}; part {fleet.rank + 1} of {fleet.members} of the fleet's",
             )
         if size.pairs != self.warm_pool.pairs:
             log.info("warm pool %s: %d pairs (%s)", self.config.scale_set, size.pairs, size.reason)
@@ -185,9 +188,7 @@ class Reconciler:
         assigned = assigned_net_of_hot(snapshot.assigned_jobs, self._hot_in_target)
         if assigned != snapshot.assigned_jobs:
             snapshot = replace(snapshot, assigned_jobs=assigned)
-        config, hot = self._hot_step(
-            snapshot, self._step_config(now, snapshot.demand.fleet_share), now
-        )
+        config, hot = self._hot_step(snapshot, self._step_config(now, snapshot.demand.fleet), now)
         plan = reconcile(
             self.store.view(),
             snapshot,

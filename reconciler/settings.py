@@ -141,7 +141,8 @@ class CapacityAwareSettings(SettingsModel):
     """The whole ``capacityAware`` block. Defaults are safe for a first install."""
 
     enabled: StrictBool = False
-    #: Warm pairs kept ready beyond running jobs, or "auto" (sized by ``warmPool``).
+    #: Warm pairs kept ready beyond running jobs, or "auto" (sized by ``warmPool``). With
+    #: ``fleetView`` on and fresh it is the fleet's pool, split across its healthy clusters.
     proactive_capacity: ProactiveCapacity = 1
     #: Of that reserve, how many slots are held as hot slots (a registered idle runner paired
     #: with a workflow placeholder, docs/design.md#hot-runners) instead of warm pairs; "auto":

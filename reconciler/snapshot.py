@@ -196,6 +196,17 @@ class WorkflowPod:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetPart:
+    """This cluster's part of its fleet (reconciler/fleet.py): ``rank`` among ``members``
+    healthy clusters sorted by name, ``share = 1 / members``. Queued jobs and the warm pool
+    are both split exactly by it (the first clusters by name take what is left over)."""
+
+    share: float
+    rank: int = 0
+    members: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class Demand:
     """Queued jobs for this scale set's labels (see ``providers.demand``), or why unknown.
 
@@ -207,10 +218,10 @@ class Demand:
     error: str | None = None
     #: Which source produced it (``statistics``, ``hud``, ...), for logs and metrics.
     source: str = ""
-    #: This cluster's share of its fleet (reconciler/fleet.py) when ``fleetView`` is on and
-    #: fresh: ``queued_jobs`` is already this share, and the warm pool keeps the same share
-    #: of ``proactiveCapacity``. None: this cluster acts alone.
-    fleet_share: float | None = None
+    #: This cluster's part of its fleet when ``fleetView`` is on and fresh: ``queued_jobs``
+    #: is already its part of the queue, and the warm pool keeps its part of
+    #: ``proactiveCapacity``. None: this cluster acts alone.
+    fleet: FleetPart | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,9 +163,16 @@ def matching_entry(schedule: Iterable[ScheduleEntry], now: float) -> ScheduleEnt
 
 
 def warm_pairs(
-    policy: WarmPoolPolicy, observation: WarmPoolObservation, now: float
+    policy: WarmPoolPolicy, observation: WarmPoolObservation, now: float, fleet_members: int = 1
 ) -> WarmPoolSize:
-    """The number of warm pairs to keep now (before ``desired_pairs`` adds demand and clamps)."""
+    """The number of warm pairs to keep now (before ``desired_pairs`` adds demand and clamps).
+
+    ``fleet_members``: the healthy clusters of this scale set's fleet while the fleet view is
+    fresh (reconciler/fleet.py). The size is then the fleet's pool, which the caller splits:
+    the ``auto`` estimate sizes it for the fleet's load, taken as this cluster's times the
+    members (an even split sends each about the same share of the jobs). Sized for this
+    cluster's load and then split, each cluster would keep a pool for a fraction of its own
+    jobs, missing far more often than ``missProbability``."""
     entry = matching_entry(policy.schedule, now)
     if entry is not None:
         return WarmPoolSize(entry.pairs, f"schedule {_hhmm(entry.start)}-{_hhmm(entry.end)}")
@@ -179,7 +186,7 @@ def warm_pairs(
     )
     ready = policy.default_ready_seconds if measured is None else measured
     taken_rate = observation.taken * per_second
-    load = observation.starting + taken_rate * ready
+    load = (observation.starting + taken_rate * ready) * max(1, fleet_members)
     raw = poisson_quantile(load, policy.miss_probability)
     pairs = min(policy.maximum, max(policy.minimum, raw))
     return WarmPoolSize(
@@ -187,7 +194,7 @@ def warm_pairs(
         load=load,
         reason=f"auto: jobs={observation.started * per_second:.4f}/s "
         f"starting={observation.starting:.2f} taken={taken_rate:.4f}/s W={ready:.1f}s "
-        f"L={load:.2f}",
+        f"L={load:.2f}" + (f" (fleet of {fleet_members})" if fleet_members > 1 else ""),
     )
 
 

@@ -111,11 +111,11 @@ def test_the_store_down_mid_run_gives_todays_demand_for_that_window_and_shares_a
             during.append((d.demand, d.scale_set_demand.combined.current))
 
     def check_share() -> None:
-        shares.extend(d.demand.fleet_share for d in drivers(w))
+        shares.extend(d.demand.fleet.share for d in drivers(w) if d.demand.fleet is not None)
 
     every(w, down_from + poll, down_to, 10.0, check_down)
     every(w, 10 * 60.0, 30 * 60.0, 60.0, check_share)
     w.run()
     assert during and all(seen == alone for seen, alone in during)
-    assert all(seen.fleet_share is None for seen, _ in during)
+    assert all(seen.fleet is None for seen, _ in during)
     assert 0.5 in shares

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.fleet import ClusterRow, FleetView, fleet_share, share_of, split_of, with_share
-from reconciler.snapshot import Demand
+from reconciler.fleet import ClusterRow, FleetView, fleet_share, split_of, with_share
+from reconciler.snapshot import Demand, FleetPart
 
 NOW = 10_000.0
 MAX_AGE = 180.0
@@ -64,23 +64,6 @@ def test_the_share_is_an_even_split_across_healthy_clusters(
     assert got.fresh is (share is not None)
 
 
-@pytest.mark.parametrize(
-    ("count", "share", "expected"),
-    [
-        (0, 0.5, 0),
-        (1, 0.5, 1),
-        (2, 0.5, 1),
-        (3, 0.5, 2),
-        (3, 1 / 3, 1),
-        (4, 1 / 3, 2),
-        (7, 1.0, 7),
-        (5, None, 5),
-    ],
-)
-def test_a_share_of_a_count_rounds_up(count: int, share: float | None, expected: int) -> None:
-    assert share_of(count, share) == expected
-
-
 @pytest.mark.parametrize("clusters", [1, 2, 3, 4, 7])
 @pytest.mark.parametrize("queued", [0, 1, 2, 3, 5, 11, 100])
 def test_the_fleets_parts_of_the_queue_sum_to_the_queue(clusters: int, queued: int) -> None:
@@ -107,7 +90,9 @@ def test_the_demand_is_shared_only_while_the_view_is_fresh() -> None:
                         max_age=MAX_AGE)  # fmt: skip
     stale = fleet_share(FleetView(error="timeout"), cluster="east", now=NOW, max_age=MAX_AGE)
     demand = Demand(queued_jobs=5, source="statistics")
-    assert with_share(demand, fresh) == Demand(queued_jobs=3, source="statistics", fleet_share=0.5)
+    assert with_share(demand, fresh) == Demand(
+        queued_jobs=3, source="statistics", fleet=FleetPart(0.5, rank=0, members=2)
+    )
     assert with_share(demand, stale) is demand
     # A failing demand stays failing: the floor is this cluster's own.
     failing = Demand(queued_jobs=None, error="no statistics", source="statistics")

@@ -88,6 +88,23 @@ def test_jobs_that_never_take_a_pair_still_hold_a_slot_while_starting() -> None:
     assert "W=60.0s" in size.reason  # no refill needed: W does not matter
 
 
+def test_in_a_fleet_the_auto_pool_is_sized_for_the_fleets_load_then_split() -> None:
+    """With the fleet view fresh the caller splits the pool across ``fleet_members`` clusters
+    (reconciler/fleet.py), so the estimate must be the fleet's: this cluster's load times the
+    members. Sized for this cluster's load alone and then split, two clusters with L = 2 each
+    kept 2 + 1 pairs where the fleet (L = 4, miss 0.05) needs 9 between them."""
+    obs = WarmPoolObservation(started=0, span=900.0, starting=2.0, taken=0)
+    p = policy(miss_probability=0.05)
+    alone = warm_pairs(p, obs, MONDAY)
+    fleet = warm_pairs(p, obs, MONDAY, fleet_members=2)
+    assert alone.pairs == poisson_quantile(2.0, 0.05)
+    assert fleet.pairs == poisson_quantile(4.0, 0.05) == 9
+    assert "L=4.00 (fleet of 2)" in fleet.reason
+    # A fixed size is already the fleet's: the members do not change it.
+    fixed = policy(auto=False, static_pairs=3)
+    assert warm_pairs(fixed, obs, MONDAY, fleet_members=2).pairs == 3
+
+
 def test_nothing_starting_and_nothing_taken_keeps_the_minimum() -> None:
     obs = WarmPoolObservation(started=0, span=900.0)
     assert warm_pairs(policy(minimum=1), obs, MONDAY).pairs == 1
