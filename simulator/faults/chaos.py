@@ -108,7 +108,7 @@ class WorldChaos:
             FaultKind.LISTENER_CRASH: Hook(self._crash),
             FaultKind.SECOND_LISTENER: Hook(self._second_start, self._second_end),
             FaultKind.CLOCK_JUMP: Hook(self._clock_jump),
-            # None without a fleet store (fleetView off): then the scheduler skips the fault.
+            # No handler without a fleet store (fleetView off): the scheduler skips the fault.
             **fleet_store_handlers(self.world),
         }
         scheduler = FaultScheduler(loop, self.plan, handlers)
