@@ -25,11 +25,21 @@ seeds pooled, nodes and dollars per seed) and nodes and dollars as ratios to sto
 
 Run: ``.venv/bin/python bench/fleet_duplication.py [--seeds 10] [--jobs 2]
 [--first-seed 1] [--scenarios drain,ice-failover,fleet-day]
-[--strategies baseline,capacity-aware] [--set KEY=VALUE] [--json FILE | --from-json FILE...]
-[--markdown]`` (``--from-json`` merges the runs of several files, e.g. seeds run apart).
+[--strategies baseline,capacity-aware] [--set KEY=VALUE] [--window START-END |
+--store-down START-END] [--json FILE | --from-json FILE...] [--markdown]``
+(``--from-json`` merges the runs of several files, e.g. seeds run apart).
 ``--set`` merges a capacityAware key over every scenario's shared block (as in
 bench/scenarios.py): the same table with a listener feature on is the "after" to this
 "before".
+
+**One window.** ``--window 12-13`` (hours of the run) adds, per scenario and strategy, that
+window's figures (:mod:`simulator.measurement.fleet_window`): jobs queued in it, their fair
+p50 / p95 queue-to-start (a job that failed or never started is infinitely late; pooled over
+seeds), pairs created in it and the mean READY pairs held, per cluster (means per seed).
+``--store-down 12-13`` is the same window with the fleet's shared store down for it, through
+the ``fleet_store_down`` fault (simulator/faults/fleet.py); a run without a store (``fleetView``
+off, stock ARC) skips the fault and says so. Three runs over one hour (view off, view on,
+view on with the store down) show whether the store-down hour is the view-off hour.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -49,7 +60,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.scenarios import build_world, markdown_table, render, set_block
+from simulator.faults import Fault, FaultKind, FaultPlan, FaultScheduler, fleet_store_handlers
 from simulator.measurement.fleet_duplication import fleet_duplication
+from simulator.measurement.fleet_window import window_figures
 from simulator.scenarios.scenario import Scenario, load_scenario, shipped
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, STRATEGIES
 from simulator.workload.figures import fair_summary
@@ -71,13 +84,39 @@ def capacity_of(scenario: Scenario) -> dict[str, tuple[float, int]]:
     }
 
 
-def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
+#: A run's window: (start hour, end hour, take the fleet store down for it).
+Window = tuple[float, float, bool]
+
+_HOURS = re.compile(r"\s*(\d+(?:\.\d+)?)\s*-\s*(\d+(?:\.\d+)?)\s*")
+
+
+def hours_window(text: str) -> tuple[float, float]:
+    """``START-END`` in hours of the run (``12-13``, ``9.5-10``), START < END."""
+    match = _HOURS.fullmatch(text)
+    if match is None or float(match[1]) >= float(match[2]):
+        raise argparse.ArgumentTypeError(
+            f"expected START-END in hours of the run, START < END, e.g. 12-13 (got {text!r})"
+        )
+    return float(match[1]), float(match[2])
+
+
+def take_store_down(world: Any, start_h: float, end_h: float) -> dict[str, Any]:
+    """The ``fleet_store_down`` fault over the window, as a fault plan applies it; what
+    happened, for the report (skipped: the world has no fleet store)."""
+    fault = Fault(kind=FaultKind.FLEET_STORE_DOWN, start=start_h * 3600, end=end_h * 3600)
+    scheduler = FaultScheduler(world.loop, FaultPlan(faults=[fault]), fleet_store_handlers(world))
+    scheduler.schedule()
+    return {"skipped": bool(scheduler.skipped)}
+
+
+def run_one(task: tuple[str, int, str, dict[str, Any], Window | None]) -> dict[str, Any]:
     """One strategy of one scenario and seed (in a worker process)."""
-    name, seed, strategy, _block = task
-    world = build_world(task)
+    name, seed, strategy, _block, window = task
+    world = build_world(task[:4])
     launches: dict[str, tuple[str, ...]] = {}
     for handle in world.clusters.values():
         handle.cluster.provisioner.on_claim = launches.__setitem__
+    store_down = take_store_down(world, *window[:2]) if window and window[2] else None
     results = world.run()
     events = (json.loads(line) for line in world.log.lines())
     clusters = fleet_duplication(
@@ -89,7 +128,22 @@ def run_one(task: tuple[str, int, str, dict[str, Any]]) -> dict[str, Any]:
         else j.running_at - j.queued_at
         for j in world.service.jobs
     ]
+    out: dict[str, Any] = {}
+    if window is not None:
+        figures = window_figures(
+            (json.loads(line) for line in world.log.lines()), window[0] * 3600, window[1] * 3600
+        )
+        store = world.fleet_store()
+        if store_down is not None and store is not None:
+            store_down.update(queries=store.queries, failed=store.failed_queries)
+        out["window"] = {
+            "hours": list(window[:2]),
+            "store_down": store_down,
+            "waits": list(figures.waits),
+            "clusters": [dataclasses.asdict(c) for c in figures.clusters],
+        }
     return {
+        **out,
         "scenario": name,
         "seed": seed,
         "strategy": strategy,
@@ -206,6 +260,81 @@ def run_line(runs: Sequence[dict[str, Any]], stock: Sequence[dict[str, Any]]) ->
     return line
 
 
+WINDOW_HEADER = [
+    "cluster",
+    "jobs queued",
+    "taken",
+    "fair p50 s",
+    "fair p95 s",
+    "pairs created",
+    "mean READY",
+]
+
+
+def _cell(value: float | None, digits: int = 1, none: str = "-") -> str:
+    return none if value is None else f"{value:,.{digits}f}"
+
+
+def window_line(runs: Sequence[dict[str, Any]]) -> str:
+    """What the window was and whether the store went down in it, over the runs."""
+    start, end = runs[0]["window"]["hours"]
+    downs = [r["window"]["store_down"] for r in runs if r["window"]["store_down"] is not None]
+    line = f"  window {start:g}-{end:g} h"
+    if not downs:
+        return line + " (store up)"
+    skipped = sum(d["skipped"] for d in downs)
+    if skipped:
+        line += (
+            f", fleet_store_down skipped in {skipped}/{len(runs)} run(s): no fleet store "
+            "(fleetView off, or not capacity-aware)"
+        )
+    applied = [d for d in downs if not d["skipped"]]
+    if applied:
+        failed = sum(d.get("failed", 0) for d in applied)
+        queries = sum(d.get("queries", 0) for d in applied)
+        line += (
+            f", store down in {len(applied)}/{len(runs)} run(s) ({failed} of {queries} fleet "
+            "reads failed)"
+        )
+    return line
+
+
+def window_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The window's rows, means per seed: per cluster the jobs queued in the window it was
+    given, pairs created, mean READY pairs; the ``fleet`` row adds the jobs queued and their
+    fair p50 / p95 (pooled over seeds; ``never``: infinite, a failed or unstarted job)."""
+    n = len(runs)
+
+    def mean(cluster: str | None, key: str) -> float | None:
+        values = [
+            c[key]
+            for r in runs
+            for c in r["window"]["clusters"]
+            if cluster is None or c["cluster"] == cluster
+        ]
+        return None if any(v is None for v in values) else sum(values) / n
+
+    rows = []
+    for cluster in [*(c["cluster"] for c in runs[0]["window"]["clusters"]), None]:
+        if cluster is None:
+            fair = fair_summary([w for r in runs for w in r["window"]["waits"]])
+            queued = sum(len(r["window"]["waits"]) for r in runs) / n
+            head = ["fleet", _cell(queued)]
+            waits = [_cell(fair["p50"], none="never"), _cell(fair["p95"], none="never")]
+        else:
+            head, waits = [cluster, "-"], ["-", "-"]
+        rows.append(
+            [
+                *head,
+                _cell(mean(cluster, "jobs_taken")),
+                *waits,
+                _cell(mean(cluster, "pairs_created")),
+                _cell(mean(cluster, "mean_ready"), 2),
+            ]
+        )
+    return rows
+
+
 def _ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None or b == 0:
         return "-"
@@ -226,6 +355,11 @@ def report(names: Sequence[str], runs: list[dict[str, Any]], *, markdown: bool =
             rows = [HEADER, *cluster_rows(of, strategy in DEMAND_DRIVEN)]
             print(markdown_table(rows) if markdown else render(rows))
             print(run_line(of, stock))
+            windowed = [r for r in of if "window" in r]
+            if windowed:
+                print(window_line(windowed))
+                table = [WINDOW_HEADER, *window_rows(windowed)]
+                print(markdown_table(table) if markdown else render(table))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -241,6 +375,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--from-json", type=Path, nargs="+", default=None, help="print runs saved by --json"
     )
     parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--window",
+        type=hours_window,
+        metavar="START-END",
+        help="also print this window's figures (hours of the run, e.g. 12-13)",
+    )
+    where.add_argument(
+        "--store-down",
+        type=hours_window,
+        metavar="START-END",
+        help="take the fleet store down for this window (hours of the run, e.g. 12-13; "
+        "fleet_store_down, skipped where there is no store) and print its figures",
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1:
         parser.error("--seeds and --jobs must be >= 1")
@@ -266,8 +414,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if set(strategies) - set(STRATEGIES):
         parser.error(f"--strategies: choose from {', '.join(STRATEGIES)}")
     block = set_block(parser, args.set, names)
+    window: Window | None = None
+    if args.window or args.store_down:
+        option, (start_h, end_h) = (
+            ("--store-down", args.store_down) if args.store_down else ("--window", args.window)
+        )
+        for name in names:
+            hours = load_scenario(name).duration / 3600
+            if end_h > hours:
+                parser.error(
+                    f"{option} {start_h:g}-{end_h:g}: scenario {name} lasts {hours:g} h; the "
+                    "window must end by then (pick --scenarios)"
+                )
+        window = (start_h, end_h, args.store_down is not None)
     tasks = [
-        (name, seed, strategy, block)
+        (name, seed, strategy, block, window)
         for name in names
         for seed in range(args.first_seed, args.first_seed + args.seeds)
         for strategy in sorted(strategies, key=lambda s: s != CAPACITY_AWARE)

@@ -330,7 +330,9 @@ def render(outcomes: Mapping[str, Outcome], chaos: Mapping[int, ChaosResult]) ->
         "Failed jobs are those whose runner or workflow pod was on a node that was lost or "
         "consolidated, or was deleted with the placeholders around it (the same seeds fail "
         "none without faults). `actions_*` faults are not in the virtual day (the simulated "
-        "listener has no HTTP); they run against the real client above.",
+        "listener has no HTTP); they run against the real client above. Nor is "
+        "`fleet_store_down` (the day's one cluster has no fleet store): its case above runs "
+        "a two-cluster fleet.",
         "",
         "## Known gaps (the expectation is the promise; the code does not keep it yet)",
         "",

@@ -32,6 +32,7 @@ from typing import Any
 from listener.arc.version import ArcVersion
 from simulator.cluster import Cluster
 from simulator.driver.capacity_aware import CapacityAware, CapacityAwareDriver
+from simulator.driver.fleet_store import FleetStore
 from simulator.engine.eventlog import EventLog
 from simulator.engine.loop import EventLoop
 from simulator.engine.store import ObjectStore
@@ -332,6 +333,13 @@ class World:
         if isinstance(self.strategy, CapacityAware):
             return list(self.strategy.drivers)
         return []
+
+    def fleet_store(self) -> FleetStore | None:
+        """The fleet's shared metric store: None unless a capacity-aware scale set has
+        ``fleetView`` on."""
+        if isinstance(self.strategy, CapacityAware):
+            return self.strategy.fleet_store
+        return None
 
     def cluster_of(self, scale_set: str) -> ClusterHandle:
         """The cluster (store, router, simulated cluster) a scale set runs in."""

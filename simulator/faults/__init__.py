@@ -3,8 +3,9 @@ apply each fault to the simulated world (virtual time) or to its HTTP faces (rea
 
 Modules: :mod:`.plan` (kinds, parameters, loading), :mod:`.schedule` (a plan on the event
 loop), :mod:`.listener_view` (clock, API errors, stale cache, HUD demand), :mod:`.cluster`
-(nodes and placeholders), :mod:`.http` (the faces' knobs), :mod:`.processes` (crashes, a
-second listener) and :mod:`.chaos` (:class:`WorldChaos`). Everything is re-exported here.
+(nodes and placeholders), :mod:`.fleet` (the fleet's shared metric store), :mod:`.http` (the
+faces' knobs), :mod:`.processes` (crashes, a second listener) and :mod:`.chaos`
+(:class:`WorldChaos`). Everything is re-exported here.
 
 A plan is a list of ``{kind, start, end, params}``: ``start``/``end`` are offsets from the
 start of the run (seconds or ``"30s"``, ``"5m"``, ``"1h"``); ``end`` omitted means an instant
@@ -30,6 +31,10 @@ Where each kind is applied (see :data:`KIND_INFO` for the one-line meaning of ea
 - cluster faults (``node_loss``, ``placeholder_deleted``, ``karpenter_consolidation``): in
   virtual time by :func:`lose_placeholder_nodes`, :func:`delete_placeholders`,
   :func:`consolidate_placeholder_nodes`.
+- ``fleet_store_down``: in virtual time by :class:`StoreOutage` (:func:`fleet_store_handlers`),
+  which takes the world's :class:`simulator.driver.fleet_store.FleetStore` down for the window;
+  a world without one (``fleetView`` off, another strategy) gets no handler, so the scheduler
+  lists the fault as skipped.
 - ``listener_crash``, ``second_listener``, ``clock_jump``: in virtual time by
   :class:`WorldChaos` (crash = the reconciler object is dropped mid-step and a new instance
   starts after ``restart_after``; clock jump = :class:`SkewClock`).
@@ -55,6 +60,7 @@ from simulator.faults.cluster import (
     lose_placeholder_nodes,
     placeholder_pods,
 )
+from simulator.faults.fleet import StoreOutage, fleet_store_handlers
 from simulator.faults.http import (
     apply_actions_fault,
     apply_hud_fault,
@@ -103,12 +109,14 @@ __all__ = [
     "SimulatedApiError",
     "SkewClock",
     "StaleSource",
+    "StoreOutage",
     "WorldChaos",
     "apply_actions_fault",
     "apply_hud_fault",
     "clear_actions_fault",
     "consolidate_placeholder_nodes",
     "delete_placeholders",
+    "fleet_store_handlers",
     "load_fault_plan",
     "lose_placeholder_nodes",
     "parse_fault_plan",

@@ -13,6 +13,7 @@ from simulator.faults.cluster import (
     delete_placeholders,
     lose_placeholder_nodes,
 )
+from simulator.faults.fleet import fleet_store_handlers
 from simulator.faults.listener_view import (
     ApiFaultGate,
     DemandFaults,
@@ -54,14 +55,16 @@ class WorldChaos:
     order: a :class:`SkewClock` as the reconciler's clock, a :class:`StaleSource` in front of
     the driver's cache view, a :class:`FaultyWriter` (API faults) and a :class:`KillSwitch`
     (crashes) around the placeholder writer, and :class:`DemandFaults` on the HUD demand.
+    ``fleet_store_down`` takes the world's fleet store down (:mod:`simulator.faults.fleet`).
     Then :class:`FaultScheduler` puts the plan on the world's loop.
 
     It goes through public surfaces only: :meth:`World.capacity_drivers` and
     :meth:`World.cluster_of`, each driver's ``hooks`` (source, step) and ``hud_filter``, ``pause`` /
     ``resume``, and its public ``reconciler``, ``writer``, ``builder`` and ``instance`` (a
-    restart replaces them: new instance id, same store). ``actions_*`` kinds
-    are not applied in virtual time (the simulated listener has no HTTP): they are skipped and
-    reported, and covered by the HTTP fault tests instead.
+    restart replaces them: new instance id, same store); :meth:`World.fleet_store`.
+    ``actions_*`` kinds are not applied in virtual time (the simulated listener has no HTTP):
+    they are skipped and reported, and covered by the HTTP fault tests instead; so is
+    ``fleet_store_down`` in a world without a fleet store.
     """
 
     def __init__(self, world: Any, plan: FaultPlan, *, seed: int = 0) -> None:
@@ -105,6 +108,8 @@ class WorldChaos:
             FaultKind.LISTENER_CRASH: Hook(self._crash),
             FaultKind.SECOND_LISTENER: Hook(self._second_start, self._second_end),
             FaultKind.CLOCK_JUMP: Hook(self._clock_jump),
+            # No handler without a fleet store (fleetView off): the scheduler skips the fault.
+            **fleet_store_handlers(self.world),
         }
         scheduler = FaultScheduler(loop, self.plan, handlers)
         scheduler.schedule()

@@ -43,6 +43,7 @@ class FaultKind(StrEnum):
     LISTENER_CRASH = "listener_crash"
     SECOND_LISTENER = "second_listener"
     CLOCK_JUMP = "clock_jump"
+    FLEET_STORE_DOWN = "fleet_store_down"
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,9 @@ KIND_INFO: dict[FaultKind, KindInfo] = {
     ),
     K.SECOND_LISTENER: _info("a second listener runs for the same scale set", "window"),
     K.CLOCK_JUMP: _info("the listener's clock jumps (forward or back)", "instant", "seconds"),
+    K.FLEET_STORE_DOWN: _info(
+        "the fleet's shared metric store answers errors and records nothing", "window"
+    ),
 }
 
 _KIND_VALUES = frozenset(k.value for k in FaultKind)

@@ -13,6 +13,15 @@ from simulator.driver.capacity_aware import CapacityAware, CapacityAwareDriver
 from simulator.driver.fleet_store import FleetStore, MemberSample
 from simulator.engine.loop import EventLoop
 from simulator.engine.world import World
+from simulator.faults import (
+    FaultKind,
+    FaultPlan,
+    FaultPlanError,
+    FaultScheduler,
+    WorldChaos,
+    fleet_store_handlers,
+    parse_fault_plan,
+)
 from tests.simulated.workload.builders import ice_failover, load
 
 FLEET_VIEW = {
@@ -93,15 +102,20 @@ def test_with_the_store_down_all_day_the_listener_behaves_exactly_as_with_the_vi
 
 
 @pytest.mark.slow
-def test_the_store_down_mid_run_gives_todays_demand_for_that_window_and_shares_around_it() -> None:
-    """While the store is down every scale set's demand is its own sources' answer, unshared
-    (today's behaviour), from the first failed read on; before and after it, with the view
-    fresh, the fleet's two healthy clusters each build for half."""
+def test_a_store_down_fault_mid_run_gives_unshared_demand_in_its_window_shares_around_it() -> None:
+    """A plan's ``fleet_store_down`` window, applied as every plan is (WorldChaos): while the
+    store is down every scale set's demand is its own sources' answer, unshared (today's
+    behaviour), from the first failed read on; before and after it, with the view fresh, the
+    fleet's two healthy clusters each build for half. Fails if the fault is not wired to the
+    store (the shares would go on through the window) or the listener keeps a stale share."""
     w = world(FLEET_VIEW)
-    store = w.strategy.fleet_store  # type: ignore[attr-defined]
-    assert isinstance(store, FleetStore)
+    store = w.fleet_store()
+    assert store is not None
     down_from, down_to = 40 * 60.0, 55 * 60.0
-    store.down(down_from, down_to)
+    plan = FaultPlan.model_validate(
+        {"faults": [{"kind": "fleet_store_down", "start": down_from, "end": down_to}]}
+    )
+    scheduler = WorldChaos(w, plan).install()
     poll = 15.0  # fleetView.pollInterval default: the first read after the outage starts
     during: list[tuple[Any, Any]] = []
     shares: list[float | None] = []
@@ -111,11 +125,70 @@ def test_the_store_down_mid_run_gives_todays_demand_for_that_window_and_shares_a
             during.append((d.demand, d.scale_set_demand.combined.current))
 
     def check_share() -> None:
-        shares.extend(d.demand.fleet.share for d in drivers(w) if d.demand.fleet is not None)
+        shares.extend(d.demand.fleet.share if d.demand.fleet else None for d in drivers(w))
 
     every(w, down_from + poll, down_to, 10.0, check_down)
     every(w, 10 * 60.0, 30 * 60.0, 60.0, check_share)
+    every(w, down_to + 3 * 60.0, down_to + 20 * 60.0, 60.0, check_share)
     w.run()
-    assert during and all(seen == alone for seen, alone in during)
+    assert [(what, f.kind) for _, what, f in scheduler.applied] == [
+        ("start", FaultKind.FLEET_STORE_DOWN),
+        ("end", FaultKind.FLEET_STORE_DOWN),
+    ]
+    assert store.failed_queries > 0
+    assert len(during) == 2 * 89  # two scale sets, every 10 s from 40:15 to 54:55
+    assert all(seen == alone for seen, alone in during)
     assert all(seen.fleet is None for seen, _ in during)
-    assert 0.5 in shares
+    assert shares.count(0.5) > len(shares) // 2
+
+
+class TestTheFaultReachesTheStore:
+    """``fleet_store_down`` through the fault scheduler (simulator/faults/fleet.py)."""
+
+    class _World:
+        def __init__(self, store: FleetStore | None) -> None:
+            self.store = store
+
+        def fleet_store(self) -> FleetStore | None:
+            return self.store
+
+    @pytest.mark.parametrize(
+        ("end", "down_at", "up_at"),
+        [
+            (200.0, (100.0, 150.0, 199.0), (99.0, 200.0, 500.0)),
+            (None, (100.0, 500.0, 86_400.0), (99.0,)),  # no end: down to the end of the run
+        ],
+    )
+    def test_the_store_is_down_for_the_window_and_only_then(
+        self, end: float | None, down_at: tuple[float, ...], up_at: tuple[float, ...]
+    ) -> None:
+        loop = EventLoop()
+        store = FleetStore(loop)
+        data: dict[str, Any] = {"kind": "fleet_store_down", "start": 100.0}
+        if end is not None:
+            data["end"] = end
+        plan = FaultPlan.model_validate({"faults": [data]})
+        scheduler = FaultScheduler(loop, plan, fleet_store_handlers(self._World(store)))
+        scheduler.schedule()
+        loop.run_until(loop.start + 100.0)
+        assert scheduler.skipped == []
+        assert all(store.is_down(loop.start + t) for t in down_at)
+        assert not any(store.is_down(loop.start + t) for t in up_at)
+
+    def test_a_world_without_a_store_skips_the_fault_and_says_so(self) -> None:
+        """View off (or another strategy): nothing to take down, so the scheduler lists the
+        fault in ``skipped`` (what reports print), as it does for faults needing HTTP."""
+        for w in (world(None), self._World(None)):
+            assert fleet_store_handlers(w) == {}
+        plan = FaultPlan.model_validate(
+            {"faults": [{"kind": "fleet_store_down", "start": 60, "end": 120}]}
+        )
+        scheduler = WorldChaos(world(None), plan).install()
+        assert [f.label() for f in scheduler.skipped] == ["fleet_store_down@60-120s"]
+
+    def test_the_kind_takes_no_params(self) -> None:
+        with pytest.raises(FaultPlanError, match="not allowed for kind fleet_store_down"):
+            parse_fault_plan(
+                [{"kind": "fleet_store_down", "start": 0, "end": 60, "params": {"status": 503}}],
+                where="plan",
+            )

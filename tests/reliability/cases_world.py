@@ -403,6 +403,68 @@ def hud_faults_world() -> Outcome:
     return Outcome("hud_absurd (world)", WHERE, expected, observed, run.report.ok)
 
 
+def fleet_store_down() -> Outcome:
+    """Two clusters serving one label with ``fleetView`` on (tests/simulated's compact
+    ice-failover), the shared store down for 15 minutes 40 minutes in."""
+    from tests.simulated.workload.builders import ice_failover, load
+
+    scenario = load(ice_failover(hours=1.5)).with_capacity_aware(
+        {
+            "fleetView": {
+                "enabled": True,
+                "url": "http://fleet-store.simulated",
+                "cluster": "set-by-the-world",
+                "fleet": "linux-gpu",
+            }
+        },
+        where="fleet_store_down case",
+    )
+    world = World(scenario, "capacity-aware", seed=3)
+    down_from, down_to = 40 * 60.0, 55 * 60.0
+    plan = FaultPlan.model_validate(
+        {"faults": [{"kind": "fleet_store_down", "start": down_from, "end": down_to}]}
+    )
+    chaos = WorldChaos(world, plan, seed=3)
+    chaos.install()
+    loop = world.loop
+    during: list[bool] = []  # the step's demand is its own sources' answer, unshared
+    around: list[bool] = []  # the step's demand is half the fleet's (two healthy clusters)
+
+    def check(into: list[bool], shared: bool) -> None:
+        for d in chaos.drivers:
+            seen = d.demand
+            if shared:
+                into.append(seen.fleet is not None and seen.fleet.share == 0.5)
+            else:
+                into.append(seen == d.scale_set_demand.combined.current and seen.fleet is None)
+
+    poll = 15.0  # fleetView.pollInterval: the first read after the outage starts
+    for at in range(int(down_from + poll), int(down_to), 10):
+        loop.call_at(loop.start + at, check, during, False)
+    for at in (*range(10 * 60, 30 * 60, 60), *range(int(down_to) + 180, int(down_to) + 1200, 60)):
+        loop.call_at(loop.start + at, check, around, True)
+    world.run()
+    store = world.fleet_store()
+    failed = store.failed_queries if store is not None else 0
+    expected = (
+        "every read in the outage fails; from the first one each listener decides on its own "
+        "sources' demand, unshared, exactly as with fleetView off; sharing resumes after"
+    )
+    observed = (
+        f"{failed} read(s) failed; {sum(during)}/{len(during)} checks in the outage saw the "
+        f"unshared demand; {sum(around)}/{len(around)} checks before and after saw a share of "
+        "1/2"
+    )
+    held = failed > 0 and bool(during) and all(during) and sum(around) > len(around) // 2
+    return Outcome(
+        "fleet_store_down (15 min, 2 clusters)",
+        "virtual-time fleet store -> FleetShareSource + reconciler",
+        expected,
+        observed,
+        held,
+    )
+
+
 WORLD_CASES: dict[str, Callable[[], Outcome]] = {
     "node_loss": node_loss,
     "placeholder_deleted": placeholder_deleted,
@@ -416,6 +478,7 @@ WORLD_CASES: dict[str, Callable[[], Outcome]] = {
     "k8s_5xx_writes_past_lease": api_refusing_writes_past_lease,
     "stale_cache_outage": stale_cache_outage,
     "hud_absurd_world": hud_faults_world,
+    "fleet_store_down": fleet_store_down,
 }
 
 
