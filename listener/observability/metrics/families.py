@@ -217,10 +217,12 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
     _cap("ready_pairs", "gauge", "READY placeholder pairs (warm slots).", "per reconcile step"),
     _cap("warm_pool_pairs", "gauge",
          "Warm pairs kept beyond running jobs and queued demand: the fixed proactiveCapacity, "
-         "the `auto` estimate or a schedule entry.", "per reconcile step"),
+         "the `auto` estimate or a schedule entry; with the fleet view fresh, this cluster's "
+         "part of the fleet's pool.", "per reconcile step"),
     _cap("warm_pool_load", "gauge",
          "`auto`: slots expected out of the warm pool (starting runners + pairs taken per "
-         "second x time to READY), which the pool size covers with a Poisson margin.",
+         "second x time to READY), which the pool size covers with a Poisson margin; with the "
+         "fleet view fresh, the fleet's (this cluster's x its healthy clusters).",
          "per reconcile step that estimated it (not with a fixed size or a schedule entry)"),
     _cap("hot_slots", "gauge",
          "Hot slots (hotRunners: an idle registered runner + a workflow placeholder) by state; "
@@ -334,8 +336,8 @@ CAPACITY_FAMILIES: tuple[Family, ...] = (
          "store's delay + the poll); NaN while there is none.",
          "read at each scrape (with `fleetView` on)"),
     _cap("fleet_share", "gauge",
-         "This cluster's share of the fleet's queued jobs and warm pool (1 while acting "
-         "alone).",
+         "1 / the fleet's healthy clusters: queued jobs and the warm pool are split exactly "
+         "across them (1 while acting alone).",
          "read at each scrape (with `fleetView` on)"),
     _cap("fleet_view_errors_total", "counter",
          "Fleet view reads that failed (the listener acts alone while no fresh view is read).",
