@@ -21,7 +21,10 @@ definitions are that module's docstring):
 
 Figures are means per seed; the ``fleet`` row sums the clusters. Then per strategy the run's
 own figures (failed / stuck / over-advertised summed over seeds, fair p50 over the jobs of all
-seeds pooled, nodes and dollars per seed) and nodes and dollars as ratios to stock ARC.
+seeds pooled, nodes and dollars per seed) and nodes and dollars as ratios to stock ARC; then,
+per nodepool (fleet total, means per seed), launched nodes' node-hours and dollars by what
+they held, ``real / placeholder / empty / booting``
+(:func:`simulator.measurement.node_hours.node_hours`; runs saved without it print none).
 
 Run: ``.venv/bin/python bench/fleet_duplication.py [--seeds 10] [--jobs 2]
 [--first-seed 1] [--scenarios drain,ice-failover,fleet-day]
@@ -63,6 +66,7 @@ from bench.scenarios import build_world, markdown_table, render, set_block
 from simulator.faults import Fault, FaultKind, FaultPlan, FaultScheduler, fleet_store_handlers
 from simulator.measurement.fleet_duplication import fleet_duplication
 from simulator.measurement.fleet_window import window_figures
+from simulator.measurement.node_hours import STATES, node_hours
 from simulator.scenarios.scenario import Scenario, load_scenario, shipped
 from simulator.scenarios.strategies import BASELINE, CAPACITY_AWARE, STRATEGIES
 from simulator.workload.figures import fair_summary
@@ -122,6 +126,7 @@ def run_one(task: tuple[str, int, str, dict[str, Any], Window | None]) -> dict[s
     clusters = fleet_duplication(
         events, capacity_of(world.scenario), launches, demand_driven=strategy in DEMAND_DRIVEN
     )
+    held = node_hours(json.loads(line) for line in world.log.lines())
     waits = [
         math.inf
         if j.running_at is None or j.state is JobState.FAILED
@@ -148,6 +153,7 @@ def run_one(task: tuple[str, int, str, dict[str, Any], Window | None]) -> dict[s
         "seed": seed,
         "strategy": strategy,
         "clusters": [dataclasses.asdict(c) for c in clusters],
+        "node_hours": [dataclasses.asdict(p) for p in held],
         "waits": waits,
         "results": {
             k: results[k]
@@ -260,6 +266,32 @@ def run_line(runs: Sequence[dict[str, Any]], stock: Sequence[dict[str, Any]]) ->
     return line
 
 
+def held_lines(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """Per nodepool (fleet total), launched nodes' node-hours and dollars by what they held,
+    means per seed over the runs that recorded them (runs saved before the field: none)."""
+    recorded = [r for r in runs if "node_hours" in r]
+    if not recorded:
+        return []
+    n = len(recorded)
+    pools: dict[str, dict[str, float]] = {}
+    for run in recorded:
+        for row in run["node_hours"]:
+            acc = pools.setdefault(row["nodepool"], {})
+            for state in STATES:
+                for unit in ("node_hours", "usd"):
+                    key = f"{state}_{unit}"
+                    acc[key] = acc.get(key, 0.0) + row[key] / n
+    seeds = "" if n == len(runs) else f", {n} of {len(runs)} seeds"
+    lines = [f"  launched nodes by what they held, node-h | $ per seed (fleet{seeds}):"]
+    for pool, acc in sorted(pools.items()):
+        cells = "  ".join(
+            f"{state} {acc[state + '_node_hours']:,.1f} | ${acc[state + '_usd']:,.2f}"
+            for state in STATES
+        )
+        lines.append(f"    {pool}: {cells}")
+    return lines
+
+
 WINDOW_HEADER = [
     "cluster",
     "jobs queued",
@@ -355,6 +387,8 @@ def report(names: Sequence[str], runs: list[dict[str, Any]], *, markdown: bool =
             rows = [HEADER, *cluster_rows(of, strategy in DEMAND_DRIVEN)]
             print(markdown_table(rows) if markdown else render(rows))
             print(run_line(of, stock))
+            for line in held_lines(of):
+                print(line)
             windowed = [r for r in of if "window" in r]
             if windowed:
                 print(window_line(windowed))
