@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.measurement.prices import hourly_price
+from simulator.measurement.replay import pop_oldest
 from simulator.measurement.reserve_cost import PLACEHOLDER_ROLES
 
 #: The states a launched machine's billed time is split into, in report order.
@@ -133,12 +134,9 @@ class _Replay:
         return picked[0] if picked else None
 
     def close(self, name: str, t: float) -> None:
-        stack = self.machines.pop(name, None)
-        if not stack:
+        m = pop_oldest(self.machines, name)
+        if m is None:
             return
-        m = stack.pop(0)
-        if stack:
-            self.machines[name] = stack
         for key in [k for k, on in self.pod_on.items() if on is m]:
             del self.pod_on[key]  # a node removed with pods on it: they go with it
         if m.instance_type is None:

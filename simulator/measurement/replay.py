@@ -5,9 +5,25 @@ Standard library only, plus the price table :mod:`simulator.measurement.prices`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 from simulator.measurement.prices import hourly_price
+
+T = TypeVar("T")
+
+
+def pop_oldest(stacks: dict[str, list[T]], name: str) -> T | None:
+    """Remove and return the oldest machine named ``name``. Node events carry no cluster, and
+    two clusters may hold machines of the same name (static "system-0"): same-named machines
+    stack in the order they appeared, and a removal closes the oldest."""
+    stack = stacks.pop(name, None)
+    if not stack:
+        return None
+    oldest = stack.pop(0)
+    if stack:
+        stacks[name] = stack
+    return oldest
+
 
 PLACEHOLDER = ("placeholder-runner", "placeholder-workflow")
 RUNNER_SIDE = ("runner", "placeholder-runner")
@@ -75,14 +91,9 @@ class StrategyReplay:
             s["open"] = -1.0
 
     def _bill(self, name: str, t: float) -> None:
-        # Node events carry no cluster, and two clusters may hold machines of the same name
-        # (static "system-0"): same-named machines stack, a removal bills the oldest.
-        stack = self.machines.pop(name, None)
-        if not stack:
+        m = pop_oldest(self.machines, name)
+        if m is None:
             return
-        m = stack.pop(0)
-        if stack:
-            self.machines[name] = stack
         if m.get("type") is None:
             return  # never launched: not billed
         held = t - m["since"]
