@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from providers.kubernetes.pods.placeholders import PlaceholderSpecError
+from providers.kubernetes.watch.cache import KubeCache
 from providers.kubernetes.write.writer import KubernetesPlaceholderWriter
 from reconciler.ports import PairSpec
 from simulator.engine.store import ObjectStore
@@ -20,8 +21,13 @@ HOT = PairSpec("hot-abcde-1", o.ERS, "", NAME, expires_at=o.T0 + 1800, workflow_
 def test_a_hot_slot_creates_only_its_workflow_placeholder(
     writer: KubernetesPlaceholderWriter,  # noqa: F811
     store: ObjectStore,
+    cache: KubeCache,
 ) -> None:
+    """The second create is answered by the cache. It waits for the watch to deliver the first
+    pod: under load (a full ``make test`` beside other work) the second call came before the
+    watch event, met AlreadyExists from the server, and counted a second create."""
     writer.create_pair(HOT)
+    assert cache.wait_until(lambda c: c.get("Pod", o.NS, NAME) is not None, 10)
     writer.create_pair(HOT)  # idempotent: the second costs no create
     pods = [p for p in store.list("Pod", o.NS) if p["metadata"]["labels"].get(
         "arc-capacity.dev/pair") == "hot-abcde-1"]  # fmt: skip
