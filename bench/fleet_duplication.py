@@ -165,6 +165,7 @@ def run_one(task: tuple[str, int, str, dict[str, Any], Window | None]) -> dict[s
                 "nodes_launched",
                 "billed_node_hours",
                 "billed_cost_usd",
+                "api_writes",
             )
         },
     }
@@ -250,6 +251,9 @@ def run_line(runs: Sequence[dict[str, Any]], stock: Sequence[dict[str, Any]]) ->
         f"fair p50 {'never' if p50 is None else f'{p50:.1f}'} s; nodes {nodes:,.1f}/seed, "
         f"${usd:,.2f}/seed"
     )
+    # Runs saved before the API writes were recorded have none: say nothing rather than 0.
+    if all("api_writes" in x for x in res):
+        line += f"; API writes {sum(x['api_writes'] for x in res) / n:,.0f}/seed"
     seeds = {r["seed"] for r in runs}
     stock = [r for r in stock if r["seed"] in seeds]  # ratios over the seeds both ran
     if stock and runs[0]["strategy"] != BASELINE:
