@@ -62,7 +62,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scenarios import build_world, markdown_table, render, set_block
+from bench.scenarios import build_world, chosen, markdown_table, render, set_block
 from simulator.faults import Fault, FaultKind, FaultPlan, FaultScheduler, fleet_store_handlers
 from simulator.measurement.fleet_duplication import fleet_duplication
 from simulator.measurement.fleet_window import window_figures
@@ -430,13 +430,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1:
         parser.error("--seeds and --jobs must be >= 1")
-    names = multi_cluster()
-    if args.scenarios:
-        wanted = [n.strip() for n in args.scenarios.split(",") if n.strip()]
-        unknown = sorted(set(wanted) - set(names))
-        if unknown:
-            parser.error(f"not a multi-cluster shipped scenario: {unknown}; choose from {names}")
-        names = wanted
+    names = chosen(
+        parser, "--scenarios", args.scenarios, multi_cluster(), "multi-cluster scenario(s)"
+    )
     if args.from_json is not None:
         # One run per (scenario, seed, strategy): a file given twice does not count twice.
         unique = {
@@ -448,9 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = [n for n in names if any(r["scenario"] == n for r in runs)]
         report(saved, runs, markdown=args.markdown)
         return 0
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] or list(STRATEGIES)
-    if set(strategies) - set(STRATEGIES):
-        parser.error(f"--strategies: choose from {', '.join(STRATEGIES)}")
+    strategies = chosen(parser, "--strategies", args.strategies, STRATEGIES, "strategy(s)")
     block = set_block(parser, args.set, names)
     window: Window | None = None
     if args.window or args.store_down:

@@ -289,6 +289,20 @@ def done_by_hour(scenario: Scenario, by_seed: dict[int, dict[str, dict[str, Any]
     return describe(worst_of(gaps))
 
 
+def chosen(
+    parser: argparse.ArgumentParser, option: str, value: str, allowed: Sequence[str], noun: str
+) -> list[str]:
+    """The comma-separated names ``value`` gives for ``option``, each one of ``allowed``
+    (every one of them when ``value`` is empty); one parser error names the others."""
+    wanted = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = sorted(set(wanted) - set(allowed))
+    if unknown:
+        parser.error(
+            f"{option}: unknown {noun} {', '.join(unknown)}; choose from {', '.join(allowed)}"
+        )
+    return wanted or list(allowed)
+
+
 def set_block(parser: argparse.ArgumentParser, sets: list[str], names: list[str]) -> dict[str, Any]:
     """``--set KEY=VALUE`` options as one block, checked against every scenario up front."""
     block: dict[str, Any] = {}
@@ -332,13 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1:
         parser.error("--seeds and --jobs must be >= 1")
-    names = [p.stem for p in shipped() if p.stem not in EXCLUDED]
-    if args.scenarios:
-        wanted = [n.strip() for n in args.scenarios.split(",") if n.strip()]
-        unknown = sorted(set(wanted) - set(names))
-        if unknown:
-            parser.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {names}")
-        names = wanted
+    shipped_names = [p.stem for p in shipped() if p.stem not in EXCLUDED]
+    names = chosen(parser, "--scenarios", args.scenarios, shipped_names, "scenario(s)")
     if args.from_json is not None:
         runs = json.loads(args.from_json.read_text(encoding="utf-8"))
         saved = {r["scenario"] for r in runs}
@@ -347,9 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # Longest first so the pool is not left waiting on one ice-failover run at the end.
     block = set_block(parser, args.set, names)
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] or list(STRATEGIES)
-    if set(strategies) - set(STRATEGIES):
-        parser.error(f"--strategies: choose from {', '.join(STRATEGIES)}")
+    strategies = chosen(parser, "--strategies", args.strategies, STRATEGIES, "strategy(s)")
     tasks = [
         (name, seed, strategy, block)
         for name in sorted(names, key=lambda n: -load_scenario(n).duration)

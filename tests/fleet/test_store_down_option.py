@@ -1,5 +1,6 @@
-"""bench/fleet_duplication.py ``--store-down`` / ``--window``: bad input is one clear error naming
-the option and the allowed form, before anything runs."""
+"""bench/fleet_duplication.py ``--store-down`` / ``--window`` (and its scenario and strategy
+lists): bad input is one clear error naming the option and the allowed form, before anything
+runs."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def test_a_window_is_start_end_in_hours(text: str, hours: tuple[float, float]) -
             "--store-down 3-5: scenario drain lasts 4 h; the window must end by then",
         ),
         (["--scenarios", "drain", "--window", "3-4.5"], "--window 3-4.5: scenario drain lasts"),
+        # The scenario and strategy lists (bench.scenarios.chosen, shared with that bench).
+        (
+            ["--scenarios", "drain,storm"],
+            "--scenarios: unknown multi-cluster scenario(s) storm; choose from",
+        ),
+        (["--strategies", "baseline,fast"], "--strategies: unknown strategy(s) fast; choose from"),
     ],
 )
 def test_a_bad_window_is_refused_naming_the_option(
