@@ -131,4 +131,4 @@ def with_share(demand: Demand, share: FleetShare) -> Demand:
     queued = (
         None if demand.queued_jobs is None else split_of(demand.queued_jobs, share.rank, members)
     )
-    return replace(demand, queued_jobs=queued, fleet=FleetPart(share.share, share.rank, members))
+    return replace(demand, queued_jobs=queued, fleet=FleetPart(share.rank, members))

@@ -198,12 +198,15 @@ class WorkflowPod:
 @dataclass(frozen=True, slots=True)
 class FleetPart:
     """This cluster's part of its fleet (reconciler/fleet.py): ``rank`` among ``members``
-    healthy clusters sorted by name, ``share = 1 / members``. Queued jobs and the warm pool
-    are both split exactly by it (the first clusters by name take what is left over)."""
+    healthy clusters sorted by name. Queued jobs and the warm pool are both split exactly by
+    it (the first clusters by name take what is left over)."""
 
-    share: float
     rank: int = 0
     members: int = 1
+
+    @property
+    def share(self) -> float:
+        return 1.0 / self.members
 
 
 @dataclass(frozen=True, slots=True)

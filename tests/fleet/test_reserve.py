@@ -30,7 +30,7 @@ def creates(stepper: Stepper, snap: ClusterSnapshot) -> int:
 
 
 def part(rank: int, members: int) -> FleetPart:
-    return FleetPart(1 / members, rank=rank, members=members)
+    return FleetPart(rank=rank, members=members)
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,7 @@ def test_the_demand_is_shared_only_while_the_view_is_fresh() -> None:
     stale = fleet_share(FleetView(error="timeout"), cluster="east", now=NOW, max_age=MAX_AGE)
     demand = Demand(queued_jobs=5, source="statistics")
     assert with_share(demand, fresh) == Demand(
-        queued_jobs=3, source="statistics", fleet=FleetPart(0.5, rank=0, members=2)
+        queued_jobs=3, source="statistics", fleet=FleetPart(rank=0, members=2)
     )
     assert with_share(demand, stale) is demand
     # A failing demand stays failing: the floor is this cluster's own.
